@@ -1,0 +1,3 @@
+from loopd.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,124 @@
+"""The ports the engine talks through. The engine owns none of their mechanisms.
+
+The engine never writes to a terminal, never sleeps on the wall clock, never spawns a
+process and never opens a socket: everything observable or effectful crosses one of
+these Protocols. Production wires real implementations in `loopd.app`; tests wire the
+shipped fakes in `loopd.testing`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
+from loopd.protocol.events import Location, SessionEvent, ToolContent, ToolKind
+from loopd.protocol.messages import Message
+from loopd.protocol.model import ModelRequest, StreamEvent, ToolSpec
+
+
+class Emitter(Protocol):
+    """Publishes observable facts. Every client sees the session through this."""
+
+    async def emit(self, event: SessionEvent) -> None: ...
+
+
+class Journal(Protocol):
+    """Persists the model-facing history, one message at a time, as it is appended."""
+
+    async def append(self, message: Message) -> None: ...
+
+
+class Clock(Protocol):
+    def monotonic(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class Provider(Protocol):
+    """Streams one model reply. Raises `loopd.protocol.errors.ProviderError`s."""
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+
+
+class Approver(Protocol):
+    """Resolves a boundary crossing. Denying on timeout or on a dropped client is the
+    implementation's job: with nobody to ask, the alternative would be granting in
+    silence."""
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalDecision: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    input: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    """What a call says it will touch, before it runs: what the scheduler orders by,
+    what the policy decides on and what the person is shown. Paths are absolute and
+    canonical."""
+
+    title: str
+    kind: ToolKind
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    command: str | None = None
+    network: bool = False
+    locations: tuple[Location, ...] = ()
+    preview: tuple[ToolContent, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """`output` goes to the model; `content` is what clients show."""
+
+    output: str
+    is_error: bool = False
+    content: tuple[ToolContent, ...] = ()
+    raw_output: Mapping[str, Any] | None = None
+    locations: tuple[Location, ...] = ()
+
+
+class ToolProgress(Protocol):
+    """Live content while a call runs (a terminal as it fills, say)."""
+
+    async def __call__(self, content: tuple[ToolContent, ...]) -> None: ...
+
+
+class ToolBox(Protocol):
+    """The session's tools. `declare` raises `ToolInputError` for unusable arguments;
+    `run` reports failures as an error result and raises only `CancelledError`."""
+
+    def specs(self) -> Sequence[ToolSpec]: ...
+
+    async def declare(self, call: ToolCall) -> Declaration: ...
+
+    async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult: ...
+
+
+class Verdict(StrEnum):
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyDecision:
+    verdict: Verdict
+    reason: str = ""
+
+
+class Policy(Protocol):
+    """Decides each call before it runs, and learns the person's "always" answers."""
+
+    def decide(self, call: ToolCall, declaration: Declaration) -> PolicyDecision: ...
+
+    def remember(
+        self, call: ToolCall, declaration: Declaration, decision: ApprovalDecision
+    ) -> None: ...

@@ -1,0 +1,87 @@
+"""One error tree for loopd. Callers branch on the class and the fields, never on text.
+
+    LoopdError
+    ├── ProviderError            the model endpoint failed; `retryable` says what to do
+    │   ├── ContextOverflow      the prompt is too long: compact, never resend as is
+    │   ├── RateLimited          429; `retry_after` seconds when the server said so
+    │   ├── Overloaded           529 / overloaded_error (also mid-stream)
+    │   ├── Transient            5xx, connection reset, timeouts
+    │   ├── IncompleteStream     the stream closed before its terminal event
+    │   ├── AuthError            401/403: fatal, shown to the person
+    │   ├── BadRequest           4xx that resending will not fix
+    │   └── MissingCredentials   no key configured; names the variables to set
+    ├── ToolInputError           the model's tool arguments are invalid
+    ├── ConfigError              a config file or option is wrong
+    └── RuntimeFailure           a runtime (engine or foreign CLI) could not run a turn
+
+Mapping to JSON-RPC codes happens only in the protocol adapters.
+"""
+
+from __future__ import annotations
+
+
+class LoopdError(Exception):
+    """Root of every error loopd raises on purpose."""
+
+
+class ProviderError(LoopdError):
+    retryable = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        error_type: str = "",
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.error_type = error_type
+        self.retry_after = retry_after
+
+
+class ContextOverflow(ProviderError):
+    pass
+
+
+class RateLimited(ProviderError):
+    retryable = True
+
+
+class Overloaded(ProviderError):
+    retryable = True
+
+
+class Transient(ProviderError):
+    retryable = True
+
+
+class IncompleteStream(ProviderError):
+    retryable = True
+
+
+class AuthError(ProviderError):
+    pass
+
+
+class BadRequest(ProviderError):
+    pass
+
+
+class MissingCredentials(ProviderError):
+    pass
+
+
+class ToolInputError(LoopdError):
+    """Raised by a tool for arguments it cannot use. Becomes a tool result the model
+    reads, never an exception that ends the turn."""
+
+
+class ConfigError(LoopdError):
+    pass
+
+
+class RuntimeFailure(LoopdError):
+    pass
