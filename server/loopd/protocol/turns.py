@@ -1,0 +1,24 @@
+"""How a turn ends, in ACP's closed set of stop reasons."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from loopd.protocol.model import Usage
+
+StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a turn ended. `context_tokens` is what the assembled context costs now (the
+    last request's whole prompt), not a sum over rounds. `error` is the visible
+    message when the turn ended because something failed."""
+
+    turn_id: str
+    stop_reason: StopReason
+    iterations: int = 0
+    usage: Usage = field(default_factory=Usage)
+    context_tokens: int = 0
+    error: str | None = None

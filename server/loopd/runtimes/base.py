@@ -1,0 +1,71 @@
+"""The runtime contract: who runs a session's turns.
+
+Native engine, Claude Code, Codex, any ACP agent: all are interchangeable behind this
+contract. A runtime is opened for one session with that session's emitter and
+approver; it emits the one event vocabulary (`loopd.protocol.events`) and asks every
+approval through the `Approver`. `state` is the runtime's own resume token (a CLI's
+session id, say), stored by the session layer and handed back on load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from loopd.engine.ports import Approver, Emitter
+from loopd.protocol.events import ConfigOption, Prompt
+from loopd.protocol.turns import Outcome
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerConfig:
+    """An MCP server handed over by the editor: stdio (`command`) or http (`url`)."""
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeContext:
+    session_id: str
+    cwd: str
+    additional_roots: tuple[str, ...]
+    emitter: Emitter
+    approver: Approver
+    config: Mapping[str, str]  # config option id -> value (mode, model, thought_level, ...)
+    mcp_servers: tuple[McpServerConfig, ...] = ()
+    state: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        return (self.cwd, *self.additional_roots)
+
+
+class Runtime(Protocol):
+    async def prompt(self, prompt: Prompt) -> Outcome:
+        """Run one turn to its end. Cancellation arrives through `cancel`; a failure
+        becomes a stop reason plus a visible message, never an exception."""
+        ...
+
+    async def cancel(self) -> None: ...
+
+    async def set_config(self, option_id: str, value: str) -> None: ...
+
+    def config_options(self) -> tuple[ConfigOption, ...]: ...
+
+    def state(self) -> Mapping[str, Any]:
+        """What the session layer stores to resume this runtime after a restart."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class RuntimeFactory(Protocol):
+    name: str
+
+    async def open(self, context: RuntimeContext) -> Runtime: ...
