@@ -42,9 +42,7 @@ class Usage:
 
     @property
     def total(self) -> int:
-        return (
-            self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
-        )
+        return self.context_tokens + self.output_tokens
 
     @property
     def context_tokens(self) -> int:

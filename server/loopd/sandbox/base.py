@@ -40,9 +40,10 @@ class CommandSandbox(Protocol):
     def prepare(self, spec: CommandSpec) -> PreparedCommand: ...
 
 
-def sanitized_env(
-    base: Mapping[str, str], keep: Sequence[str] = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER")
-) -> dict[str, str]:
+SAFE_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER")
+
+
+def sanitized_env(base: Mapping[str, str], keep: Sequence[str] = SAFE_ENV_KEYS) -> dict[str, str]:
     """An environment built from scratch: only harmless variables survive, so provider
     keys and other secrets never reach a command."""
     env = {k: base[k] for k in keep if k in base}
