@@ -1,0 +1,110 @@
+"""The ceilings on one turn, the repeat detector, and the tool-result size cap."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loopd.engine.ports import ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What bounds one turn.
+
+    The ceilings are deliberately redundant: defence in depth. `max_identical_calls`
+    is the real mechanism, because a pathological loop shows up in three repeats long
+    before any sane iteration cap; `max_iterations` and `max_tool_calls` are the
+    backstop. If you find yourself lowering `max_iterations` to control cost, the real
+    problem is usually the repeat detector switched off or a tool returning
+    uninformative errors.
+
+    `max_turn_tokens` is a hard cost ceiling, and 0 (unlimited) is the default:
+    cutting a turn off mid-way leaves the workspace half-edited, which is worse than
+    the state it started in, and the iteration cap already bounds spend.
+
+    `max_parallel` caps one scheduled group; `max_result_bytes` caps what one tool
+    result costs the context (see `truncate_result`).
+    """
+
+    max_iterations: int = 25
+    max_tool_calls: int = 100
+    max_parallel: int = 8
+    max_result_bytes: int = 64_000
+    max_identical_calls: int = 3
+    max_turn_tokens: int = 0
+
+
+def canonical_input(value: Mapping[str, Any]) -> str:
+    """`value` as stable JSON: sorted keys, no whitespace, nested mappings included.
+
+    Two inputs that differ only in key order or formatting are the same request, and
+    the repeat detector must see them as the same call.
+    """
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_as_dict
+    )
+
+
+def call_key(call: ToolCall) -> str:
+    """The identity of a call for repeat detection: tool name and canonical input.
+
+    The call id is left out on purpose: every call gets a fresh one, so including it
+    would make every call unique. Encoded as one JSON array so no tool name can be
+    confused with part of an input.
+    """
+    return canonical_input({"tool": call.name, "input": call.input})
+
+
+def is_repeat(calls: Sequence[ToolCall], n: int) -> bool:
+    """Whether the last `n` calls are identical (by `call_key`).
+
+    Identity is over the tool *and* its canonical input. That is what lets the
+    detector coexist with recovery: retrying with a different approach is not an
+    identical call, so it never trips, while the same failing command three times
+    does. `n` of one or less disables the check, since a single call is not a repeat;
+    fewer than `n` calls is not a repeat yet.
+    """
+    if n <= 1 or len(calls) < n:
+        return False
+    first = call_key(calls[-n])
+    return all(call_key(call) == first for call in calls[-n + 1 :])
+
+
+def truncate_result(text: str, max_bytes: int) -> str:
+    """`text` cut to at most `max_bytes` of UTF-8, keeping its head and its tail.
+
+    Both ends, because that is where the signal usually is: a command's first lines
+    say what ran and its last lines say how it ended. The middle is replaced by a
+    notice stating exactly how many bytes were cut, so the model knows the result is
+    partial rather than reasoning about output it never saw. Cuts fall on character
+    boundaries, so the result is always valid text.
+
+    Text that fits is returned unchanged. A cap too small to hold even the notice
+    gets the notice alone: a few bytes over is better than a silent cut.
+    """
+    data = text.encode()
+    total = len(data)
+    if total <= max_bytes:
+        return text
+    # The notice's own length depends on the count it reports; size it for the
+    # largest possible count so the kept text plus the real notice always fits.
+    budget = max(0, max_bytes - len(_notice(total, total).encode()))
+    head = data[: budget // 2].decode(errors="ignore")
+    tail_size = budget - budget // 2
+    tail = data[total - tail_size :].decode(errors="ignore") if tail_size else ""
+    cut = total - len(head.encode()) - len(tail.encode())
+    return head + _notice(cut, total) + tail
+
+
+def _notice(cut: int, total: int) -> str:
+    return f"\n[... {cut} of {total} bytes cut from the middle of this result ...]\n"
+
+
+def _as_dict(value: object) -> dict[str, Any]:
+    """JSON fallback: a mapping that is not a dict still serialises as an object."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"tool input is not JSON: {type(value).__name__}")
