@@ -1,0 +1,260 @@
+"""The turn cycle: append the input, stream the model, run the tools it asked for,
+feed the results back, repeat until it stops asking.
+
+A turn always ends with an `Outcome`, never an exception: a provider failure becomes a
+visible message plus a stop reason, a tool failure becomes a result the model reads,
+and cancellation at any point (streaming, a tool, an approval) pairs every announced
+tool call with a result so the history stays valid for the next request.
+
+The engine is pure orchestration over its ports. It is cancelled the asyncio way: the
+owner cancels the task running `run`, and `run` returns `cancelled`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from loopd.engine.guard import LoopGuard
+from loopd.engine.limits import Limits
+from loopd.engine.ports import Approver, Clock, Emitter, Journal, Policy, Provider, ToolBox
+from loopd.engine.streaming import ReplyStreamer, RetryPolicy
+from loopd.engine.toolrun import ToolPhase, TurnState
+from loopd.protocol.errors import ContextOverflow, ProviderError
+from loopd.protocol.events import (
+    AgentMessageChunk,
+    EmbeddedResourceBlock,
+    ImageBlock,
+    Prompt,
+    ResourceLinkBlock,
+    TextBlock,
+    ToolCallUpdated,
+    UsageUpdated,
+)
+from loopd.protocol.messages import (
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+)
+from loopd.protocol.model import ModelRequest, ModelStop, ThinkingLevel, Usage
+from loopd.protocol.turns import Outcome, StopReason
+
+
+def random_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    model: str
+    system: str = ""
+    limits: Limits = field(default_factory=Limits)
+    thinking: ThinkingLevel = "off"
+    max_tokens: int = 8192
+    context_window: int = 200_000
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    show_reasoning: bool = True
+
+
+@dataclass(slots=True)
+class EnginePorts:
+    provider: Provider
+    tools: ToolBox
+    emitter: Emitter
+    approver: Approver
+    policy: Policy
+    journal: Journal
+    clock: Clock
+    new_id: Callable[[str], str] = random_id
+    jitter: Callable[[], float] = random.random
+
+
+_MODEL_STOPS: dict[ModelStop, StopReason] = {
+    "end_turn": "end_turn",
+    "tool_use": "end_turn",
+    "pause_turn": "end_turn",
+    "max_tokens": "max_tokens",
+    "refusal": "refusal",
+}
+
+
+class Engine:
+    """Runs turns against one session's history."""
+
+    def __init__(
+        self,
+        session_id: str,
+        config: EngineConfig,
+        ports: EnginePorts,
+        history: Sequence[Message] = (),
+    ) -> None:
+        self.session_id = session_id
+        self.config = config
+        self.ports = ports
+        self._history = list(history)
+        self._guard = LoopGuard()
+
+    @property
+    def history(self) -> tuple[Message, ...]:
+        return tuple(self._history)
+
+    async def run(self, prompt: Prompt) -> Outcome:
+        """Execute one turn for `prompt` and say how it ended."""
+        turn = _Turn(self.ports.new_id("turn"))
+        try:
+            await self._append(Message("user", prompt_parts(prompt)))
+            return await self._cycle(turn)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            await self._pair_after_cancel(turn)
+            return turn.outcome("cancelled")
+
+    async def _cycle(self, turn: _Turn) -> Outcome:
+        limits = self.config.limits
+        while True:
+            if turn.iterations >= limits.max_iterations:
+                return await self._stop(turn, "max_turn_requests", _iteration_note(limits))
+            turn.iterations += 1
+            try:
+                reply = await self._streamer().request(self._request())
+            except ProviderError as err:
+                reason: StopReason = (
+                    "max_tokens" if isinstance(err, ContextOverflow) else "end_turn"
+                )
+                return await self._stop(turn, reason, f"The model request failed: {err.message}")
+            turn.usage += reply.usage
+            turn.context_tokens = reply.usage.context_tokens + reply.usage.output_tokens
+            await self._append(Message("assistant", reply.parts))
+            await self.ports.emitter.emit(
+                UsageUpdated(turn.context_tokens, self.config.context_window)
+            )
+            uses = self._history[-1].tool_uses
+            if reply.stop == "pause_turn":
+                continue
+            if not uses:
+                return turn.outcome(_MODEL_STOPS[reply.stop])
+            turn.open_uses = uses
+            await self._tool_phase().run(uses, turn.state, turn.results)
+            await self._append_results(turn)
+            if turn.state.stop is not None:
+                return await self._stop(turn, turn.state.stop, turn.state.stop_message or "")
+            ceiling = limits.max_turn_tokens
+            if ceiling and turn.usage.total >= ceiling:
+                return await self._stop(
+                    turn, "max_tokens", f"Stopped: the turn used its {ceiling}-token budget."
+                )
+
+    def _request(self) -> ModelRequest:
+        cfg = self.config
+        return ModelRequest(
+            model=cfg.model,
+            system=cfg.system,
+            messages=tuple(self._history),
+            tools=tuple(self.ports.tools.specs()),
+            max_tokens=cfg.max_tokens,
+            thinking=cfg.thinking,
+        )
+
+    def _streamer(self) -> ReplyStreamer:
+        p = self.ports
+        return ReplyStreamer(
+            p.provider,
+            p.emitter,
+            p.clock,
+            p.new_id,
+            p.jitter,
+            self.config.retry,
+            self.config.show_reasoning,
+        )
+
+    def _tool_phase(self) -> ToolPhase:
+        p = self.ports
+        return ToolPhase(
+            self.session_id,
+            p.tools,
+            p.policy,
+            p.approver,
+            p.emitter,
+            self.config.limits,
+            self._guard,
+        )
+
+    async def _append(self, message: Message) -> None:
+        self._history.append(message)
+        await self.ports.journal.append(message)
+
+    async def _append_results(self, turn: _Turn) -> None:
+        parts = tuple(turn.results[use.id] for use in turn.open_uses)
+        turn.open_uses = ()
+        turn.results = {}
+        await self._append(Message("user", parts))
+
+    async def _pair_after_cancel(self, turn: _Turn) -> None:
+        """Close every announced call that has no result: the screen shows it failed,
+        the history gets a result saying it was cancelled."""
+        if not turn.open_uses:
+            return
+        for use in turn.open_uses:
+            if use.id not in turn.results:
+                turn.results[use.id] = ToolResultPart(use.id, "Cancelled by the user.", True)
+                await self.ports.emitter.emit(
+                    ToolCallUpdated(use.id, status="failed", content=(TextBlock("Cancelled."),))
+                )
+        await self._append_results(turn)
+
+    async def _stop(self, turn: _Turn, reason: StopReason, message: str) -> Outcome:
+        """End the turn with a reason the person can read."""
+        await self.ports.emitter.emit(
+            AgentMessageChunk(f"\n\n{message}\n", self.ports.new_id("msg"))
+        )
+        return turn.outcome(reason, message)
+
+
+@dataclass(slots=True)
+class _Turn:
+    turn_id: str
+    iterations: int = 0
+    usage: Usage = field(default_factory=Usage)
+    context_tokens: int = 0
+    state: TurnState = field(default_factory=TurnState)
+    open_uses: tuple[ToolUsePart, ...] = ()
+    results: dict[str, ToolResultPart] = field(default_factory=dict)
+
+    def outcome(self, reason: StopReason, error: str | None = None) -> Outcome:
+        return Outcome(
+            self.turn_id, reason, self.iterations, self.usage, self.context_tokens, error
+        )
+
+
+def _failure_stop(err: ProviderError) -> StopReason:
+    """A prompt that no longer fits is a token limit; any other failure ends the turn."""
+    return "max_tokens" if isinstance(err, ContextOverflow) else "end_turn"
+
+
+def _iteration_note(limits: Limits) -> str:
+    return f"Stopped: reached the limit of {limits.max_iterations} model requests in one turn."
+
+
+def prompt_parts(prompt: Prompt) -> tuple[Part, ...]:
+    """The person's content blocks as model parts. Resources become text the model can
+    read, with their URI, because no provider takes an editor's resource as such."""
+    parts: list[Part] = []
+    for block in prompt.blocks:
+        match block:
+            case TextBlock(text):
+                parts.append(TextPart(text))
+            case ImageBlock(data, mime_type, _):
+                parts.append(ImagePart(mime_type, data))
+            case ResourceLinkBlock(uri, name, _):
+                parts.append(TextPart(f"[Referenced: {name} <{uri}>]"))
+            case EmbeddedResourceBlock(uri, text, _):
+                parts.append(TextPart(f'<resource uri="{uri}">\n{text}\n</resource>'))
+    return tuple(parts) or (TextPart(""),)

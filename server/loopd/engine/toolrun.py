@@ -1,0 +1,210 @@
+"""The tool phase of one step: admit, declare, announce, decide, schedule, run.
+
+Every call the model asked for ends with exactly one result, in the model's order,
+whatever happens: an invalid argument, a limit, a policy denial, a rejection and a
+crash inside a tool all become error results the model reads. Only cancellation
+escapes, and the engine pairs what is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from loopd.engine.guard import LoopAction, LoopGuard
+from loopd.engine.limits import Limits, call_key, is_repeat, truncate_result
+from loopd.engine.ports import (
+    Approver,
+    Declaration,
+    Emitter,
+    Policy,
+    PolicyDecision,
+    ToolBox,
+    ToolCall,
+    ToolResult,
+    Verdict,
+)
+from loopd.engine.schedule import ToolExecution, schedule
+from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
+from loopd.protocol.errors import ToolInputError
+from loopd.protocol.events import TextBlock, ToolCallStarted, ToolCallUpdated, ToolContent
+from loopd.protocol.messages import ToolResultPart, ToolUsePart
+from loopd.protocol.model import INVALID_JSON_KEY
+from loopd.protocol.turns import StopReason
+
+
+@dataclass(slots=True)
+class TurnState:
+    """What one turn has done so far, across its steps."""
+
+    calls: list[ToolCall] = field(default_factory=list)
+    stop: StopReason | None = None
+    stop_message: str | None = None
+
+    def halt(self, reason: StopReason, message: str) -> None:
+        if self.stop is None:
+            self.stop, self.stop_message = reason, message
+
+
+@dataclass(slots=True)
+class ToolPhase:
+    session_id: str
+    tools: ToolBox
+    policy: Policy
+    approver: Approver
+    emitter: Emitter
+    limits: Limits
+    guard: LoopGuard
+    cancelled: bool = False
+
+    async def run(
+        self, uses: Sequence[ToolUsePart], turn: TurnState, results: dict[str, ToolResultPart]
+    ) -> None:
+        """Run the calls of one reply; fill `results` by tool-use id as they finish."""
+        execs = [await self._prepare(i, use, turn) for i, use in enumerate(uses)]
+        for ex in execs:
+            await self.emitter.emit(_announcement(ex))
+        decisions = {ex.index: self._decide(ex) for ex in execs}
+        groups = schedule(
+            execs,
+            self.limits.max_parallel,
+            needs_approval=lambda ex: decisions[ex.index].verdict is Verdict.ASK,
+        )
+        for group in groups:
+            async with asyncio.TaskGroup() as tasks:
+                for ex in group:
+                    tasks.create_task(self._execute(ex, decisions[ex.index], results))
+            if self.cancelled:
+                # An approval answered "cancelled": the person stopped the turn. Raised
+                # here, in the phase's own task, because a child's CancelledError
+                # would only end that child.
+                raise asyncio.CancelledError
+
+    async def _prepare(self, index: int, use: ToolUsePart, turn: TurnState) -> ToolExecution:
+        call = ToolCall(use.id, use.name, use.input)
+        refusal = self._admit(call, turn)
+        if refusal is not None:
+            return ToolExecution(index, call, None, refusal)
+        try:
+            declaration = await self.tools.declare(call)
+        except ToolInputError as err:
+            return ToolExecution(index, call, None, f"Invalid arguments for {call.name}: {err}")
+        return ToolExecution(index, call, declaration)
+
+    def _admit(self, call: ToolCall, turn: TurnState) -> str | None:
+        """The limits, checked before anything runs. Each refusal is a result the model
+        reads; the ones that mean "this turn is going nowhere" also end the turn."""
+        if INVALID_JSON_KEY in call.input:
+            raw = call.input[INVALID_JSON_KEY]
+            return f"Invalid arguments for {call.name}: not valid JSON: {raw!r}"
+        turn.calls.append(call)
+        if len(turn.calls) > self.limits.max_tool_calls:
+            message = f"Stopped: more than {self.limits.max_tool_calls} tool calls in one turn."
+            turn.halt("max_turn_requests", message)
+            return message
+        if is_repeat(turn.calls, self.limits.max_identical_calls):
+            message = (
+                f"Stopped: the same {call.name} call was made "
+                f"{self.limits.max_identical_calls} times in a row with identical input."
+            )
+            turn.halt("max_turn_requests", message)
+            return message
+        verdict = self.guard.observe(LoopAction(call.name, call_key(call)))
+        if verdict.status == "stop":
+            message = f"Stopped by the loop guard: {verdict.reason}."
+            turn.halt("max_turn_requests", message)
+            return message
+        return None
+
+    def _decide(self, ex: ToolExecution) -> PolicyDecision:
+        if ex.declaration is None:
+            return PolicyDecision(Verdict.DENY, ex.error or "")
+        return self.policy.decide(ex.call, ex.declaration)
+
+    async def _execute(
+        self, ex: ToolExecution, decision: PolicyDecision, results: dict[str, ToolResultPart]
+    ) -> None:
+        call = ex.call
+        refusal = await self._refusal(ex, decision)
+        if refusal is not None:
+            await self._finish(call, ToolResult(refusal, is_error=True), results)
+            return
+        await self.emitter.emit(ToolCallUpdated(call.id, status="in_progress"))
+        result = await self.tools.run(call, _Progress(self.emitter, call.id))
+        await self._finish(call, result, results)
+
+    async def _refusal(self, ex: ToolExecution, decision: PolicyDecision) -> str | None:
+        """Why this call must not run, or None when it may. Asking happens here."""
+        if ex.declaration is None:
+            return ex.error or "invalid call"
+        match decision.verdict:
+            case Verdict.DENY:
+                return f"Denied by policy: {decision.reason}"
+            case Verdict.ASK:
+                answer = await self._ask(ex.declaration, ex.call, decision)
+                if answer.allowed:
+                    return None
+                if answer is ApprovalDecision.CANCELLED:
+                    self.cancelled = True
+                    return "Cancelled by the user."
+                return "The user rejected this call."
+            case Verdict.ALLOW:
+                return None
+
+    async def _ask(
+        self, declaration: Declaration, call: ToolCall, decision: PolicyDecision
+    ) -> ApprovalDecision:
+        request = ApprovalRequest(
+            session_id=self.session_id,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            title=declaration.title,
+            kind=declaration.kind,
+            raw_input=call.input,
+            reason=decision.reason,
+            content=declaration.preview,
+            locations=declaration.locations,
+        )
+        answer = await self.approver.approve(request)
+        self.policy.remember(call, declaration, answer)
+        return answer
+
+    async def _finish(
+        self, call: ToolCall, result: ToolResult, results: dict[str, ToolResultPart]
+    ) -> None:
+        output = truncate_result(result.output, self.limits.max_result_bytes)
+        results[call.id] = ToolResultPart(call.id, output, result.is_error)
+        shown: tuple[ToolContent, ...] = result.content or (TextBlock(output),)
+        await self.emitter.emit(
+            ToolCallUpdated(
+                call.id,
+                status="failed" if result.is_error else "completed",
+                content=shown,
+                locations=result.locations or None,
+                raw_output=result.raw_output,
+            )
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Progress:
+    emitter: Emitter
+    tool_call_id: str
+
+    async def __call__(self, content: tuple[ToolContent, ...]) -> None:
+        await self.emitter.emit(ToolCallUpdated(self.tool_call_id, content=content))
+
+
+def _announcement(ex: ToolExecution) -> ToolCallStarted:
+    decl = ex.declaration
+    if decl is None:
+        return ToolCallStarted(ex.call.id, ex.call.name, raw_input=ex.call.input)
+    return ToolCallStarted(
+        ex.call.id,
+        decl.title,
+        kind=decl.kind,
+        raw_input=ex.call.input,
+        locations=decl.locations,
+        content=decl.preview,
+    )
