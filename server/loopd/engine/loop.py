@@ -143,7 +143,7 @@ class Engine:
                 return turn.outcome(_MODEL_STOPS[reply.stop])
             turn.open_uses = uses
             await self._tool_phase().run(uses, turn.state, turn.results)
-            await self._append_results(turn)
+            self._append_results(turn)
             if turn.state.stop is not None:
                 return await self._stop(turn, turn.state.stop, turn.state.stop_message or "")
             ceiling = limits.max_turn_tokens
@@ -183,6 +183,7 @@ class Engine:
             p.policy,
             p.approver,
             p.emitter,
+            p.journal,
             self.config.limits,
             self._guard,
         )
@@ -191,11 +192,13 @@ class Engine:
         self._history.append(message)
         await self.ports.journal.append(message)
 
-    async def _append_results(self, turn: _Turn) -> None:
+    def _append_results(self, turn: _Turn) -> None:
+        """The step's results as one message, in the model's order. Already journaled
+        one by one as they finished, so only the in-memory history grows here."""
         parts = tuple(turn.results[use.id] for use in turn.open_uses)
         turn.open_uses = ()
         turn.results = {}
-        await self._append(Message("user", parts))
+        self._history.append(Message("user", parts))
 
     async def _pair_after_cancel(self, turn: _Turn) -> None:
         """Close every announced call that has no result: the screen shows it failed,
@@ -204,11 +207,13 @@ class Engine:
             return
         for use in turn.open_uses:
             if use.id not in turn.results:
-                turn.results[use.id] = ToolResultPart(use.id, "Cancelled by the user.", True)
+                part = ToolResultPart(use.id, "Cancelled by the user.", True)
+                turn.results[use.id] = part
+                await self.ports.journal.append(Message("user", (part,)))
                 await self.ports.emitter.emit(
                     ToolCallUpdated(use.id, status="failed", content=(TextBlock("Cancelled."),))
                 )
-        await self._append_results(turn)
+        self._append_results(turn)
 
     async def _stop(self, turn: _Turn, reason: StopReason, message: str) -> Outcome:
         """End the turn with a reason the person can read."""

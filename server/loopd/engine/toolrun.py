@@ -18,6 +18,7 @@ from loopd.engine.ports import (
     Approver,
     Declaration,
     Emitter,
+    Journal,
     Policy,
     PolicyDecision,
     ToolBox,
@@ -29,7 +30,7 @@ from loopd.engine.schedule import ToolExecution, schedule
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import TextBlock, ToolCallStarted, ToolCallUpdated, ToolContent
-from loopd.protocol.messages import ToolResultPart, ToolUsePart
+from loopd.protocol.messages import Message, ToolResultPart, ToolUsePart
 from loopd.protocol.model import INVALID_JSON_KEY
 from loopd.protocol.turns import StopReason
 
@@ -54,6 +55,7 @@ class ToolPhase:
     policy: Policy
     approver: Approver
     emitter: Emitter
+    journal: Journal
     limits: Limits
     guard: LoopGuard
     cancelled: bool = False
@@ -61,7 +63,11 @@ class ToolPhase:
     async def run(
         self, uses: Sequence[ToolUsePart], turn: TurnState, results: dict[str, ToolResultPart]
     ) -> None:
-        """Run the calls of one reply; fill `results` by tool-use id as they finish."""
+        """Run the calls of one reply; fill `results` by tool-use id as they finish.
+
+        Each result is journaled the moment it exists, alone: if the process dies
+        mid-phase, the calls that ran keep their results on disk and are not run a
+        second time after a restart (see `loopd.store.reconcile`)."""
         execs = [await self._prepare(i, use, turn) for i, use in enumerate(uses)]
         for ex in execs:
             await self.emitter.emit(_announcement(ex))
@@ -174,7 +180,9 @@ class ToolPhase:
         self, call: ToolCall, result: ToolResult, results: dict[str, ToolResultPart]
     ) -> None:
         output = truncate_result(result.output, self.limits.max_result_bytes)
-        results[call.id] = ToolResultPart(call.id, output, result.is_error)
+        part = ToolResultPart(call.id, output, result.is_error)
+        results[call.id] = part
+        await self.journal.append(Message("user", (part,)))
         shown: tuple[ToolContent, ...] = result.content or (TextBlock(output),)
         await self.emitter.emit(
             ToolCallUpdated(

@@ -1,0 +1,94 @@
+"""A session while it is open in this process: its runtime, its attached editor
+connections, the journal-then-show emitter and the fail-closed approver.
+
+Per-connection state stays per connection: a `ClientLink` is one editor connection
+(ACP or LSP) and carries its own way of showing updates and asking questions. A
+session can be shown on several links at once; questions go to the link whose
+prompt is running, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
+from loopd.protocol.events import SessionEvent, SessionInfoUpdated, to_wire
+from loopd.runtimes.base import Runtime
+from loopd.store.sqlite import SessionRecord, SqliteStore
+
+log = logging.getLogger(__name__)
+
+
+class ClientLink(Protocol):
+    """One editor connection, as the session layer sees it."""
+
+    async def send_update(self, session_id: str, update: Mapping[str, Any]) -> None: ...
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalDecision: ...
+
+
+@dataclass(eq=False, slots=True)
+class LiveSession:
+    record: SessionRecord
+    runtime: Runtime
+    links: list[ClientLink] = field(default_factory=list)
+    asker: ClientLink | None = None  # the link whose prompt is running
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    queued: int = 0
+    turn: asyncio.Task[Any] | None = None
+    generation: int = 0  # bumped by cancel: queued prompts of an older one give up
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+
+@dataclass(slots=True)
+class SessionEmitter:
+    """Journals each event, then shows it on every attached link. A link that fails
+    to show is logged and skipped: one broken editor never stops the turn."""
+
+    store: SqliteStore
+    session_id: str
+    links: Callable[[], list[ClientLink]]
+    now: Callable[[], str]
+
+    async def emit(self, event: SessionEvent) -> None:
+        wire = to_wire(event)
+        self.store.append_event(self.session_id, wire)
+        if isinstance(event, SessionInfoUpdated) and event.title:
+            self.store.update(self.session_id, title=event.title, updated_at=self.now())
+        await self.show(wire)
+
+    async def show(self, wire: Mapping[str, Any]) -> None:
+        for link in list(self.links()):
+            try:
+                await link.send_update(self.session_id, wire)
+            except Exception:
+                log.exception("could not show an update on a connection; skipping it")
+
+
+@dataclass(slots=True)
+class SessionApprover:
+    """Asks the prompting connection. No connection, a failing one, or no answer in
+    `timeout` seconds is a rejection: with nobody to ask, the alternative would be
+    granting in silence."""
+
+    session: Callable[[], LiveSession]
+    timeout: float
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        link = self.session().asker
+        if link is None:
+            return ApprovalDecision.REJECT_ONCE
+        try:
+            return await asyncio.wait_for(link.ask(request), self.timeout)
+        except TimeoutError:
+            log.warning("approval for %s timed out; rejecting", request.tool_call_id)
+        except Exception:
+            log.exception("approval for %s failed; rejecting", request.tool_call_id)
+        return ApprovalDecision.REJECT_ONCE

@@ -1,0 +1,327 @@
+"""SessionManager: the one place sessions are opened, prompted, cancelled and closed.
+
+Both protocol adapters (ACP and LSP) and the CLI are thin clients of this class, so a
+session behaves the same in every editor, and a session created from one is listed
+and loadable from the others (they share the SQLite store).
+
+Turn discipline: one turn at a time per session. A prompt that arrives while a turn
+runs waits its turn (at most `MAX_QUEUED`, in order), never interleaves. `cancel`
+ends the running turn and every queued prompt of the session with `cancelled`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from loopd.protocol.errors import ConfigError, LoopdError
+from loopd.protocol.events import (
+    Command,
+    ConfigChoice,
+    ConfigOption,
+    Prompt,
+    SessionInfoUpdated,
+    TextBlock,
+    UserMessageChunk,
+)
+from loopd.protocol.turns import Outcome
+from loopd.runtimes.base import McpServerConfig, Runtime, RuntimeContext, RuntimeFactory
+from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
+from loopd.store.reconcile import reconcile_events
+from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
+
+log = logging.getLogger(__name__)
+
+MAX_QUEUED = 64
+RUNTIME_OPTION = "runtime"
+
+
+class SessionNotFound(LoopdError):
+    pass
+
+
+class SessionBusy(LoopdError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    """What a client is told about a session it opened."""
+
+    id: str
+    config_options: tuple[ConfigOption, ...]
+    commands: tuple[Command, ...] = ()
+
+
+@dataclass(slots=True)
+class SessionManager:
+    store: SqliteStore
+    runtimes: Mapping[str, RuntimeFactory]
+    default_runtime: str
+    now: Callable[[], str]
+    approval_timeout: float = 600.0
+    new_id: Callable[[], str] = field(default=lambda: f"sess_{uuid.uuid4().hex}")
+    _live: dict[str, LiveSession] = field(default_factory=dict)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def new_session(
+        self,
+        cwd: str,
+        link: ClientLink,
+        additional_dirs: Sequence[str] = (),
+        mcp_servers: Sequence[McpServerConfig] = (),
+        config: Mapping[str, str] | None = None,
+    ) -> SessionView:
+        config = dict(config or {})
+        runtime_name = config.pop(RUNTIME_OPTION, self.default_runtime)
+        self._factory(runtime_name)
+        stamp = self.now()
+        record = SessionRecord(
+            id=self.new_id(),
+            cwd=cwd,
+            additional_dirs=tuple(additional_dirs),
+            created_at=stamp,
+            updated_at=stamp,
+            runtime={"name": runtime_name},
+            config=config,
+        )
+        self.store.create(record)
+        live = await self._open(record, link, mcp_servers)
+        return self._view(live)
+
+    async def load_session(
+        self,
+        session_id: str,
+        link: ClientLink,
+        mcp_servers: Sequence[McpServerConfig] = (),
+        replay: bool = True,
+    ) -> SessionView:
+        """Attach `link` to a stored session (opening it here if needed). With
+        `replay`, the whole history is shown on `link` before this returns."""
+        live = self._live.get(session_id)
+        if live is None:
+            record = self.store.get(session_id)
+            if record is None:
+                raise SessionNotFound(f"no session {session_id!r}")
+            live = await self._open(record, link, mcp_servers)
+        elif link not in live.links:
+            live.links.append(link)
+        if replay:
+            for wire in reconcile_events(self.store.events(session_id)):
+                await link.send_update(session_id, wire)
+        return self._view(live)
+
+    def list_sessions(self, cwd: str | None = None, cursor: str | None = None) -> SessionPage:
+        return self.store.list(cwd, cursor)
+
+    async def close_session(self, session_id: str, link: ClientLink | None = None) -> None:
+        """Detach `link` (or every link); the runtime closes with the last one."""
+        live = self._live.get(session_id)
+        if live is None:
+            if self.store.get(session_id) is None:
+                raise SessionNotFound(f"no session {session_id!r}")
+            return
+        if link is not None and link in live.links:
+            live.links.remove(link)
+        if link is None or not live.links:
+            await self._shut(live)
+
+    async def delete_session(self, session_id: str) -> None:
+        live = self._live.get(session_id)
+        if live is not None:
+            await self._shut(live)
+        if not self.store.delete(session_id):
+            raise SessionNotFound(f"no session {session_id!r}")
+
+    async def detach(self, link: ClientLink) -> None:
+        """A connection went away: cancel what it was running, close what only it had."""
+        for live in list(self._live.values()):
+            if link in live.links:
+                if live.asker is link:
+                    await self.cancel(live.id)
+                await self.close_session(live.id, link)
+
+    async def shutdown(self) -> None:
+        for live in list(self._live.values()):
+            await self._shut(live)
+
+    # -- turns -------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: Prompt, link: ClientLink) -> Outcome:
+        live = self._require(session_id)
+        if live.queued >= MAX_QUEUED:
+            raise SessionBusy(f"{MAX_QUEUED} prompts are already waiting in this session")
+        generation = live.generation
+        live.queued += 1
+        try:
+            async with live.lock:
+                if live.generation != generation:
+                    return Outcome(turn_id="", stop_reason="cancelled")
+                return await self._run_turn(live, prompt, link)
+        finally:
+            live.queued -= 1
+
+    async def _run_turn(self, live: LiveSession, prompt: Prompt, link: ClientLink) -> Outcome:
+        emitter = self._emitter(live)
+        message_id = f"user_{uuid.uuid4().hex[:12]}"
+        for block in prompt.blocks:
+            emitter.store.append_event(live.id, _user_chunk(block, message_id))
+        if live.record.title is None and prompt.text.strip():
+            title = _title_of(prompt.text)
+            live.record = replace(live.record, title=title)
+            await emitter.emit(SessionInfoUpdated(title=title))
+        live.asker = link
+        live.turn = asyncio.create_task(live.runtime.prompt(prompt))
+        try:
+            return await asyncio.shield(live.turn)
+        finally:
+            live.asker = None
+            live.turn = None
+            self._save_after_turn(live)
+
+    async def cancel(self, session_id: str) -> None:
+        live = self._live.get(session_id)
+        if live is None:
+            return
+        live.generation += 1
+        await live.runtime.cancel()
+
+    # -- config ------------------------------------------------------------------------
+
+    async def set_config(self, session_id: str, option_id: str, value: str) -> SessionView:
+        live = self._require(session_id)
+        if option_id == RUNTIME_OPTION:
+            await self._switch_runtime(live, value)
+        else:
+            known = {o.id: o for o in live.runtime.config_options()}
+            option = known.get(option_id)
+            if option is None:
+                raise ConfigError(f"unknown config option {option_id!r}")
+            if value not in {c.value for c in option.choices}:
+                raise ConfigError(f"{value!r} is not a value of {option_id!r}")
+            await live.runtime.set_config(option_id, value)
+        config = {o.id: o.current_value for o in live.runtime.config_options()}
+        live.record = replace(live.record, config=config)
+        self.store.update(live.id, config=config, updated_at=self.now())
+        return self._view(live)
+
+    async def _switch_runtime(self, live: LiveSession, name: str) -> None:
+        self._factory(name)
+        if live.turn is not None:
+            raise SessionBusy("cannot switch runtimes while a turn runs")
+        await live.runtime.close()
+        live.record = replace(live.record, runtime={"name": name}, runtime_state={})
+        self.store.update(live.id, runtime={"name": name}, runtime_state={})
+        live.runtime = await self._factory(name).open(self._context(live, ()))
+
+    # -- internals -----------------------------------------------------------------------
+
+    async def _open(
+        self, record: SessionRecord, link: ClientLink, mcp: Sequence[McpServerConfig]
+    ) -> LiveSession:
+        factory = self._factory(str(record.runtime.get("name", self.default_runtime)))
+        live = LiveSession(record, runtime=_Unopened(), links=[link])
+        self._live[record.id] = live
+        try:
+            live.runtime = await factory.open(self._context(live, mcp))
+        except BaseException:
+            del self._live[record.id]
+            raise
+        return live
+
+    def _context(self, live: LiveSession, mcp: Sequence[McpServerConfig]) -> RuntimeContext:
+        record = live.record
+        return RuntimeContext(
+            session_id=record.id,
+            cwd=record.cwd,
+            additional_roots=record.additional_dirs,
+            emitter=self._emitter(live),
+            approver=SessionApprover(lambda: live, self.approval_timeout),
+            config=dict(record.config),
+            mcp_servers=tuple(mcp),
+            state=dict(record.runtime_state),
+        )
+
+    def _emitter(self, live: LiveSession) -> SessionEmitter:
+        return SessionEmitter(self.store, live.id, lambda: live.links, self.now)
+
+    def _factory(self, name: str) -> RuntimeFactory:
+        factory = self.runtimes.get(name)
+        if factory is None:
+            known = ", ".join(sorted(self.runtimes)) or "none"
+            raise ConfigError(f"unknown runtime {name!r} (configured: {known})")
+        return factory
+
+    def _require(self, session_id: str) -> LiveSession:
+        live = self._live.get(session_id)
+        if live is None:
+            raise SessionNotFound(f"session {session_id!r} is not open here; load it first")
+        return live
+
+    def _save_after_turn(self, live: LiveSession) -> None:
+        state = dict(live.runtime.state())
+        live.record = replace(live.record, runtime_state=state, updated_at=self.now())
+        self.store.update(live.id, runtime_state=state, updated_at=live.record.updated_at)
+
+    async def _shut(self, live: LiveSession) -> None:
+        self._live.pop(live.id, None)
+        live.generation += 1
+        try:
+            await live.runtime.cancel()
+            await live.runtime.close()
+        except Exception:
+            log.exception("runtime of %s failed to close", live.id)
+
+    def _view(self, live: LiveSession) -> SessionView:
+        names = sorted(self.runtimes)
+        current = str(live.record.runtime.get("name", self.default_runtime))
+        runtime_option = ConfigOption(
+            RUNTIME_OPTION,
+            "Runtime",
+            "_runtime",
+            current,
+            tuple(ConfigChoice(n, n) for n in names),
+            "Who runs this session's turns",
+        )
+        return SessionView(live.id, (*live.runtime.config_options(), runtime_option))
+
+
+def _user_chunk(block: Any, message_id: str) -> dict[str, Any]:
+    from loopd.protocol.events import to_wire
+
+    return to_wire(UserMessageChunk(block, message_id))
+
+
+def _title_of(text: str) -> str:
+    first = text.strip().splitlines()[0]
+    return first if len(first) <= 80 else first[:77] + "..."
+
+
+class _Unopened:
+    """Placeholder while the runtime opens; never prompted."""
+
+    async def prompt(self, prompt: Prompt) -> Outcome:
+        raise RuntimeError("runtime not opened")
+
+    async def cancel(self) -> None:
+        return None
+
+    async def set_config(self, option_id: str, value: str) -> None:
+        raise RuntimeError("runtime not opened")
+
+    def config_options(self) -> tuple[ConfigOption, ...]:
+        return ()
+
+    def state(self) -> Mapping[str, Any]:
+        return {}
+
+    async def close(self) -> None:
+        return None
+
+
+__all__ = ["ClientLink", "Runtime", "SessionManager", "SessionView", "TextBlock"]

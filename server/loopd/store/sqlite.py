@@ -1,0 +1,218 @@
+"""SqliteStore: every session of the user, shared by every loopd process.
+
+One SQLite file (WAL) under the data dir. Three tables: `sessions` (one row each:
+roots, title, runtime identity and resume state, config values, remembered
+approvals), `events` (the journal of what clients were shown, as ACP `session/update`
+JSON, replayed on load) and `messages` (the model-facing history). Each append is its
+own committed transaction, written before the event is shown, so a process killed
+mid-turn loses nothing already on screen. WAL with synchronous=NORMAL makes a commit
+durable against a process crash without an fsync per chunk.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loopd.protocol.messages import Message, message_from_json, message_to_json
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    cwd TEXT NOT NULL,
+    additional_dirs TEXT NOT NULL DEFAULT '[]',
+    title TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    runtime TEXT NOT NULL DEFAULT '{}',
+    runtime_state TEXT NOT NULL DEFAULT '{}',
+    config TEXT NOT NULL DEFAULT '{}',
+    approvals TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS sessions_by_update ON sessions (updated_at DESC, id);
+CREATE TABLE IF NOT EXISTS events (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    wire TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS messages (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    id: str
+    cwd: str
+    additional_dirs: tuple[str, ...] = ()
+    title: str | None = None
+    created_at: str = ""
+    updated_at: str = ""
+    runtime: Mapping[str, Any] = field(default_factory=dict)
+    runtime_state: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, str] = field(default_factory=dict)
+    approvals: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPage:
+    sessions: tuple[SessionRecord, ...]
+    next_cursor: str | None
+
+
+_COLUMNS = "id, cwd, additional_dirs, title, created_at, updated_at, runtime, runtime_state, config, approvals"
+
+
+class SqliteStore:
+    """Thread-safe: one connection guarded by a lock (calls are short)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        with self._tx() as db:
+            db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def create(self, record: SessionRecord) -> None:
+        with self._tx() as db:
+            db.execute(
+                f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                _row_of(record),
+            )
+
+    def get(self, session_id: str) -> SessionRecord | None:
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        return None if row is None else _record_of(row)
+
+    def update(self, session_id: str, **fields: Any) -> None:
+        """Set columns of a session (`title`, `updated_at`, `runtime`, `runtime_state`,
+        `config`, `approvals`); mappings are stored as JSON."""
+        allowed = {"title", "updated_at", "runtime", "runtime_state", "config", "approvals"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"cannot update {sorted(unknown)}")
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        values = [json.dumps(v) if isinstance(v, Mapping) else v for v in fields.values()]
+        with self._tx() as db:
+            db.execute(f"UPDATE sessions SET {sets} WHERE id = ?", (*values, session_id))
+
+    def delete(self, session_id: str) -> bool:
+        with self._tx() as db:
+            return db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+
+    def list(self, cwd: str | None = None, cursor: str | None = None, limit: int = 50) -> SessionPage:
+        """Newest first. The cursor is opaque to clients: "<updated_at>|<id>" of the last
+        row of the previous page, so paging is stable while sessions are added."""
+        where, args = [], []
+        if cwd is not None:
+            where.append("cwd = ?")
+            args.append(cwd)
+        if cursor:
+            at, _, sid = cursor.partition("|")
+            where.append("(updated_at < ? OR (updated_at = ? AND id < ?))")
+            args += [at, at, sid]
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        sql = f"SELECT {_COLUMNS} FROM sessions {clause} ORDER BY updated_at DESC, id DESC LIMIT ?"
+        with self._lock:
+            rows = self._db.execute(sql, (*args, limit + 1)).fetchall()
+        records = tuple(_record_of(r) for r in rows[:limit])
+        more = len(rows) > limit
+        last = records[-1] if records else None
+        return SessionPage(records, f"{last.updated_at}|{last.id}" if more and last else None)
+
+    # -- journal -------------------------------------------------------------------------
+
+    def append_event(self, session_id: str, wire: Mapping[str, Any]) -> None:
+        self._append("events", "wire", session_id, json.dumps(wire, separators=(",", ":")))
+
+    def append_message(self, session_id: str, message: Message) -> None:
+        body = json.dumps(message_to_json(message), separators=(",", ":"))
+        self._append("messages", "body", session_id, body)
+
+    def _append(self, table: str, column: str, session_id: str, value: str) -> None:
+        with self._tx() as db:
+            db.execute(
+                f"INSERT INTO {table} (session_id, seq, {column}) VALUES (?, "
+                f"(SELECT COALESCE(MAX(seq), 0) + 1 FROM {table} WHERE session_id = ?), ?)",
+                (session_id, session_id, value),
+            )
+
+    def events(self, session_id: str) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT wire FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def messages(self, session_id: str) -> list[Message]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT body FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+        return [message_from_json(json.loads(r[0])) for r in rows]
+
+
+def _row_of(r: SessionRecord) -> Sequence[Any]:
+    return (
+        r.id,
+        r.cwd,
+        json.dumps(list(r.additional_dirs)),
+        r.title,
+        r.created_at,
+        r.updated_at,
+        json.dumps(dict(r.runtime)),
+        json.dumps(dict(r.runtime_state)),
+        json.dumps(dict(r.config)),
+        json.dumps(dict(r.approvals)),
+    )
+
+
+def _record_of(row: Sequence[Any]) -> SessionRecord:
+    return SessionRecord(
+        id=row[0],
+        cwd=row[1],
+        additional_dirs=tuple(json.loads(row[2])),
+        title=row[3],
+        created_at=row[4],
+        updated_at=row[5],
+        runtime=json.loads(row[6]),
+        runtime_state=json.loads(row[7]),
+        config=json.loads(row[8]),
+        approvals=json.loads(row[9]),
+    )
