@@ -1,0 +1,172 @@
+"""Limits: the repeat detector's notion of identity and the tool-result size cap."""
+
+from __future__ import annotations
+
+import re
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from loopd.engine.limits import Limits, call_key, canonical_input, is_repeat, truncate_result
+from loopd.engine.ports import ToolCall
+
+_counter = iter(range(1_000_000))
+
+
+def call(name: str, **input: Any) -> ToolCall:
+    return ToolCall(id=f"call-{next(_counter)}", name=name, input=input)
+
+
+def test_defaults_are_the_documented_ones() -> None:
+    assert Limits() == Limits(
+        max_iterations=25,
+        max_tool_calls=100,
+        max_parallel=8,
+        max_result_bytes=64_000,
+        max_identical_calls=3,
+        max_turn_tokens=0,
+    )
+
+
+# -- canonical input and call identity ---------------------------------------------------
+
+
+def test_canonical_input_is_compact_sorted_json() -> None:
+    assert canonical_input({"b": 1, "a": {"d": [1, 2], "c": "é"}}) == (
+        '{"a":{"c":"é","d":[1,2]},"b":1}'
+    )
+
+
+def test_canonical_input_does_not_depend_on_key_order_at_any_depth() -> None:
+    one = {"path": "/a", "opts": {"x": 1, "y": 2}}
+    other = {"opts": {"y": 2, "x": 1}, "path": "/a"}
+
+    assert canonical_input(one) == canonical_input(other)
+
+
+def test_canonical_input_accepts_mappings_that_are_not_dicts() -> None:
+    nested = MappingProxyType({"z": 1, "a": 2})
+
+    assert canonical_input(MappingProxyType({"k": nested})) == '{"k":{"a":2,"z":1}}'
+
+
+def test_canonical_input_rejects_values_json_cannot_hold() -> None:
+    with pytest.raises(TypeError, match="not JSON"):
+        canonical_input({"k": object()})
+
+
+def test_call_key_ignores_the_call_id_and_key_order() -> None:
+    assert call_key(call("read", path="/a", limit=5)) == call_key(call("read", limit=5, path="/a"))
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (call("read", path="/a"), call("write", path="/a")),
+        (call("read", path="/a"), call("read", path="/b")),
+        (call("read", path="/a"), call("read", path="/a", limit=1)),
+        (call("a", x=1), call("a", x="1")),
+    ],
+)
+def test_call_key_differs_when_tool_or_input_differ(one: ToolCall, other: ToolCall) -> None:
+    assert call_key(one) != call_key(other)
+
+
+# -- is_repeat ---------------------------------------------------------------------------
+
+A, B = call("bash", command="make"), call("bash", command="make test")
+A_AGAIN = ToolCall(id="other", name="bash", input={"command": "make"})
+
+REPEATS = {
+    "no calls": ([], 3, False),
+    "fewer calls than n": ([A, A], 3, False),
+    "n identical calls": ([A, A, A], 3, True),
+    "n identical calls after different ones": ([B, A, A, A], 3, True),
+    "the last call differs": ([A, A, B], 3, False),
+    "a different call in the middle": ([A, B, A], 3, False),
+    "identical apart from call id": ([A, A_AGAIN, A], 3, True),
+    "same input to a different tool": ([A, A, call("sh", command="make")], 3, False),
+    "n of one never repeats": ([A], 1, False),
+    "n of zero never repeats": ([A, A], 0, False),
+    "n of two": ([B, A, A], 2, True),
+}
+
+
+@pytest.mark.parametrize(("calls", "n", "expected"), REPEATS.values(), ids=REPEATS.keys())
+def test_is_repeat(calls: list[ToolCall], n: int, expected: bool) -> None:
+    assert is_repeat(calls, n) is expected
+
+
+# -- truncate_result ---------------------------------------------------------------------
+
+_NOTICE = re.compile(
+    r"\n\[\.\.\. (\d+) of (\d+) bytes cut from the middle of this result \.\.\.\]\n"
+)
+
+
+def _split(result: str) -> tuple[str, int, int, str]:
+    match = _NOTICE.search(result)
+    assert match is not None, result
+    return result[: match.start()], int(match[1]), int(match[2]), result[match.end() :]
+
+
+def _assert_exact_cut(text: str, result: str, max_bytes: int) -> None:
+    head, cut, total, tail = _split(result)
+    assert len(result.encode()) <= max_bytes
+    assert total == len(text.encode())
+    assert text.startswith(head)
+    assert text.endswith(tail)
+    assert len(head.encode()) + cut + len(tail.encode()) == total
+
+
+@pytest.mark.parametrize("size", [0, 1, 99, 100])
+def test_text_that_fits_is_returned_unchanged(size: int) -> None:
+    text = "x" * size
+
+    assert truncate_result(text, 100) is text
+
+
+def test_ascii_is_cut_in_the_middle_and_the_cut_is_counted_exactly() -> None:
+    text = "".join(f"line {n}\n" for n in range(2_000))
+
+    result = truncate_result(text, 1_000)
+
+    head, _cut, _total, tail = _split(result)
+    assert head.startswith("line 0\n")
+    assert tail.endswith("line 1999\n")
+    _assert_exact_cut(text, result, 1_000)
+    assert len(result.encode()) >= 1_000 - 4  # the budget is used, bar the count's digits
+
+
+@pytest.mark.parametrize("max_bytes", range(80, 120))
+@pytest.mark.parametrize("char", ["é", "€", "𝄞"], ids=["2-byte", "3-byte", "4-byte"])
+def test_multibyte_text_is_cut_on_character_boundaries(char: str, max_bytes: int) -> None:
+    text = "ab" + char * 60 + "yz"
+
+    result = truncate_result(text, max_bytes)
+
+    _assert_exact_cut(text, result, max_bytes)
+    head, _, _, tail = _split(result)
+    assert set(head[2:]) <= {char}
+    assert set(tail[:-2]) <= {char}
+
+
+def test_a_cap_too_small_for_the_notice_keeps_only_the_notice() -> None:
+    text = "x" * 500
+
+    result = truncate_result(text, 10)
+
+    assert _split(result) == ("", 500, 500, "")
+
+
+@given(st.text(min_size=1, max_size=400), st.integers(min_value=70, max_value=500))
+def test_truncation_fits_and_accounts_for_every_byte(text: str, max_bytes: int) -> None:
+    result = truncate_result(text, max_bytes)
+
+    if len(text.encode()) <= max_bytes:
+        assert result == text
+    else:
+        _assert_exact_cut(text, result, max_bytes)
