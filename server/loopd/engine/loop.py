@@ -100,6 +100,13 @@ class Engine:
         self._history = list(history)
         self._guard = LoopGuard()
 
+    def reconfigure(self, config: EngineConfig, ports: EnginePorts) -> None:
+        """Swap model, mode or policy. A running turn picks the change up at its next
+        step: the person who switches to full auto while a question is open means it
+        for what comes next, not for what already streamed."""
+        self.config = config
+        self.ports = ports
+
     @property
     def history(self) -> tuple[Message, ...]:
         return tuple(self._history)

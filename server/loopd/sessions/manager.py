@@ -23,13 +23,14 @@ from loopd.protocol.events import (
     Command,
     ConfigChoice,
     ConfigOption,
+    ContentBlock,
     Prompt,
     SessionInfoUpdated,
-    TextBlock,
     UserMessageChunk,
+    to_wire,
 )
 from loopd.protocol.turns import Outcome
-from loopd.runtimes.base import McpServerConfig, Runtime, RuntimeContext, RuntimeFactory
+from loopd.runtimes.base import McpServerConfig, RuntimeContext, RuntimeFactory
 from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
 from loopd.store.reconcile import reconcile_events
 from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
@@ -117,7 +118,7 @@ class SessionManager:
         return self._view(live)
 
     def list_sessions(self, cwd: str | None = None, cursor: str | None = None) -> SessionPage:
-        return self.store.list(cwd, cursor)
+        return self.store.list_sessions(cwd, cursor)
 
     async def close_session(self, session_id: str, link: ClientLink | None = None) -> None:
         """Detach `link` (or every link); the runtime closes with the last one."""
@@ -291,9 +292,7 @@ class SessionManager:
         return SessionView(live.id, (*live.runtime.config_options(), runtime_option))
 
 
-def _user_chunk(block: Any, message_id: str) -> dict[str, Any]:
-    from loopd.protocol.events import to_wire
-
+def _user_chunk(block: ContentBlock, message_id: str) -> dict[str, Any]:
     return to_wire(UserMessageChunk(block, message_id))
 
 
@@ -322,6 +321,3 @@ class _Unopened:
 
     async def close(self) -> None:
         return None
-
-
-__all__ = ["ClientLink", "Runtime", "SessionManager", "SessionView", "TextBlock"]

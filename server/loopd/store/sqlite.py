@@ -71,7 +71,10 @@ class SessionPage:
     next_cursor: str | None
 
 
-_COLUMNS = "id, cwd, additional_dirs, title, created_at, updated_at, runtime, runtime_state, config, approvals"
+_COLUMNS = (
+    "id, cwd, additional_dirs, title, created_at, updated_at,"
+    " runtime, runtime_state, config, approvals"
+)
 
 
 class SqliteStore:
@@ -86,8 +89,7 @@ class SqliteStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.execute("PRAGMA foreign_keys=ON")
-        with self._tx() as db:
-            db.executescript(SCHEMA)
+        self._db.executescript(SCHEMA)
 
     def close(self) -> None:
         with self._lock:
@@ -136,10 +138,13 @@ class SqliteStore:
         with self._tx() as db:
             return db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
 
-    def list(self, cwd: str | None = None, cursor: str | None = None, limit: int = 50) -> SessionPage:
+    def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+    ) -> SessionPage:
         """Newest first. The cursor is opaque to clients: "<updated_at>|<id>" of the last
         row of the previous page, so paging is stable while sessions are added."""
-        where, args = [], []
+        where: list[str] = []
+        args: list[str] = []
         if cwd is not None:
             where.append("cwd = ?")
             args.append(cwd)

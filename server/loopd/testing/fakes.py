@@ -180,6 +180,9 @@ class ScriptedPolicy:
     ) -> None:
         self.remembered.append((call.name, decision))
 
+    def remembered_json(self) -> Mapping[str, Any]:
+        return {"remembered": [[name, str(d)] for name, d in self.remembered]}
+
 
 @dataclass(slots=True)
 class FakeToolBox:
@@ -199,6 +202,9 @@ class FakeToolBox:
         return tuple(
             ToolSpec(name, f"fake {name}", {"type": "object"}) for name in ("read", "write", "bash")
         )
+
+    async def aclose(self) -> None:
+        return None
 
     async def declare(self, call: ToolCall) -> Declaration:
         match call.name:

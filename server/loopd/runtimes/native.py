@@ -1,0 +1,183 @@
+"""The native runtime: loopd's own engine behind the runtime contract.
+
+It owns one `Engine` per session. The history comes from the store (reconciled, so a
+session killed mid-turn resumes consistent) and every message is journaled back as
+the engine appends it. Config options: `mode` (what may run without asking),
+`model` and `thought_level`. Cancellation cancels the task running the turn; the
+engine turns that into a `cancelled` outcome with every tool call paired.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, cast
+
+from loopd.engine.loop import Engine, EngineConfig, EnginePorts
+from loopd.engine.ports import Clock, Policy, Provider, ToolBox
+from loopd.protocol.events import ConfigChoice, ConfigOption, ModeChanged, Prompt
+from loopd.protocol.messages import Message
+from loopd.protocol.model import ThinkingLevel
+from loopd.protocol.turns import Outcome
+from loopd.runtimes.base import RuntimeContext
+from loopd.store.reconcile import reconcile_messages
+from loopd.store.sqlite import SqliteStore
+
+THOUGHT_LEVELS: tuple[ThinkingLevel, ...] = ("off", "low", "medium", "high")
+
+
+@dataclass(frozen=True, slots=True)
+class ModeInfo:
+    id: str
+    name: str
+    description: str
+
+
+class SessionPolicy(Policy, Protocol):
+    """A policy the runtime can persist: its remembered answers as JSON."""
+
+    def remembered_json(self) -> Mapping[str, Any]: ...
+
+
+class SessionTools(ToolBox, Protocol):
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class NativeWiring:
+    """How a native session gets its parts; `loopd.app` fills it in."""
+
+    provider_for: Callable[[str], Provider]
+    tools_for: Callable[[RuntimeContext], SessionTools]
+    policy_for: Callable[[RuntimeContext, str, Mapping[str, Any]], SessionPolicy]
+    system_for: Callable[[RuntimeContext], str]
+    clock: Clock
+    modes: tuple[ModeInfo, ...]
+    default_mode: str
+    models: tuple[str, ...]
+    default_model: str
+    engine: EngineConfig
+
+
+@dataclass(slots=True)
+class StoreJournal:
+    store: SqliteStore
+    session_id: str
+
+    async def append(self, message: Message) -> None:
+        self.store.append_message(self.session_id, message)
+
+
+class NativeRuntimeFactory:
+    def __init__(self, name: str, wiring: NativeWiring, store: SqliteStore) -> None:
+        self.name = name
+        self.wiring = wiring
+        self.store = store
+
+    async def open(self, context: RuntimeContext) -> NativeRuntime:
+        history = reconcile_messages(self.store.messages(context.session_id))
+        return NativeRuntime(
+            context, self.wiring, StoreJournal(self.store, context.session_id), history
+        )
+
+
+class NativeRuntime:
+    def __init__(
+        self,
+        context: RuntimeContext,
+        wiring: NativeWiring,
+        journal: StoreJournal,
+        history: Sequence[Message],
+    ) -> None:
+        self.context = context
+        self.wiring = wiring
+        self.journal = journal
+        self.values = {
+            "mode": _pick(
+                context.config.get("mode"), [m.id for m in wiring.modes], wiring.default_mode
+            ),
+            "model": _pick(context.config.get("model"), wiring.models, wiring.default_model),
+            "thought_level": _pick(context.config.get("thought_level"), THOUGHT_LEVELS, "off"),
+        }
+        self.tools = wiring.tools_for(context)
+        self.policy = self._policy(context.state.get("approvals", {}))
+        self.engine = Engine(context.session_id, self._engine_config(), self._ports(), history)
+        self._turn: asyncio.Task[Outcome] | None = None
+
+    def _policy(self, remembered: Mapping[str, Any]) -> SessionPolicy:
+        return self.wiring.policy_for(self.context, self.values["mode"], remembered)
+
+    def _engine_config(self) -> EngineConfig:
+        thinking = cast(ThinkingLevel, self.values["thought_level"])
+        system = self.wiring.system_for(self.context)
+        return replace(
+            self.wiring.engine, model=self.values["model"], thinking=thinking, system=system
+        )
+
+    def _ports(self) -> EnginePorts:
+        ctx = self.context
+        return EnginePorts(
+            provider=self.wiring.provider_for(self.values["model"]),
+            tools=self.tools,
+            emitter=ctx.emitter,
+            approver=ctx.approver,
+            policy=self.policy,
+            journal=self.journal,
+            clock=self.wiring.clock,
+        )
+
+    async def prompt(self, prompt: Prompt) -> Outcome:
+        self._turn = asyncio.create_task(self.engine.run(prompt))
+        try:
+            return await self._turn
+        finally:
+            self._turn = None
+
+    async def cancel(self) -> None:
+        if self._turn is not None:
+            self._turn.cancel()
+
+    async def set_config(self, option_id: str, value: str) -> None:
+        self.values[option_id] = value
+        if option_id == "mode":
+            self.policy = self._policy(self.policy.remembered_json())
+            await self.context.emitter.emit(ModeChanged(value))
+        self.engine.reconfigure(self._engine_config(), self._ports())
+
+    def config_options(self) -> tuple[ConfigOption, ...]:
+        w = self.wiring
+        return (
+            ConfigOption(
+                "mode",
+                "Mode",
+                "mode",
+                self.values["mode"],
+                tuple(ConfigChoice(m.id, m.name, m.description) for m in w.modes),
+            ),
+            ConfigOption(
+                "model",
+                "Model",
+                "model",
+                self.values["model"],
+                tuple(ConfigChoice(m, m) for m in w.models),
+            ),
+            ConfigOption(
+                "thought_level",
+                "Thinking",
+                "thought_level",
+                self.values["thought_level"],
+                tuple(ConfigChoice(t, t.capitalize()) for t in THOUGHT_LEVELS),
+            ),
+        )
+
+    def state(self) -> Mapping[str, Any]:
+        return {"approvals": dict(self.policy.remembered_json())}
+
+    async def close(self) -> None:
+        await self.cancel()
+        await self.tools.aclose()
+
+
+def _pick(value: str | None, allowed: Sequence[str], default: str) -> str:
+    return value if value is not None and value in allowed else default

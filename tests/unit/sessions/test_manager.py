@@ -1,0 +1,169 @@
+"""The session layer over the real store and the native runtime with a scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from loopd.engine.ports import Verdict
+from loopd.protocol.approvals import ApprovalDecision
+from loopd.protocol.errors import ConfigError
+from loopd.protocol.events import Prompt, TextBlock
+from loopd.sessions.manager import SessionManager, SessionNotFound
+from loopd.testing.fakes import FakeToolBox, Reply, ScriptedPolicy, ScriptedProvider
+from loopd.testing.harness import RecordingLink, scripted_manager
+
+
+def ask(text: str) -> Prompt:
+    return Prompt((TextBlock(text),))
+
+
+def text_of(link: RecordingLink) -> str:
+    return "".join(
+        u["content"]["text"] for _, u in link.updates if u["sessionUpdate"] == "agent_message_chunk"
+    )
+
+
+async def test_a_turn_streams_to_the_link_and_is_journaled(tmp_path: Path) -> None:
+    manager = scripted_manager(tmp_path, ScriptedProvider.of(Reply(text="hello you")))
+    link = RecordingLink()
+    view = await manager.new_session(str(tmp_path), link)
+    outcome = await manager.prompt(view.id, ask("say hello"), link)
+
+    assert outcome.stop_reason == "end_turn"
+    assert text_of(link) == "hello you"
+    assert link.kinds()[0] == "session_info_update"
+    journal = manager.store.events(view.id)
+    assert [e["sessionUpdate"] for e in journal][:2] == [
+        "user_message_chunk",
+        "session_info_update",
+    ]
+    assert manager.store.get(view.id).title == "say hello"  # type: ignore[union-attr]
+
+
+async def test_load_in_a_new_manager_replays_and_continues(tmp_path: Path) -> None:
+    first = scripted_manager(tmp_path, ScriptedProvider.of(Reply(text="one")))
+    link = RecordingLink()
+    view = await first.new_session(str(tmp_path), link)
+    await first.prompt(view.id, ask("first"), link)
+    await first.shutdown()
+
+    provider = ScriptedProvider.of(Reply(text="two"))
+    second = scripted_manager(tmp_path, provider)
+    other = RecordingLink()
+    await second.load_session(view.id, other)
+    assert other.kinds()[:2] == ["user_message_chunk", "session_info_update"]
+    assert "one" in text_of(other)
+    await second.prompt(view.id, ask("second"), other)
+    sent = provider.requests[0].messages
+    assert [m.role for m in sent] == ["user", "assistant", "user"]
+    assert sent[1].text == "one"
+
+
+async def test_prompts_queue_in_order_and_never_interleave(tmp_path: Path) -> None:
+    hold = asyncio.Event()
+    provider = ScriptedProvider.of(Reply(text="A", hold=hold), Reply(text="B"))
+    manager = scripted_manager(tmp_path, provider)
+    link = RecordingLink()
+    view = await manager.new_session(str(tmp_path), link)
+    first = asyncio.create_task(manager.prompt(view.id, ask("1"), link))
+    await provider.started.wait()
+    second = asyncio.create_task(manager.prompt(view.id, ask("2"), link))
+    await asyncio.sleep(0.01)
+    assert len(provider.requests) == 1
+    hold.set()
+    assert (await first).stop_reason == "end_turn"
+    assert (await second).stop_reason == "end_turn"
+    assert text_of(link) == "AB"
+
+
+async def test_cancel_ends_the_running_turn_and_the_queued_ones(tmp_path: Path) -> None:
+    provider = ScriptedProvider.of(Reply(text="A", hold=asyncio.Event()), Reply(text="after"))
+    manager = scripted_manager(tmp_path, provider)
+    link = RecordingLink()
+    view = await manager.new_session(str(tmp_path), link)
+    running = asyncio.create_task(manager.prompt(view.id, ask("1"), link))
+    await provider.started.wait()
+    queued = asyncio.create_task(manager.prompt(view.id, ask("2"), link))
+    await asyncio.sleep(0)
+    await manager.cancel(view.id)
+    assert (await running).stop_reason == "cancelled"
+    assert (await queued).stop_reason == "cancelled"
+    assert (await manager.prompt(view.id, ask("3"), link)).stop_reason == "end_turn"
+
+
+async def test_approvals_go_to_the_prompting_link(tmp_path: Path) -> None:
+    provider = ScriptedProvider.of(Reply(tools=[("w", "write", {"path": "/a"})]), Reply(text="k"))
+    tools = FakeToolBox()
+    manager = scripted_manager(tmp_path, provider, tools, ScriptedPolicy({"write": Verdict.ASK}))
+    watcher, asker = RecordingLink(), RecordingLink(answers=[ApprovalDecision.ALLOW_ONCE])
+    view = await manager.new_session(str(tmp_path), watcher)
+    await manager.load_session(view.id, asker, replay=False)
+    await manager.prompt(view.id, ask("write"), asker)
+    assert [r.title for r in asker.asked] == ["Write /a"]
+    assert watcher.asked == []
+    assert tools.started == ["w"]
+    assert "tool_call" in watcher.kinds()
+
+
+async def test_an_approval_nobody_answers_is_a_rejection(tmp_path: Path) -> None:
+    provider = ScriptedProvider.of(Reply(tools=[("w", "write", {"path": "/a"})]), Reply(text="k"))
+    tools = FakeToolBox()
+    manager = scripted_manager(tmp_path, provider, tools, ScriptedPolicy({"write": Verdict.ASK}))
+    manager.approval_timeout = 0.01
+    link = RecordingLink()
+    view = await manager.new_session(str(tmp_path), link)
+    assert (await manager.prompt(view.id, ask("write"), link)).stop_reason == "end_turn"
+    assert tools.started == []
+
+
+async def test_config_options_validate_and_persist(tmp_path: Path) -> None:
+    manager = scripted_manager(tmp_path, ScriptedProvider.of())
+    link = RecordingLink()
+    view = await manager.new_session(str(tmp_path), link)
+    assert {o.id: o.current_value for o in view.config_options} == {
+        "mode": "ask",
+        "model": "scripted",
+        "thought_level": "off",
+        "runtime": "native",
+    }
+    changed = await manager.set_config(view.id, "mode", "full_auto")
+    assert {o.id: o.current_value for o in changed.config_options}["mode"] == "full_auto"
+    assert link.kinds()[-1] == "current_mode_update"
+    assert manager.store.get(view.id).config["mode"] == "full_auto"  # type: ignore[union-attr]
+    with pytest.raises(ConfigError):
+        await manager.set_config(view.id, "mode", "yolo")
+    with pytest.raises(ConfigError):
+        await manager.set_config(view.id, "colour", "red")
+
+
+async def test_list_pages_and_filters_by_cwd(tmp_path: Path) -> None:
+    manager = scripted_manager(tmp_path, ScriptedProvider.of())
+    link = RecordingLink()
+    ids = [(await manager.new_session(f"/w/{i % 2}", link)).id for i in range(5)]
+    page = manager.store.list_sessions(limit=2)
+    assert [s.id for s in page.sessions] == ids[::-1][:2]
+    rest = manager.store.list_sessions(cursor=page.next_cursor, limit=10)
+    assert [s.id for s in rest.sessions] == ids[::-1][2:]
+    assert rest.next_cursor is None
+    assert {s.cwd for s in manager.list_sessions(cwd="/w/1").sessions} == {"/w/1"}
+
+
+async def test_unknown_sessions_are_clear_errors(tmp_path: Path) -> None:
+    manager: SessionManager = scripted_manager(tmp_path, ScriptedProvider.of())
+    with pytest.raises(SessionNotFound):
+        await manager.load_session("nope", RecordingLink())
+    with pytest.raises(SessionNotFound):
+        await manager.prompt("nope", ask("x"), RecordingLink())
+    with pytest.raises(SessionNotFound):
+        await manager.delete_session("nope")
+
+
+async def test_delete_removes_the_session_everywhere(tmp_path: Path) -> None:
+    manager = scripted_manager(tmp_path, ScriptedProvider.of())
+    view = await manager.new_session(str(tmp_path), RecordingLink())
+    await manager.delete_session(view.id)
+    assert manager.store.get(view.id) is None
+    assert manager.store.events(view.id) == []
