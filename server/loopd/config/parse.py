@@ -60,31 +60,32 @@ class _Table:
     def has(self, key: str) -> bool:
         return key in self._data
 
-    def str(self, key: str, *, required: bool = False) -> str | None:
+    def text(self, key: str) -> str | None:
+        return self.required_text(key) if key in self._data else None
+
+    def required_text(self, key: str) -> str:
         value = self._data.get(key)
         if value is None:
-            if required:
-                self.fail(key, "is required")
-            return None
+            self.fail(key, "is required")
         if not isinstance(value, str) or not value.strip():
             self.fail(key, "must be a non-empty string")
         return value
 
     def name(self, key: str) -> str | None:
-        value = self.str(key)
+        value = self.text(key)
         if value is not None and not NAME_RE.match(value):
             self.fail(key, "must be a name of letters, digits, '.', '_' or '-'")
         return value
 
     def enum(self, key: str, kind: type[E]) -> E:
-        value = self.str(key, required=True)
+        value = self.required_text(key)
         try:
             return kind(value)
         except ValueError:
             choices = ", ".join(member.value for member in kind)
             self.fail(key, f"unknown value {value!r} (expected one of: {choices})")
 
-    def strs(self, key: str) -> tuple[str, ...] | None:
+    def texts(self, key: str) -> tuple[str, ...] | None:
         value = self._data.get(key)
         if value is None:
             return None
@@ -92,13 +93,13 @@ class _Table:
             self.fail(key, "must be a list of non-empty strings")
         return tuple(value)
 
-    def int(self, key: str, default: int) -> int:
+    def number(self, key: str, default: int) -> int:
         value = self._data.get(key, default)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             self.fail(key, "must be a whole number, zero or more")
         return value
 
-    def bool(self, key: str) -> bool | None:
+    def flag(self, key: str) -> bool | None:
         value = self._data.get(key)
         if value is not None and not isinstance(value, bool):
             self.fail(key, "must be true or false")
@@ -124,7 +125,7 @@ class _Table:
     def items(self) -> list[tuple[str, Any]]:
         return sorted(self._data.items())
 
-    def list(self, key: str) -> list[Any] | None:
+    def array(self, key: str) -> list[Any] | None:
         value = self._data.get(key)
         if value is not None and not isinstance(value, list):
             self.fail(key, "must be a list")
@@ -150,7 +151,7 @@ def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
 def _defaults(t: _Table) -> Defaults:
     t.only({"runtime", "model", "effort", "mode"})
     return Defaults(
-        runtime=t.name("runtime"), model=t.str("model"), effort=t.str("effort"), mode=t.str("mode")
+        runtime=t.name("runtime"), model=t.text("model"), effort=t.text("effort"), mode=t.text("mode")
     )
 
 
@@ -164,8 +165,8 @@ def _provider(name: str, t: _Table) -> ProviderConfig:
         kind=kind,
         base_url=_url(t, "base_url"),
         api_key_env=_env_name(t, "api_key_env"),
-        anthropic_version=t.str("anthropic_version"),
-        description=t.str("description") or "",
+        anthropic_version=t.text("anthropic_version"),
+        description=t.text("description") or "",
         choices=_choices(t),
     )
 
@@ -185,12 +186,12 @@ def _runtime(name: str, t: _Table) -> RuntimeConfig:
     return RuntimeConfig(
         name=name,
         harness=harness,
-        command=t.str("command"),
-        args=t.strs("args") or (),
+        command=t.text("command"),
+        args=t.texts("args") or (),
         env=_env_table(t.table("env")),
         profile=t.name("profile"),
         provider=t.name("provider"),
-        description=t.str("description") or "",
+        description=t.text("description") or "",
         choices=_choices(t),
     )
 
@@ -198,16 +199,16 @@ def _runtime(name: str, t: _Table) -> RuntimeConfig:
 def _choices(t: _Table) -> Choices:
     return Choices(
         models=_models(t),
-        default_model=t.str("default_model"),
-        efforts=t.strs("efforts"),
-        default_effort=t.str("default_effort"),
-        open_models=t.bool("open_models"),
+        default_model=t.text("default_model"),
+        efforts=t.texts("efforts"),
+        default_effort=t.text("default_effort"),
+        open_models=t.flag("open_models"),
     )
 
 
 def _models(t: _Table) -> tuple[ModelSpec, ...] | None:
     """`models` holds ids (`"gpt-5"`) or tables (`{ id = "...", aliases = [...] }`)."""
-    items = t.list("models")
+    items = t.array("models")
     if items is None:
         return None
     specs = []
@@ -221,9 +222,9 @@ def _models(t: _Table) -> tuple[ModelSpec, ...] | None:
         entry.only({"id", "aliases", "description"})
         specs.append(
             ModelSpec(
-                id=entry.str("id", required=True) or "",
-                aliases=entry.strs("aliases") or (),
-                description=entry.str("description") or "",
+                id=entry.required_text("id"),
+                aliases=entry.texts("aliases") or (),
+                description=entry.text("description") or "",
             )
         )
     return tuple(specs)
@@ -233,25 +234,25 @@ def _limits(t: _Table) -> Limits:
     defaults = Limits()
     names = [name for name in Limits.__dataclass_fields__]
     t.only(set(names))
-    return Limits(**{name: t.int(name, getattr(defaults, name)) for name in names})
+    return Limits(**{name: t.number(name, getattr(defaults, name)) for name in names})
 
 
 def _approvals(t: _Table) -> Approvals:
     t.only({"allow", "ask", "deny"})
     return Approvals(
-        allow=t.strs("allow") or (), ask=t.strs("ask") or (), deny=t.strs("deny") or ()
+        allow=t.texts("allow") or (), ask=t.texts("ask") or (), deny=t.texts("deny") or ()
     )
 
 
 def _url(t: _Table, key: str) -> str | None:
-    value = t.str(key)
+    value = t.text(key)
     if value is not None and not value.startswith(("http://", "https://")):
         t.fail(key, "must start with http:// or https://")
     return value
 
 
 def _env_name(t: _Table, key: str) -> str | None:
-    value = t.str(key)
+    value = t.text(key)
     if value is not None and not _ENV_NAME_RE.match(value):
         t.fail(key, "must be an environment variable name")
     return value
