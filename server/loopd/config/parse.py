@@ -151,7 +151,10 @@ def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
 def _defaults(t: _Table) -> Defaults:
     t.only({"runtime", "model", "effort", "mode"})
     return Defaults(
-        runtime=t.name("runtime"), model=t.text("model"), effort=t.text("effort"), mode=t.text("mode")
+        runtime=t.name("runtime"),
+        model=t.text("model"),
+        effort=t.text("effort"),
+        mode=t.text("mode"),
     )
 
 
