@@ -77,7 +77,7 @@ class RuntimeEntry:
     default_effort: str | None = None
     command: str | None = None  # resolved path of a foreign CLI or ACP agent
     args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), repr=False)
     version: str | None = None
     provider: ProviderRef | None = None
 

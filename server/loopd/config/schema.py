@@ -96,7 +96,7 @@ class RuntimeConfig:
     harness: Harness
     command: str | None = None
     args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), repr=False)
     profile: str | None = None
     provider: str | None = None
     description: str = ""
