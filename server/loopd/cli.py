@@ -14,9 +14,6 @@ from collections.abc import Sequence
 
 from loopd import __version__
 
-EXIT_CODES = {"end_turn": 0, "cancelled": 130}
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loopd", description="A coding-agent server for editors (ACP, LSP) and terminals."

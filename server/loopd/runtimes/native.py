@@ -40,7 +40,20 @@ class SessionPolicy(Policy, Protocol):
     def remembered_json(self) -> Mapping[str, Any]: ...
 
 
-class SessionTools(ToolBox, Protocol):
+class SessionParts(Protocol):
+    """A session's tools and policy, built together because they share its safety
+    state (the mode, the sandbox, the network grant)."""
+
+    @property
+    def tools(self) -> ToolBox: ...
+
+    @property
+    def policy(self) -> SessionPolicy: ...
+
+    def set_mode(self, mode: str) -> None:
+        """Switch what may run unasked, and how commands are contained."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -49,8 +62,7 @@ class NativeWiring:
     """How a native session gets its parts; `loopd.app` fills it in."""
 
     provider_for: Callable[[str], Provider]
-    tools_for: Callable[[RuntimeContext], SessionTools]
-    policy_for: Callable[[RuntimeContext, str, Mapping[str, Any]], SessionPolicy]
+    parts_for: Callable[[RuntimeContext, str, Mapping[str, Any]], SessionParts]
     system_for: Callable[[RuntimeContext], str]
     clock: Clock
     modes: tuple[ModeInfo, ...]
@@ -100,13 +112,10 @@ class NativeRuntime:
             "model": _pick(context.config.get("model"), wiring.models, wiring.default_model),
             "thought_level": _pick(context.config.get("thought_level"), THOUGHT_LEVELS, "off"),
         }
-        self.tools = wiring.tools_for(context)
-        self.policy = self._policy(context.state.get("approvals", {}))
+        remembered = context.state.get("approvals", {})
+        self.parts = wiring.parts_for(context, self.values["mode"], remembered)
         self.engine = Engine(context.session_id, self._engine_config(), self._ports(), history)
         self._turn: asyncio.Task[Outcome] | None = None
-
-    def _policy(self, remembered: Mapping[str, Any]) -> SessionPolicy:
-        return self.wiring.policy_for(self.context, self.values["mode"], remembered)
 
     def _engine_config(self) -> EngineConfig:
         thinking = cast(ThinkingLevel, self.values["thought_level"])
@@ -119,10 +128,10 @@ class NativeRuntime:
         ctx = self.context
         return EnginePorts(
             provider=self.wiring.provider_for(self.values["model"]),
-            tools=self.tools,
+            tools=self.parts.tools,
             emitter=ctx.emitter,
             approver=ctx.approver,
-            policy=self.policy,
+            policy=self.parts.policy,
             journal=self.journal,
             clock=self.wiring.clock,
         )
@@ -141,7 +150,7 @@ class NativeRuntime:
     async def set_config(self, option_id: str, value: str) -> None:
         self.values[option_id] = value
         if option_id == "mode":
-            self.policy = self._policy(self.policy.remembered_json())
+            self.parts.set_mode(value)
             await self.context.emitter.emit(ModeChanged(value))
         self.engine.reconfigure(self._engine_config(), self._ports())
 
@@ -172,11 +181,11 @@ class NativeRuntime:
         )
 
     def state(self) -> Mapping[str, Any]:
-        return {"approvals": dict(self.policy.remembered_json())}
+        return {"approvals": dict(self.parts.policy.remembered_json())}
 
     async def close(self) -> None:
         await self.cancel()
-        await self.tools.aclose()
+        await self.parts.aclose()
 
 
 def _pick(value: str | None, allowed: Sequence[str], default: str) -> str:

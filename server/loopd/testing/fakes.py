@@ -203,9 +203,6 @@ class FakeToolBox:
             ToolSpec(name, f"fake {name}", {"type": "object"}) for name in ("read", "write", "bash")
         )
 
-    async def aclose(self) -> None:
-        return None
-
     async def declare(self, call: ToolCall) -> Declaration:
         match call.name:
             case "read":

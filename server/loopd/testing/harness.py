@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from loopd.engine.loop import EngineConfig
+from loopd.engine.ports import ToolBox
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.runtimes.base import RuntimeContext
-from loopd.runtimes.native import ModeInfo, NativeRuntimeFactory, NativeWiring, SessionTools
+from loopd.runtimes.native import ModeInfo, NativeRuntimeFactory, NativeWiring
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
 from loopd.testing.fakes import FakeClock, FakeToolBox, ScriptedPolicy, ScriptedProvider
@@ -53,25 +54,36 @@ class RecordingLink:
         return [u["sessionUpdate"] for _, u in self.updates]
 
 
+@dataclass(slots=True)
+class ScriptedParts:
+    """Session parts from given doubles; `modes` records every mode switch."""
+
+    tools: ToolBox
+    policy: ScriptedPolicy
+    modes: list[str] = field(default_factory=list)
+
+    def set_mode(self, mode: str) -> None:
+        self.modes.append(mode)
+
+    async def aclose(self) -> None:
+        return None
+
+
 def scripted_manager(
     data_dir: Path,
     provider: ScriptedProvider,
-    tools: SessionTools | None = None,
+    tools: ToolBox | None = None,
     policy: ScriptedPolicy | None = None,
 ) -> SessionManager:
     store = SqliteStore(data_dir / "sessions.db")
     ticks = itertools.count()
 
-    def tools_for(_: RuntimeContext) -> SessionTools:
-        return tools if tools is not None else FakeToolBox()
-
-    def policy_for(_: RuntimeContext, mode: str, remembered: Mapping[str, Any]) -> ScriptedPolicy:
-        return policy if policy is not None else ScriptedPolicy()
+    def parts_for(_: RuntimeContext, mode: str, remembered: Mapping[str, Any]) -> ScriptedParts:
+        return ScriptedParts(tools or FakeToolBox(), policy or ScriptedPolicy(), [mode])
 
     wiring = NativeWiring(
         provider_for=lambda model: provider,
-        tools_for=tools_for,
-        policy_for=policy_for,
+        parts_for=parts_for,
         system_for=lambda ctx: f"You work in {ctx.cwd}.",
         clock=FakeClock(),
         modes=TEST_MODES,
