@@ -182,7 +182,7 @@ class _Decoder:
         if "error" in chunk:
             raise error_from_payload(chunk)
         if isinstance(chunk.get("usage"), Mapping):
-            self._usage = _usage(chunk["usage"])
+            self._usage = openai_usage(chunk["usage"])
         for choice in chunk.get("choices") or ():
             self._finish = choice.get("finish_reason") or self._finish
             yield from self._delta(choice.get("delta") or {})
@@ -244,11 +244,18 @@ class _Decoder:
         return last
 
 
-def _usage(usage: Mapping[str, Any]) -> Usage:
-    """Chat counts cached tokens inside prompt_tokens; ours are separate."""
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+def openai_usage(
+    usage: Mapping[str, Any] | None,
+    *,
+    prompt: str = "prompt_tokens",
+    completion: str = "completion_tokens",
+) -> Usage:
+    """OpenAI counts cached tokens inside the prompt count; ours are separate. The
+    Responses API names the fields input_tokens/output_tokens."""
+    usage = usage or {}
+    cached = (usage.get(f"{prompt}_details") or {}).get("cached_tokens") or 0
     return Usage(
-        input_tokens=(usage.get("prompt_tokens") or 0) - cached,
-        output_tokens=usage.get("completion_tokens") or 0,
+        input_tokens=(usage.get(prompt) or 0) - cached,
+        output_tokens=usage.get(completion) or 0,
         cache_read_tokens=cached,
     )
