@@ -48,6 +48,7 @@ bad_request. A raw step is `{"raw": [[event or null, data], ...], "chunk": N}`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import threading
@@ -246,6 +247,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(raw)))
+        self.send_header("connection", "close")
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
@@ -281,10 +283,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with fake:
         sys.stdout.write(fake.base_url + "\n")
         sys.stdout.flush()
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()
-        except KeyboardInterrupt:
-            pass
     return 0
 
 

@@ -108,18 +108,19 @@ def step_from_json(item: Mapping[str, Any]) -> Step:
     data = dict(item)
     if "error" in data:
         data["kind"] = data.pop("error")
-        return _build(HttpError, data)
+        return HttpError(**_checked(HttpError, data))
     if "raw" in data:
         data["events"] = tuple((e, d) for e, d in data.pop("raw"))
-        return _build(RawStream, data)
+        return RawStream(**_checked(RawStream, data))
     calls = data.pop("tool_calls", ())
-    data["tool_calls"] = tuple(_build(ScriptedCall, c) for c in calls)
-    return _build(Reply, data)
+    data["tool_calls"] = tuple(ScriptedCall(**_checked(ScriptedCall, c)) for c in calls)
+    return Reply(**_checked(Reply, data))
 
 
-def _build(cls: type[Any], data: Mapping[str, Any]) -> Any:
+def _checked(cls: type[Any], data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`data`, once every key is a field of `cls`: a typo in a script fails loudly."""
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ValueError(f"{cls.__name__}: unknown fields {unknown}; known: {sorted(known)}")
-    return cls(**data)
+    return data

@@ -136,7 +136,7 @@ class AnthropicWire(Wire):
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": reply.cached_tokens,
         }
-        message = {
+        message: dict[str, Any] = {
             "id": "msg_fake",
             "type": "message",
             "role": "assistant",
@@ -166,7 +166,11 @@ class AnthropicWire(Wire):
 
     @staticmethod
     def _block(index: int, start: dict[str, Any], deltas: list[dict[str, Any]]) -> list[str]:
-        head = {"type": "content_block_start", "index": index, "content_block": start}
+        head: dict[str, Any] = {
+            "type": "content_block_start",
+            "index": index,
+            "content_block": start,
+        }
         body = [{"type": "content_block_delta", "index": index, "delta": d} for d in deltas]
         stop = {"type": "content_block_stop", "index": index}
         return [sse(e["type"], e) for e in (head, *body, stop)]
@@ -323,7 +327,7 @@ class ResponsesWire(Wire):
             self.event("response.reasoning_summary_text.done", **where, text=text),
             self.event("response.reasoning_summary_part.done", **where, part=part),
         ]
-        item = {"id": item_id, "type": "reasoning", "summary": [], "encrypted_content": None}
+        item: dict[str, Any] = {"id": item_id, "type": "reasoning", "summary": []}
         done = {**item, "summary": [part], "encrypted_content": reply.signature}
         return self._item(item, body, done)
 
