@@ -54,7 +54,8 @@ DEFAULT_VERSION = "2023-06-01"
 PATH = "/v1/messages"
 _CACHE = {"type": "ephemeral"}
 # Thinking budgets per level. The budget counts within max_tokens and must be at
-# least 1024, so it is clamped below max_tokens and dropped when that leaves < 1024.
+# least 1024: it is capped at half of max_tokens (the answer needs room too) and
+# thinking is left off when that is below 1024.
 _BUDGETS: Mapping[ThinkingLevel, int] = {"off": 0, "low": 4096, "medium": 10_000, "high": 32_000}
 _STOPS: Mapping[str, ModelStop] = {
     "end_turn": "end_turn",
@@ -111,7 +112,7 @@ def request_body(request: ModelRequest) -> JsonObject:
         ]
         tools[-1]["cache_control"] = _CACHE
         body["tools"] = tools
-    budget = min(_BUDGETS[request.thinking], request.max_tokens - 1)
+    budget = min(_BUDGETS[request.thinking], request.max_tokens // 2)
     if budget >= 1024:
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
     return body
