@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -304,52 +304,65 @@ class ResponsesWire(Wire):
             frames += self._call(n, call)
         return frames
 
-    def _item(self, item: dict[str, Any], body: list[str], done: dict[str, Any]) -> list[str]:
+    def _item(
+        self, item: dict[str, Any], body: Callable[[int], list[str]], done: dict[str, Any]
+    ) -> list[str]:
+        """`added`, the body rendered for this output index, then `done`, so
+        sequence numbers stay in stream order."""
         index = len(self._output)
         self._output.append(done)
         added = self.event("response.output_item.added", output_index=index, item=item)
+        frames = body(index)
         return [
             added,
-            *body,
+            *frames,
             self.event("response.output_item.done", output_index=index, item=done),
         ]
 
     def _reasoning(self, reply: Reply) -> list[str]:
-        index, item_id, text = len(self._output), "rs_fake", reply.thinking
-        where = {"item_id": item_id, "output_index": index, "summary_index": 0}
+        item_id, text = "rs_fake", reply.thinking
         part = {"type": "summary_text", "text": text}
-        body = [
-            self.event("response.reasoning_summary_part.added", **where, part={**part, "text": ""}),
-            *(
-                self.event("response.reasoning_summary_text.delta", **where, delta=t)
-                for t in pieces(text)
-            ),
-            self.event("response.reasoning_summary_text.done", **where, text=text),
-            self.event("response.reasoning_summary_part.done", **where, part=part),
-        ]
+
+        def body(index: int) -> list[str]:
+            where = {"item_id": item_id, "output_index": index, "summary_index": 0}
+            return [
+                self.event(
+                    "response.reasoning_summary_part.added", **where, part={**part, "text": ""}
+                ),
+                *(
+                    self.event("response.reasoning_summary_text.delta", **where, delta=t)
+                    for t in pieces(text)
+                ),
+                self.event("response.reasoning_summary_text.done", **where, text=text),
+                self.event("response.reasoning_summary_part.done", **where, part=part),
+            ]
+
         item: dict[str, Any] = {"id": item_id, "type": "reasoning", "summary": []}
         done = {**item, "summary": [part], "encrypted_content": reply.signature}
         return self._item(item, body, done)
 
     def _message(self, text: str) -> list[str]:
-        index, item_id = len(self._output), "msg_fake"
-        where = {"item_id": item_id, "output_index": index, "content_index": 0}
+        item_id = "msg_fake"
         part = {"type": "output_text", "text": text, "annotations": []}
-        body = [
-            self.event("response.content_part.added", **where, part={**part, "text": ""}),
-            *(
-                self.event("response.output_text.delta", **where, delta=t, logprobs=[])
-                for t in pieces(text)
-            ),
-            self.event("response.output_text.done", **where, text=text, logprobs=[]),
-            self.event("response.content_part.done", **where, part=part),
-        ]
+
+        def body(index: int) -> list[str]:
+            where = {"item_id": item_id, "output_index": index, "content_index": 0}
+            return [
+                self.event("response.content_part.added", **where, part={**part, "text": ""}),
+                *(
+                    self.event("response.output_text.delta", **where, delta=t, logprobs=[])
+                    for t in pieces(text)
+                ),
+                self.event("response.output_text.done", **where, text=text, logprobs=[]),
+                self.event("response.content_part.done", **where, part=part),
+            ]
+
         item = {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress"}
         done = {**item, "status": "completed", "content": [part]}
         return self._item({**item, "content": []}, body, done)
 
     def _call(self, n: int, call: ScriptedCall) -> list[str]:
-        index, item_id, args = len(self._output), f"fc_fake_{n}", arguments(call)
+        item_id, args = f"fc_fake_{n}", arguments(call)
         item = {
             "id": item_id,
             "type": "function_call",
@@ -358,16 +371,19 @@ class ResponsesWire(Wire):
             "name": call.name,
             "arguments": "",
         }
-        where = {"item_id": item_id, "output_index": index}
-        body = [
-            *(
-                self.event("response.function_call_arguments.delta", **where, delta=p)
-                for p in thirds(args)
-            ),
-            self.event(
-                "response.function_call_arguments.done", **where, arguments=args, name=call.name
-            ),
-        ]
+
+        def body(index: int) -> list[str]:
+            where = {"item_id": item_id, "output_index": index}
+            return [
+                *(
+                    self.event("response.function_call_arguments.delta", **where, delta=p)
+                    for p in thirds(args)
+                ),
+                self.event(
+                    "response.function_call_arguments.done", **where, arguments=args, name=call.name
+                ),
+            ]
+
         return self._item(item, body, {**item, "status": "completed", "arguments": args})
 
     def tail(self, reply: Reply) -> list[str]:
