@@ -8,7 +8,9 @@ from loopd.providers import ClosableProvider, ProviderKind, make_provider
 from loopd.testing.fake_llm import FakeLLMServer
 
 KINDS: tuple[ProviderKind, ...] = ("anthropic", "openai_chat", "openai_responses")
-READ = ToolSpec("read", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}})
+READ = ToolSpec(
+    "read", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}
+)
 REQUEST = ModelRequest("fake-model", "You are terse.", (user_text("hi"),), tools=(READ,))
 
 

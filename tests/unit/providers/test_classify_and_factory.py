@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from email.utils import format_datetime
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 import httpx
 import pytest
@@ -32,7 +32,12 @@ from loopd.providers.factory import Endpoint, ollama_base_url
     ("status", "kinds", "message", "expected"),
     [
         (400, ("invalid_request_error", ""), "prompt is too long: 2 > 1", ContextOverflow),
-        (400, ("invalid_request_error", "invalid_request_error"), "maximum context length is 8k", ContextOverflow),
+        (
+            400,
+            ("invalid_request_error", "invalid_request_error"),
+            "maximum context length is 8k",
+            ContextOverflow,
+        ),
         (400, ("", "context_length_exceeded"), "", ContextOverflow),
         (429, ("insufficient_quota", ""), "quota", BadRequest),
         (429, ("", ""), "", RateLimited),
@@ -72,7 +77,13 @@ def test_retry_after_forms() -> None:
 def test_missing_credentials_names_the_variables() -> None:
     with pytest.raises(MissingCredentials) as raised:
         endpoint_from_env({})
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST"):
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OLLAMA_HOST",
+    ):
         assert name in str(raised.value)
     assert isinstance(raised.value, ProviderError)
     with pytest.raises(MissingCredentials):
@@ -82,11 +93,27 @@ def test_missing_credentials_names_the_variables() -> None:
 @pytest.mark.parametrize(
     ("env", "kind", "expected"),
     [
-        ({"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "o"}, None, Endpoint("anthropic", "https://api.anthropic.com", "a")),
-        ({"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}, None, Endpoint("anthropic", "http://127.0.0.1:9", "not-needed")),
+        (
+            {"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "o"},
+            None,
+            Endpoint("anthropic", "https://api.anthropic.com", "a"),
+        ),
+        (
+            {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"},
+            None,
+            Endpoint("anthropic", "http://127.0.0.1:9", "not-needed"),
+        ),
         ({"OPENAI_API_KEY": "o"}, None, Endpoint("openai_chat", "https://api.openai.com/v1", "o")),
-        ({"OPENAI_API_KEY": "o"}, "openai_responses", Endpoint("openai_responses", "https://api.openai.com/v1", "o")),
-        ({"OLLAMA_HOST": "0.0.0.0:11500"}, None, Endpoint("openai_chat", "http://127.0.0.1:11500/v1", "not-needed")),
+        (
+            {"OPENAI_API_KEY": "o"},
+            "openai_responses",
+            Endpoint("openai_responses", "https://api.openai.com/v1", "o"),
+        ),
+        (
+            {"OLLAMA_HOST": "0.0.0.0:11500"},
+            None,
+            Endpoint("openai_chat", "http://127.0.0.1:11500/v1", "not-needed"),
+        ),
     ],
 )
 def test_endpoint_from_env(env: dict[str, str], kind: str | None, expected: Endpoint) -> None:
@@ -100,7 +127,11 @@ def test_ollama_host_forms() -> None:
 
 @pytest.mark.parametrize(
     ("kind", "cls"),
-    [("anthropic", AnthropicProvider), ("openai_chat", OpenAIChatProvider), ("openai_responses", OpenAIResponsesProvider)],
+    [
+        ("anthropic", AnthropicProvider),
+        ("openai_chat", OpenAIChatProvider),
+        ("openai_responses", OpenAIResponsesProvider),
+    ],
 )
 async def test_make_provider_kinds(kind: str, cls: type) -> None:
     provider = make_provider(kind, api_key="k")  # type: ignore[arg-type]

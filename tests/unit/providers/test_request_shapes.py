@@ -32,12 +32,18 @@ HISTORY = (
             ToolUsePart("t1", "read", {"path": "a.py"}),
         ),
     ),
-    Message("user", (ToolResultPart("t1", "print(1)"), ToolResultPart("t2", "boom", is_error=True))),
+    Message(
+        "user", (ToolResultPart("t1", "print(1)"), ToolResultPart("t2", "boom", is_error=True))
+    ),
 )
-TOOL_LOOP = ModelRequest("m", "Be brief.", HISTORY, tools=(READ, GREP), max_tokens=8192, thinking="medium")
+TOOL_LOOP = ModelRequest(
+    "m", "Be brief.", HISTORY, tools=(READ, GREP), max_tokens=8192, thinking="medium"
+)
 
 
-async def sent(fake: FakeLLMServer, kind: str, request: ModelRequest = TOOL_LOOP) -> tuple[dict[str, str], dict]:
+async def sent(
+    fake: FakeLLMServer, kind: str, request: ModelRequest = TOOL_LOOP
+) -> tuple[dict[str, str], dict]:
     fake.script(ANY_ROUTE, Reply(text="ok"))
     provider = provider_for(kind, fake)  # type: ignore[arg-type]
     await collect(provider, request)
@@ -57,7 +63,9 @@ async def test_anthropic_headers(fake: FakeLLMServer) -> None:
 
 async def test_anthropic_version_and_bearer_are_configurable(fake: FakeLLMServer) -> None:
     fake.script(ANY_ROUTE, Reply(text="ok"))
-    provider = AnthropicProvider(api_key="k", base_url=fake.base_url, version="2026-10-21", bearer=True)
+    provider = AnthropicProvider(
+        api_key="k", base_url=fake.base_url, version="2026-10-21", bearer=True
+    )
     await collect(provider)
     await provider.aclose()
     headers = fake.requests[-1].headers
@@ -69,7 +77,9 @@ async def test_anthropic_cache_breakpoints(fake: FakeLLMServer) -> None:
     _, body = await sent(fake, "anthropic")
     assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     assert "cache_control" not in body["tools"][0]
-    assert body["system"] == [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]
+    assert body["system"] == [
+        {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}
+    ]
     last_user = body["messages"][-1]
     assert last_user["content"][-1]["cache_control"] == {"type": "ephemeral"}
     assert json.dumps(body).count("cache_control") <= 4
@@ -116,7 +126,10 @@ async def test_chat_body(fake: FakeLLMServer) -> None:
     }
     system, user, assistant, tool1, tool2 = body["messages"]
     assert system == {"role": "system", "content": "Be brief."}
-    assert user["content"][1] == {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}}
+    assert user["content"][1] == {
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64,iVBOR"},
+    }
     assert assistant["content"] == "Reading."
     (call,) = assistant["tool_calls"]
     assert call["id"] == "t1"
@@ -135,7 +148,11 @@ async def test_responses_body(fake: FakeLLMServer) -> None:
     headers, body = await sent(fake, "openai_responses")
     assert headers["authorization"] == "Bearer sk-test"
     assert fake.requests[-1].path == "/v1/responses"
-    assert (body["instructions"], body["store"], body["max_output_tokens"]) == ("Be brief.", False, 8192)
+    assert (body["instructions"], body["store"], body["max_output_tokens"]) == (
+        "Be brief.",
+        False,
+        8192,
+    )
     assert body["reasoning"] == {"effort": "medium", "summary": "auto"}
     assert body["include"] == ["reasoning.encrypted_content"]
     assert body["tools"][0]["name"] == "read"
@@ -147,6 +164,11 @@ async def test_responses_body(fake: FakeLLMServer) -> None:
         "encrypted_content": "sig-A",
     }
     assert text == {"role": "assistant", "content": [{"type": "output_text", "text": "Reading."}]}
-    assert call == {"type": "function_call", "call_id": "t1", "name": "read", "arguments": '{"path": "a.py"}'}
+    assert call == {
+        "type": "function_call",
+        "call_id": "t1",
+        "name": "read",
+        "arguments": '{"path": "a.py"}',
+    }
     assert out1 == {"type": "function_call_output", "call_id": "t1", "output": "print(1)"}
     assert out2["call_id"] == "t2"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from providers_support import REQUEST, collect, provider_for
 
 from loopd.protocol.errors import (
     AuthError,
@@ -26,8 +27,6 @@ from loopd.protocol.model import (
 )
 from loopd.providers import ClosableProvider, ProviderKind, make_provider
 from loopd.testing.fake_llm import ANY_ROUTE, FakeLLMServer, HttpError, Reply, ScriptedCall
-
-from providers_support import REQUEST, collect, provider_for
 
 CALLS = (ScriptedCall("read", {"path": "a.py"}), ScriptedCall("grep", {"pattern": "x", "n": 2}))
 
@@ -70,7 +69,10 @@ async def test_thinking_then_text(
 
 
 async def test_one_tool_call(fake: FakeLLMServer, provider: ClosableProvider) -> None:
-    fake.script(ANY_ROUTE, Reply(text="Reading.", tool_calls=(ScriptedCall("read", {"path": "a.py"}, id="c1"),)))
+    fake.script(
+        ANY_ROUTE,
+        Reply(text="Reading.", tool_calls=(ScriptedCall("read", {"path": "a.py"}, id="c1"),)),
+    )
     events, done = await collect(provider)
     assert [e for e in events if isinstance(e, ToolCallBegin)] == [ToolCallBegin("c1", "read")]
     assert done.parts == (TextPart("Reading."), ToolUsePart("c1", "read", {"path": "a.py"}))
@@ -110,7 +112,10 @@ async def test_delivery_does_not_change_the_reply(
 async def test_invalid_tool_arguments_are_kept_raw(
     fake: FakeLLMServer, provider: ClosableProvider
 ) -> None:
-    fake.script(ANY_ROUTE, Reply(tool_calls=(ScriptedCall("read", raw_arguments='{"path": "a'),), stop="max_tokens"))
+    fake.script(
+        ANY_ROUTE,
+        Reply(tool_calls=(ScriptedCall("read", raw_arguments='{"path": "a'),), stop="max_tokens"),
+    )
     _, done = await collect(provider)
     (use,) = done.parts
     assert isinstance(use, ToolUsePart)
@@ -124,7 +129,9 @@ async def test_stop_reasons(fake: FakeLLMServer, provider: ClosableProvider, sto
     assert done.stop == stop
 
 
-async def test_mid_stream_error_after_a_200(fake: FakeLLMServer, provider: ClosableProvider) -> None:
+async def test_mid_stream_error_after_a_200(
+    fake: FakeLLMServer, provider: ClosableProvider
+) -> None:
     fake.script(ANY_ROUTE, Reply(text="Partial answer", fail="overloaded"))
     seen: list[object] = []
     with pytest.raises(Overloaded):
@@ -135,7 +142,11 @@ async def test_mid_stream_error_after_a_200(fake: FakeLLMServer, provider: Closa
 
 @pytest.mark.parametrize(
     ("fail", "error"),
-    [("context_overflow", ContextOverflow), ("rate_limited", RateLimited), ("server_error", Transient)],
+    [
+        ("context_overflow", ContextOverflow),
+        ("rate_limited", RateLimited),
+        ("server_error", Transient),
+    ],
 )
 async def test_mid_stream_error_kinds(
     fake: FakeLLMServer, provider: ClosableProvider, fail: str, error: type[Exception]
@@ -146,7 +157,11 @@ async def test_mid_stream_error_kinds(
 
 
 async def test_429_with_retry_after(fake: FakeLLMServer, provider: ClosableProvider) -> None:
-    fake.script(ANY_ROUTE, HttpError("rate_limited", retry_after=3), HttpError("rate_limited", retry_after=9, retry_after_ms=1500))
+    fake.script(
+        ANY_ROUTE,
+        HttpError("rate_limited", retry_after=3),
+        HttpError("rate_limited", retry_after=9, retry_after_ms=1500),
+    )
     with pytest.raises(RateLimited) as seconds:
         await collect(provider)
     assert seconds.value.retry_after == 3.0
@@ -207,7 +222,9 @@ async def test_stall_hits_the_idle_timeout(fake: FakeLLMServer, kind: ProviderKi
 
 
 async def test_cancel_mid_stream(fake: FakeLLMServer, provider: ClosableProvider) -> None:
-    fake.script(ANY_ROUTE, Reply(text="one two three four five six seven", pause_after=6, gate="go"))
+    fake.script(
+        ANY_ROUTE, Reply(text="one two three four five six seven", pause_after=6, gate="go")
+    )
     first = asyncio.Event()
 
     async def consume() -> None:
@@ -226,7 +243,9 @@ async def test_cancel_mid_stream(fake: FakeLLMServer, provider: ClosableProvider
 async def test_connection_refused_is_transient(kind: ProviderKind) -> None:
     with FakeLLMServer() as gone:
         url = gone.base_url
-    provider = make_provider(kind, base_url=url + ("" if kind == "anthropic" else "/v1"), api_key="k")
+    provider = make_provider(
+        kind, base_url=url + ("" if kind == "anthropic" else "/v1"), api_key="k"
+    )
     try:
         with pytest.raises(Transient):
             await collect(provider)
@@ -237,4 +256,3 @@ async def test_connection_refused_is_transient(kind: ProviderKind) -> None:
 async def test_exhausted_script_says_so(provider: ClosableProvider) -> None:
     with pytest.raises(BadRequest, match="no scripted reply left"):
         await collect(provider)
-

@@ -15,12 +15,16 @@ from loopd.protocol.model import ToolCallBegin
 from loopd.testing.fake_llm import ANY_ROUTE, FakeLLMServer, RawStream
 
 
-def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> tuple[None, dict[str, Any]]:
+def chunk(
+    delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any
+) -> tuple[None, dict[str, Any]]:
     choices = [{"index": 0, "delta": delta or {}, "finish_reason": finish}]
     return None, {"object": "chat.completion.chunk", "choices": choices, **extra}
 
 
-def call(index: int | None = None, id: str | None = None, name: str | None = None, args: Any = None) -> dict[str, Any]:
+def call(
+    index: int | None = None, id: str | None = None, name: str | None = None, args: Any = None
+) -> dict[str, Any]:
     fragment: dict[str, Any] = {"function": {"name": name, "arguments": args}}
     if index is not None:
         fragment["index"] = index
@@ -42,7 +46,9 @@ async def chat(fake: FakeLLMServer, *events: tuple[str | None, Any]) -> Any:
 
 
 async def test_stop_with_tool_calls_is_a_tool_turn(fake: FakeLLMServer) -> None:
-    _, done = await chat(fake, chunk(call(0, "c1", "read", '{"path": "a"}')), chunk(finish="stop"), DONE)
+    _, done = await chat(
+        fake, chunk(call(0, "c1", "read", '{"path": "a"}')), chunk(finish="stop"), DONE
+    )
     assert done.stop == "tool_use"
     assert done.parts == (ToolUsePart("c1", "read", {"path": "a"}),)
 
@@ -69,7 +75,10 @@ async def test_every_call_at_index_zero(fake: FakeLLMServer) -> None:
         chunk(finish="tool_calls"),
         DONE,
     )
-    assert done.parts == (ToolUsePart("c1", "read", {"path": "a"}), ToolUsePart("c2", "grep", {"q": 1}))
+    assert done.parts == (
+        ToolUsePart("c1", "read", {"path": "a"}),
+        ToolUsePart("c2", "grep", {"q": 1}),
+    )
 
 
 async def test_name_repeated_and_null_and_dict_arguments(fake: FakeLLMServer) -> None:
@@ -83,11 +92,16 @@ async def test_name_repeated_and_null_and_dict_arguments(fake: FakeLLMServer) ->
         chunk(finish="tool_calls"),
         DONE,
     )
-    assert done.parts == (ToolUsePart("c1", "read", {"path": "a"}), ToolUsePart("c2", "grep", {"q": "x"}))
+    assert done.parts == (
+        ToolUsePart("c1", "read", {"path": "a"}),
+        ToolUsePart("c2", "grep", {"q": "x"}),
+    )
 
 
 async def test_missing_id_gets_one(fake: FakeLLMServer) -> None:
-    events, done = await chat(fake, chunk(call(0, None, "read", "{}")), chunk(finish="tool_calls"), DONE)
+    events, done = await chat(
+        fake, chunk(call(0, None, "read", "{}")), chunk(finish="tool_calls"), DONE
+    )
     (begin,) = [e for e in events if isinstance(e, ToolCallBegin)]
     assert begin.id
     assert done.parts == (ToolUsePart(begin.id, "read", {}),)
@@ -117,7 +131,12 @@ async def test_reasoning_field_and_junk_lines(fake: FakeLLMServer) -> None:
 
 
 async def test_chat_mid_stream_error(fake: FakeLLMServer) -> None:
-    error = {"error": {"message": "Rate limit reached. Please try again in 20ms.", "code": "rate_limit_exceeded"}}
+    error = {
+        "error": {
+            "message": "Rate limit reached. Please try again in 20ms.",
+            "code": "rate_limit_exceeded",
+        }
+    }
     with pytest.raises(RateLimited) as raised:
         await chat(fake, chunk({"content": "x"}), (None, error))
     assert raised.value.retry_after == 0.02
@@ -133,9 +152,14 @@ async def responses(fake: FakeLLMServer, *events: dict[str, Any]) -> Any:
 
 
 async def test_responses_failed_with_context_length_is_an_overflow(fake: FakeLLMServer) -> None:
-    error = {"code": "context_length_exceeded", "message": "Your input exceeds the context window of this model."}
+    error = {
+        "code": "context_length_exceeded",
+        "message": "Your input exceeds the context window of this model.",
+    }
     with pytest.raises(ContextOverflow):
-        await responses(fake, {"type": "response.failed", "response": {"status": "failed", "error": error}})
+        await responses(
+            fake, {"type": "response.failed", "response": {"status": "failed", "error": error}}
+        )
 
 
 async def test_responses_error_event(fake: FakeLLMServer) -> None:
@@ -144,8 +168,17 @@ async def test_responses_error_event(fake: FakeLLMServer) -> None:
 
 
 async def test_responses_output_from_completed_when_no_item_done(fake: FakeLLMServer) -> None:
-    item = {"type": "function_call", "call_id": "c9", "name": "read", "arguments": json.dumps({"path": "z"})}
-    response = {"status": "completed", "output": [item], "usage": {"input_tokens": 5, "output_tokens": 1}}
+    item = {
+        "type": "function_call",
+        "call_id": "c9",
+        "name": "read",
+        "arguments": json.dumps({"path": "z"}),
+    }
+    response = {
+        "status": "completed",
+        "output": [item],
+        "usage": {"input_tokens": 5, "output_tokens": 1},
+    }
     _, done = await responses(fake, {"type": "response.completed", "response": response})
     assert done.parts == (ToolUsePart("c9", "read", {"path": "z"}),)
     assert done.stop == "tool_use"
@@ -165,15 +198,34 @@ async def anthropic(fake: FakeLLMServer, *events: dict[str, Any]) -> Any:
         await provider.aclose()
 
 
-async def test_anthropic_usage_is_overwritten_and_redacted_thinking_kept(fake: FakeLLMServer) -> None:
-    usage = {"input_tokens": 100, "output_tokens": 1, "cache_read_input_tokens": 50, "cache_creation_input_tokens": 7}
+async def test_anthropic_usage_is_overwritten_and_redacted_thinking_kept(
+    fake: FakeLLMServer,
+) -> None:
+    usage = {
+        "input_tokens": 100,
+        "output_tokens": 1,
+        "cache_read_input_tokens": 50,
+        "cache_creation_input_tokens": 7,
+    }
     _, done = await anthropic(
         fake,
         {"type": "message_start", "message": {"usage": usage}},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "redacted_thinking", "data": "xyz"}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "redacted_thinking", "data": "xyz"},
+        },
         {"type": "content_block_stop", "index": 0},
-        {"type": "content_block_start", "index": 1, "content_block": {"type": "server_tool_use", "id": "s"}},
-        {"type": "message_delta", "delta": {"stop_reason": "pause_turn"}, "usage": {"output_tokens": 40}},
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "server_tool_use", "id": "s"},
+        },
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "pause_turn"},
+            "usage": {"output_tokens": 40},
+        },
         {"type": "message_delta", "delta": {}, "usage": {"output_tokens": 42}},
         {"type": "message_stop"},
     )

@@ -15,7 +15,10 @@ REPLY = Reply(
     thinking="Look first.",
     signature="sig-1",
     text="Reading both.",
-    tool_calls=(ScriptedCall("read", {"path": "a.py"}, id="c1"), ScriptedCall("grep", {"q": "x"}, id="c2")),
+    tool_calls=(
+        ScriptedCall("read", {"path": "a.py"}, id="c1"),
+        ScriptedCall("grep", {"q": "x"}, id="c2"),
+    ),
     input_tokens=40,
     output_tokens=9,
 )
@@ -30,11 +33,16 @@ def fake() -> Iterator[FakeLLMServer]:
 
 
 @pytest.mark.parametrize("delivery", DELIVERIES, ids=["whole", "1-byte+pings"])
-async def test_anthropic_sdk_final_message(fake: FakeLLMServer, delivery: dict[str, object]) -> None:
+async def test_anthropic_sdk_final_message(
+    fake: FakeLLMServer, delivery: dict[str, object]
+) -> None:
     fake.script(ANY_ROUTE, _with(delivery))
     client = anthropic.AsyncAnthropic(api_key="k", base_url=fake.base_url, max_retries=0)
     async with client.messages.stream(
-        model="m", max_tokens=1024, messages=[{"role": "user", "content": "hi"}], tools=[TOOL]  # type: ignore[list-item]
+        model="m",
+        max_tokens=1024,
+        messages=[{"role": "user", "content": "hi"}],
+        tools=[TOOL],  # type: ignore[list-item]
     ) as stream:
         final = await stream.get_final_message()
     await client.close()
@@ -52,7 +60,10 @@ async def test_openai_sdk_chat_stream(fake: FakeLLMServer, delivery: dict[str, o
     fake.script(ANY_ROUTE, _with(delivery))
     client = openai.AsyncOpenAI(api_key="k", base_url=fake.openai_base_url, max_retries=0)
     stream = await client.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "hi"}], stream=True, stream_options={"include_usage": True}
+        model="m",
+        messages=[{"role": "user", "content": "hi"}],
+        stream=True,
+        stream_options={"include_usage": True},
     )
     text, args, finish, usage = "", {0: "", 1: ""}, None, None
     async for chunk in stream:
@@ -70,7 +81,9 @@ async def test_openai_sdk_chat_stream(fake: FakeLLMServer, delivery: dict[str, o
 
 
 @pytest.mark.parametrize("delivery", DELIVERIES, ids=["whole", "1-byte+pings"])
-async def test_openai_sdk_responses_stream(fake: FakeLLMServer, delivery: dict[str, object]) -> None:
+async def test_openai_sdk_responses_stream(
+    fake: FakeLLMServer, delivery: dict[str, object]
+) -> None:
     fake.script(ANY_ROUTE, _with(delivery))
     client = openai.AsyncOpenAI(api_key="k", base_url=fake.openai_base_url, max_retries=0)
     stream = await client.responses.create(model="m", input="hi", stream=True)
@@ -81,17 +94,31 @@ async def test_openai_sdk_responses_stream(fake: FakeLLMServer, delivery: dict[s
     final = events[-1]
     assert final.type == "response.completed"
     output = final.response.output  # type: ignore[union-attr]
-    assert [item.type for item in output] == ["reasoning", "message", "function_call", "function_call"]
+    assert [item.type for item in output] == [
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call",
+    ]
     assert output[1].content[0].text == "Reading both."  # type: ignore[union-attr]
-    assert [(o.call_id, o.arguments) for o in output[2:]] == [("c1", '{"path": "a.py"}'), ("c2", '{"q": "x"}')]  # type: ignore[union-attr]
+    assert [(o.call_id, o.arguments) for o in output[2:]] == [
+        ("c1", '{"path": "a.py"}'),
+        ("c2", '{"q": "x"}'),
+    ]  # type: ignore[union-attr]
     assert final.response.usage.output_tokens == 9  # type: ignore[union-attr]
 
 
 async def test_sdks_raise_on_the_mid_stream_error(fake: FakeLLMServer) -> None:
-    fake.script(ANY_ROUTE, Reply(text="Partial", fail="overloaded"), Reply(text="Partial", fail="overloaded"))
+    fake.script(
+        ANY_ROUTE,
+        Reply(text="Partial", fail="overloaded"),
+        Reply(text="Partial", fail="overloaded"),
+    )
     sdk = anthropic.AsyncAnthropic(api_key="k", base_url=fake.base_url, max_retries=0)
     with pytest.raises(anthropic.APIStatusError, match="Overloaded"):
-        async with sdk.messages.stream(model="m", max_tokens=9, messages=[{"role": "user", "content": "hi"}]) as s:
+        async with sdk.messages.stream(
+            model="m", max_tokens=9, messages=[{"role": "user", "content": "hi"}]
+        ) as s:
             await s.get_final_message()
     await sdk.close()
     oai = openai.AsyncOpenAI(api_key="k", base_url=fake.openai_base_url, max_retries=0)
