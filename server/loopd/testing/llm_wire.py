@@ -11,53 +11,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from loopd.testing.llm_errors import ERRORS
 from loopd.testing.llm_script import ErrorKind, Reply, ScriptedCall
 
 ANTHROPIC = "/v1/messages"
 OPENAI_CHAT = "/v1/chat/completions"
 OPENAI_RESPONSES = "/v1/responses"
 CREATED = 1764400000
-
-
-@dataclass(frozen=True, slots=True)
-class _ErrorShape:
-    """How one kind of failure looks in each format."""
-
-    anthropic_type: str
-    anthropic_status: int
-    openai_type: str
-    openai_code: str | None
-    openai_status: int
-    message: str
-    openai_message: str = ""
-
-
-_ERRORS: Mapping[ErrorKind, _ErrorShape] = {
-    "rate_limited": _ErrorShape(
-        "rate_limit_error", 429, "requests", "rate_limit_exceeded", 429, "Rate limit reached"
-    ),
-    "overloaded": _ErrorShape("overloaded_error", 529, "overloaded_error", None, 503, "Overloaded"),
-    "server_error": _ErrorShape("api_error", 500, "server_error", "server_error", 500, "Internal"),
-    "context_overflow": _ErrorShape(
-        "invalid_request_error",
-        400,
-        "invalid_request_error",
-        "context_length_exceeded",
-        400,
-        "prompt is too long: 210000 tokens > 200000 maximum",
-        "This model's maximum context length is 8192 tokens. However, your messages "
-        "resulted in 8227 tokens. Please reduce the length of the messages.",
-    ),
-    "auth": _ErrorShape(
-        "authentication_error", 401, "invalid_request_error", "invalid_api_key", 401, "Bad key"
-    ),
-    "bad_request": _ErrorShape(
-        "invalid_request_error", 400, "invalid_request_error", None, 400, "Invalid request"
-    ),
-}
 
 
 def sse(event: str | None, data: Any) -> str:
@@ -114,7 +76,7 @@ class Wire:
 
     @classmethod
     def error_body(cls, kind: ErrorKind, message: str) -> tuple[int, dict[str, Any]]:
-        shape = _ERRORS[kind]
+        shape = ERRORS[kind]
         text = message or shape.openai_message or shape.message
         error = {
             "message": text,
@@ -192,7 +154,7 @@ class AnthropicWire(Wire):
 
     @classmethod
     def error_body(cls, kind: ErrorKind, message: str) -> tuple[int, dict[str, Any]]:
-        shape = _ERRORS[kind]
+        shape = ERRORS[kind]
         error = {"type": shape.anthropic_type, "message": message or shape.message}
         return shape.anthropic_status, {"type": "error", "error": error, "request_id": "req_fake"}
 
