@@ -30,8 +30,8 @@ from loopd.protocol.events import (
     ImageBlock,
     Location,
     PlanEntry,
-    PlanUpdated,
     PlanStatus,
+    PlanUpdated,
     Prompt,
     ResourceLinkBlock,
     SessionEvent,
@@ -85,8 +85,8 @@ def tool_view(name: str, tool_input: Mapping[str, Any], cwd: str) -> ToolView:
             return ToolView(str(tool_input.get("command") or "Run a command"), "execute")
         case "Read":
             line = tool_input.get("offset")
-            where = (Location(path, line if isinstance(line, int) else None),) if path else ()
-            return ToolView(f"Read {shown}", "read", where)
+            at = (Location(path, line if isinstance(line, int) else None),) if path else ()
+            return ToolView(f"Read {shown}", "read", at)
         case "Write":
             diff = DiffContent(path, None, str(tool_input.get("content", "")))
             return ToolView(f"Write {shown}", "edit", _at(path), (diff,) if path else ())
@@ -96,8 +96,8 @@ def tool_view(name: str, tool_input: Mapping[str, Any], cwd: str) -> ToolView:
         case "NotebookEdit":
             return ToolView(f"Edit {shown}", "edit", _at(path))
         case "Glob" | "Grep":
-            where = tool_input.get("path")
-            suffix = f" in {_relative(str(where), cwd)}" if where else ""
+            scope = tool_input.get("path")
+            suffix = f" in {_relative(str(scope), cwd)}" if scope else ""
             verb = "Find" if name == "Glob" else "Search"
             return ToolView(f"{verb} {tool_input.get('pattern', '')}{suffix}", "search")
         case "WebFetch":
@@ -232,7 +232,13 @@ class ClaudeTranslator:
         if not known:
             return [
                 ToolCallStarted(
-                    tool_id, view.title, view.kind, "pending", tool_input, view.locations, view.content
+                    tool_id,
+                    view.title,
+                    view.kind,
+                    "pending",
+                    tool_input,
+                    view.locations,
+                    view.content,
                 )
             ]
         return [
@@ -389,7 +395,8 @@ def _block(block: ContentBlock) -> dict[str, Any]:
 
 
 def control_request(request_id: str, subtype: str, **fields: Any) -> dict[str, Any]:
-    return {"type": "control_request", "request_id": request_id, "request": {"subtype": subtype, **fields}}
+    request = {"subtype": subtype, **fields}
+    return {"type": "control_request", "request_id": request_id, "request": request}
 
 
 def control_success(request_id: str, response: Mapping[str, Any]) -> dict[str, Any]:
