@@ -202,9 +202,9 @@ class ClaudeTranslator:
         tool_id, name = str(block.get("id", "")), str(block.get("name", ""))
         if name == "TodoWrite" or tool_id in self._tools:
             return []
-        view = tool_view(name, block.get("input") or {}, self._cwd)
-        self._tools[tool_id] = view.kind
-        return [ToolCallStarted(tool_id, view.title, view.kind, "pending")]
+        kind = tool_view(name, {}, self._cwd).kind
+        self._tools[tool_id] = kind
+        return [ToolCallStarted(tool_id, _mcp_title(name), kind, "pending")]
 
     def _assistant(self, msg: Mapping[str, Any], subagent: bool) -> list[SessionEvent]:
         message_id = str(msg.get("id", ""))
