@@ -33,7 +33,7 @@ from loopd.protocol.model import Usage
 from loopd.protocol.turns import Outcome
 from loopd.runtimes import claude_events as ce
 from loopd.runtimes.base import McpServerConfig, RuntimeContext
-from loopd.runtimes.jsonl import JsonlProcess
+from loopd.runtimes.jsonl import JsonlProcess, wait_while_active
 from loopd.runtimes.options import DEFAULT_MODE, check_mode, mode_option, model_option
 
 log = logging.getLogger(__name__)
@@ -343,18 +343,17 @@ class ClaudeRuntime:
     # -- waiting and failing ------------------------------------------------------------
 
     async def _await_result(self, turn: asyncio.Future[Mapping[str, Any]]) -> Mapping[str, Any]:
-        """The turn's `result`, or `RuntimeFailure` after `stall_timeout` of silence
-        (time spent waiting on the person does not count)."""
-        while True:
-            seen = self._activity
-            try:
-                return await asyncio.wait_for(asyncio.shield(turn), self._settings.stall_timeout)
-            except TimeoutError:
-                if self._activity != seen or self._permissions:
-                    continue
-                await self._stop_process()
-                seconds = int(self._settings.stall_timeout)
-                raise RuntimeFailure(f"Claude Code stopped responding for {seconds}s.") from None
+        try:
+            return await wait_while_active(
+                turn,
+                activity=lambda: self._activity,
+                waiting_on_person=lambda: bool(self._permissions),
+                stall_timeout=self._settings.stall_timeout,
+            )
+        except TimeoutError:
+            await self._stop_process()
+            seconds = int(self._settings.stall_timeout)
+            raise RuntimeFailure(f"Claude Code stopped responding for {seconds}s.") from None
 
     def _fail_pending(self, error: RuntimeFailure) -> None:
         for answer in self._control.values():

@@ -38,6 +38,7 @@ from loopd.protocol.events import (
     ToolStatus,
     UsageUpdated,
 )
+from loopd.protocol.model import Usage
 from loopd.protocol.turns import StopReason
 
 
@@ -170,6 +171,7 @@ class CodexTranslator:
         self._cwd = cwd
         self._streamed: set[str] = set()
         self.items: dict[str, Mapping[str, Any]] = {}
+        self.usage = Usage()  # the last model request's
 
     def translate(self, method: str, params: Mapping[str, Any]) -> list[SessionEvent]:
         match method:
@@ -186,6 +188,13 @@ class CodexTranslator:
             case "thread/tokenUsage/updated":
                 usage = params.get("tokenUsage") or {}
                 last = usage.get("last") or {}
+                cached = int(last.get("cachedInputTokens") or 0)
+                self.usage = Usage(
+                    input_tokens=int(last.get("inputTokens") or 0) - cached,
+                    output_tokens=int(last.get("outputTokens") or 0),
+                    cache_read_tokens=cached,
+                    cache_write_tokens=int(last.get("cacheWriteInputTokens") or 0),
+                )
                 size = int(usage.get("modelContextWindow") or 0)
                 return [UsageUpdated(used=int(last.get("totalTokens") or 0), size=size)]
             case "thread/name/updated" if params.get("threadName"):

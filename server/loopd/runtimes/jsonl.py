@@ -16,12 +16,14 @@ import json
 import logging
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from loopd.protocol.errors import RuntimeFailure
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _LINE_LIMIT = 64 * 1024 * 1024
 _STDERR_LINES = 40
@@ -148,3 +150,22 @@ def _signal_group(proc: asyncio.subprocess.Process, signum: int) -> None:
     children (tool processes) must not outlive the session."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signum)
+
+
+async def wait_while_active(
+    result: asyncio.Future[T],
+    *,
+    activity: Callable[[], int],
+    waiting_on_person: Callable[[], bool],
+    stall_timeout: float,
+) -> T:
+    """`result`, or `TimeoutError` once the child has said nothing for `stall_timeout`
+    seconds. `activity` counts the child's lines; time spent waiting on the person
+    (an open approval) never counts as silence."""
+    while True:
+        seen = activity()
+        try:
+            return await asyncio.wait_for(asyncio.shield(result), stall_timeout)
+        except TimeoutError:
+            if activity() == seen and not waiting_on_person():
+                raise
