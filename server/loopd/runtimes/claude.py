@@ -230,7 +230,7 @@ class ClaudeRuntime:
         if proc is self._proc:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.close(), self._settings.cancel_timeout)
-            self._fail_pending(RuntimeFailure(proc.describe_exit()))
+            self._fail_pending(RuntimeFailure(await proc.exit_report()))
 
     async def _dispatch(self, message: Mapping[str, Any]) -> None:
         match message.get("type"):

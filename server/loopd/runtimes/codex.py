@@ -277,7 +277,7 @@ class CodexRuntime:
         if proc is self._proc:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.close(), self._settings.cancel_timeout)
-            self._fail_pending(RuntimeFailure(proc.describe_exit()))
+            self._fail_pending(RuntimeFailure(await proc.exit_report()))
 
     async def _dispatch(self, message: Mapping[str, Any]) -> None:
         method, params = message.get("method"), message.get("params") or {}

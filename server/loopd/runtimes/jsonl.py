@@ -71,8 +71,13 @@ class JsonlProcess:
     def stderr_tail(self) -> str:
         return "\n".join(self._stderr)
 
-    def describe_exit(self) -> str:
-        """A one-paragraph account of why the process is gone, for the person."""
+    async def exit_report(self, wait: float = 2.0) -> str:
+        """Why the process is gone, for the person: waits (bounded) for the exit code
+        and the last of stderr, which is where a CLI says what went wrong."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._proc.wait(), wait)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._stderr_task), wait)
         tail = self.stderr_tail().strip()
         code = self._proc.returncode
         head = f"{self._name} exited" + (f" with code {code}" if code is not None else "")
@@ -82,14 +87,14 @@ class JsonlProcess:
         """Write one line. Raises `RuntimeFailure` when the process has gone away."""
         stdin = self._proc.stdin
         if stdin is None or stdin.is_closing():
-            raise RuntimeFailure(self.describe_exit())
+            raise RuntimeFailure(await self.exit_report())
         data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
         async with self._write_lock:
             try:
                 stdin.write(data)
                 await stdin.drain()
             except (BrokenPipeError, ConnectionResetError) as exc:
-                raise RuntimeFailure(self.describe_exit()) from exc
+                raise RuntimeFailure(await self.exit_report()) from exc
 
     async def messages(self) -> AsyncIterator[dict[str, Any]]:
         """Yield each JSON object from stdout until EOF."""
