@@ -43,13 +43,11 @@ class RecordingEmitter:
     def text(self) -> str:
         return "".join(e.text for e in self.of(AgentMessageChunk))
 
-    async def wait_for(
-        self, seen: Callable[[list[SessionEvent]], bool], timeout: float = 30
-    ) -> None:
-        async with asyncio.timeout(timeout):
-            while not seen(self.events):
-                self._changed.clear()
-                await self._changed.wait()
+    async def wait_for(self, seen: Callable[[list[SessionEvent]], bool]) -> None:
+        """Until `seen(events)`; callers bound it with asyncio.timeout."""
+        while not seen(self.events):
+            self._changed.clear()
+            await self._changed.wait()
 
 
 class ScriptedApprover:

@@ -156,7 +156,8 @@ async def test_cancel_mid_stream_then_the_next_turn_works(
     runtime, emitter = await open_runtime(settings(fake_llm, tmp_path), workdir)
     try:
         turn = asyncio.create_task(runtime.prompt(say("talk slowly")))
-        await emitter.wait_for(lambda events: any(isinstance(e, AgentMessageChunk) for e in events))
+        async with asyncio.timeout(30):
+            await emitter.wait_for(lambda evs: any(isinstance(e, AgentMessageChunk) for e in evs))
         await runtime.cancel()
         outcome = await asyncio.wait_for(turn, 30)
         assert outcome.stop_reason == "cancelled"
