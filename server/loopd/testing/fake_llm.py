@@ -190,13 +190,14 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(raw) if raw else {}
         request = RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         self.server_fake.record(request)
-        wire_type = WIRES.get(self.path)
+        route = self.path.split("?", 1)[0]  # Claude Code posts /v1/messages?beta=true
+        wire_type = WIRES.get(route)
         if wire_type is None:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
         wire = wire_type(str(body.get("model") or "fake-model"))
         try:
-            self._answer(wire, self.server_fake.next_step(self.path))
+            self._answer(wire, self.server_fake.next_step(route))
         except (BrokenPipeError, ConnectionResetError):
             request.disconnected = True
         self.close_connection = True
