@@ -30,6 +30,8 @@ from loopd.policy.rules import RuleSet
 from loopd.protocol.events import PlanEntry, PlanUpdated
 from loopd.providers.factory import ClosableProvider, make_provider
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
+from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
+from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
 from loopd.runtimes.native import ModeInfo, NativeRuntimeFactory, NativeWiring
 from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
 from loopd.sessions.manager import SessionManager

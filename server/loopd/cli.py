@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from loopd import __version__
 
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loopd", description="A coding-agent server for editors (ACP, LSP) and terminals."

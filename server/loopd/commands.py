@@ -189,4 +189,3 @@ def demo() -> int:
     from loopd.demo import run_demo
 
     return run_demo()
-
