@@ -1,0 +1,181 @@
+"""Spawning and killing commands as whole process groups.
+
+Every command starts in its own session, so it leads a process group that holds
+everything it forks. Killing is always done to the group, never to the pid: a shell
+that is killed alone leaves its children running, still holding the output pipe and
+whatever they were writing. The sequence is SIGTERM, a grace period for a clean
+exit, then SIGKILL to the group regardless, so a child that ignores SIGTERM dies too.
+
+Waiting goes through the injected `Clock`, which is what makes timeouts and grace
+periods testable without spending real seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from loopd.engine.ports import Clock
+from loopd.sandbox.base import PreparedCommand
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 65536
+
+
+async def spawn(prepared: PreparedCommand, stdout: int) -> asyncio.subprocess.Process:
+    """Start `prepared` as the leader of a new session and process group, stdin closed,
+    stderr merged into `stdout` (a pipe or a file descriptor)."""
+    return await asyncio.create_subprocess_exec(
+        *prepared.argv,
+        cwd=prepared.cwd,
+        env=dict(prepared.env),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=prepared.preexec,
+    )
+
+
+def kill_group(pgid: int, sig: signal.Signals) -> None:
+    """Signal a whole process group; a group that is already gone is not an error."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def first_of(work: Awaitable[object], clock: Clock, seconds: float) -> bool:
+    """Await `work` for at most `seconds` of `clock` time. True if it finished first.
+    The loser is cancelled, and so is everything if the caller is."""
+    work_task = asyncio.ensure_future(work)
+    timer = asyncio.ensure_future(clock.sleep(seconds))
+    try:
+        await asyncio.wait({work_task, timer}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        timer.cancel()
+        if not work_task.done():
+            work_task.cancel()
+    return work_task.done() and not work_task.cancelled()
+
+
+async def stop(proc: asyncio.subprocess.Process, clock: Clock, grace: float) -> None:
+    """Terminate the group `proc` leads: SIGTERM, up to `grace` seconds for the leader
+    to exit, then SIGKILL to the group whatever happened (children that ignored
+    SIGTERM or outlived the leader), then reap the leader. The SIGKILL is in a
+    `finally` so a second cancellation during the grace still kills."""
+    try:
+        if proc.returncode is None:
+            kill_group(proc.pid, signal.SIGTERM)
+            await first_of(proc.wait(), clock, grace)
+    finally:
+        kill_group(proc.pid, signal.SIGKILL)
+    await proc.wait()
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    exit_code: int | None  # None when the command was killed on timeout
+    timed_out: bool
+
+
+async def run_captured(
+    prepared: PreparedCommand,
+    *,
+    clock: Clock,
+    time_limit: float,
+    grace: float,
+    on_output: Callable[[str], Awaitable[None]],
+) -> Finished:
+    """Run a command to completion, passing its decoded output to `on_output` as it
+    arrives. On timeout or cancellation the whole group is stopped. When the leader
+    exits on its own, stragglers it left in its group are killed: a foreground
+    command owns nothing after it returns, and a straggler holding the pipe would
+    otherwise hang the call (long-lived processes are what `background` is for)."""
+    proc = await spawn(prepared, asyncio.subprocess.PIPE)
+    assert proc.stdout is not None
+    reader = asyncio.ensure_future(_pump(proc.stdout, on_output))
+    try:
+        finished = await first_of(proc.wait(), clock, time_limit)
+        if not finished:
+            await stop(proc, clock, grace)
+        kill_group(proc.pid, signal.SIGKILL)
+        await reader
+    except BaseException:
+        reader.cancel()
+        await asyncio.shield(stop(proc, clock, grace))
+        raise
+    return Finished(proc.returncode if finished else None, timed_out=not finished)
+
+
+async def _pump(stream: asyncio.StreamReader, on_output: Callable[[str], Awaitable[None]]) -> None:
+    decoder = _utf8_decoder()
+    while chunk := await stream.read(READ_CHUNK):
+        if text := decoder.decode(chunk):
+            await on_output(text)
+    if tail := decoder.decode(b"", final=True):
+        await on_output(tail)
+
+
+def _utf8_decoder() -> codecs.IncrementalDecoder:
+    return codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+
+@dataclass(frozen=True, slots=True)
+class BackgroundProcess:
+    id: str
+    command: str
+    pid: int
+    log_path: str
+
+
+class BackgroundProcesses:
+    """The session's long-lived commands. Owned by the `ToolEnv`, so a process dies
+    with the session as a consequence of ownership, not of a cleanup someone must
+    remember: closing the registry stops every group it started."""
+
+    def __init__(self, clock: Clock, grace: float) -> None:
+        self._clock = clock
+        self._grace = grace
+        self._procs: dict[str, tuple[BackgroundProcess, asyncio.subprocess.Process]] = {}
+        self._closed = False
+        self._started = 0
+
+    async def start(
+        self, prepared: PreparedCommand, command: str, log_dir: str
+    ) -> BackgroundProcess:
+        """Start `prepared` with its output written to `<log_dir>/<id>.log`."""
+        if self._closed:
+            raise RuntimeError("the session is closed; no new background process can start")
+        self._started += 1
+        process_id = f"bg{self._started}"
+        log_path = os.path.join(log_dir, f"{process_id}.log")
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            proc = await spawn(prepared, fd)
+        finally:
+            os.close(fd)
+        entry = BackgroundProcess(process_id, command, proc.pid, log_path)
+        self._procs[entry.id] = (entry, proc)
+        return entry
+
+    def running(self) -> tuple[BackgroundProcess, ...]:
+        return tuple(e for e, p in self._procs.values() if p.returncode is None)
+
+    async def aclose(self) -> None:
+        """Stop every group, running or not (a leader that exited may have left
+        children). Idempotent."""
+        self._closed = True
+        procs = [p for _, p in self._procs.values()]
+        self._procs.clear()
+        results = await asyncio.gather(
+            *(stop(p, self._clock, self._grace) for p in procs), return_exceptions=True
+        )
+        for r in results:
+            if isinstance(r, Exception):
+                log.warning("stopping a background process failed: %r", r)
