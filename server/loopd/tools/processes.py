@@ -18,6 +18,7 @@ import contextlib
 import logging
 import os
 import signal
+import subprocess
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -26,22 +27,91 @@ from loopd.sandbox.base import PreparedCommand
 
 log = logging.getLogger(__name__)
 
-READ_CHUNK = 65536
+class _Child(asyncio.SubprocessProtocol):
+    """One spawned command, seen through asyncio's protocol callbacks.
+
+    Not `asyncio.subprocess.Process`: its `wait()` returns only once the output pipe
+    has closed too, and a grandchild holding the pipe would then hide the leader's
+    exit. `process_exited` fires on the leader's exit alone. Output is queued as
+    decoded text; reading pauses while the consumer is behind.
+    """
+
+    def __init__(self) -> None:
+        self.exited = asyncio.Event()
+        self.output: asyncio.Queue[str | None] = asyncio.Queue()
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.transport: asyncio.SubprocessTransport | None = None
+        self._paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.SubprocessTransport)
+        self.transport = transport
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if text := self._decoder.decode(data):
+            self.output.put_nowait(text)
+        if self.output.qsize() >= MAX_QUEUED and not self._paused:
+            self._reading(pause=True)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if tail := self._decoder.decode(b"", final=True):
+            self.output.put_nowait(tail)
+        self.output.put_nowait(None)
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+    @property
+    def pid(self) -> int:
+        assert self.transport is not None
+        return self.transport.get_pid()
+
+    @property
+    def returncode(self) -> int | None:
+        assert self.transport is not None
+        return self.transport.get_returncode()
+
+    async def wait(self) -> int | None:
+        await self.exited.wait()
+        return self.returncode
+
+    async def pump(self, on_output: Callable[[str], Awaitable[None]]) -> None:
+        """Hand every piece of output to `on_output`, in order, until EOF."""
+        while (text := await self.output.get()) is not None:
+            if self._paused and self.output.qsize() < MAX_QUEUED // 2:
+                self._reading(pause=False)
+            await on_output(text)
+
+    def _reading(self, *, pause: bool) -> None:
+        assert self.transport is not None
+        pipe = self.transport.get_pipe_transport(1)
+        if isinstance(pipe, asyncio.ReadTransport):
+            if pause:
+                pipe.pause_reading()
+            else:
+                pipe.resume_reading()
+            self._paused = pause
 
 
-async def spawn(prepared: PreparedCommand, stdout: int) -> asyncio.subprocess.Process:
+MAX_QUEUED = 64  # chunks of output waiting for the consumer before reading pauses
+
+
+async def spawn(prepared: PreparedCommand, stdout: int) -> _Child:
     """Start `prepared` as the leader of a new session and process group, stdin closed,
     stderr merged into `stdout` (a pipe or a file descriptor)."""
-    return await asyncio.create_subprocess_exec(
+    child = _Child()
+    await asyncio.get_running_loop().subprocess_exec(
+        lambda: child,
         *prepared.argv,
         cwd=prepared.cwd,
         env=dict(prepared.env),
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
         stdout=stdout,
-        stderr=asyncio.subprocess.STDOUT,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
         preexec_fn=prepared.preexec,
     )
+    return child
 
 
 def kill_group(pgid: int, sig: signal.Signals) -> None:
@@ -64,18 +134,18 @@ async def first_of(work: Awaitable[object], clock: Clock, seconds: float) -> boo
     return work_task.done() and not work_task.cancelled()
 
 
-async def stop(proc: asyncio.subprocess.Process, clock: Clock, grace: float) -> None:
-    """Terminate the group `proc` leads: SIGTERM, up to `grace` seconds for the leader
-    to exit, then SIGKILL to the group whatever happened (children that ignored
-    SIGTERM or outlived the leader), then reap the leader. The SIGKILL is in a
-    `finally` so a second cancellation during the grace still kills."""
+async def stop(child: _Child, clock: Clock, grace: float) -> None:
+    """Terminate the group `child` leads: SIGTERM, up to `grace` seconds for the
+    leader to exit, then SIGKILL to the group whatever happened (children that
+    ignored SIGTERM or outlived the leader), then reap the leader. The SIGKILL is in
+    a `finally` so a second cancellation during the grace still kills."""
     try:
-        if proc.returncode is None:
-            kill_group(proc.pid, signal.SIGTERM)
-            await first_of(proc.wait(), clock, grace)
+        if child.returncode is None:
+            kill_group(child.pid, signal.SIGTERM)
+            await first_of(child.wait(), clock, grace)
     finally:
-        kill_group(proc.pid, signal.SIGKILL)
-    await proc.wait()
+        kill_group(child.pid, signal.SIGKILL)
+    await child.wait()
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,33 +167,22 @@ async def run_captured(
     exits on its own, stragglers it left in its group are killed: a foreground
     command owns nothing after it returns, and a straggler holding the pipe would
     otherwise hang the call (long-lived processes are what `background` is for)."""
-    proc = await spawn(prepared, asyncio.subprocess.PIPE)
-    assert proc.stdout is not None
-    reader = asyncio.ensure_future(_pump(proc.stdout, on_output))
+    child = await spawn(prepared, subprocess.PIPE)
+    pump = asyncio.ensure_future(child.pump(on_output))
     try:
-        finished = await first_of(proc.wait(), clock, time_limit)
+        finished = await first_of(child.wait(), clock, time_limit)
         if not finished:
-            await stop(proc, clock, grace)
-        kill_group(proc.pid, signal.SIGKILL)
-        await reader
+            await stop(child, clock, grace)
+        kill_group(child.pid, signal.SIGKILL)
+        await pump
     except BaseException:
-        reader.cancel()
-        await asyncio.shield(stop(proc, clock, grace))
+        pump.cancel()
+        await asyncio.shield(stop(child, clock, grace))
         raise
-    return Finished(proc.returncode if finished else None, timed_out=not finished)
-
-
-async def _pump(stream: asyncio.StreamReader, on_output: Callable[[str], Awaitable[None]]) -> None:
-    decoder = _utf8_decoder()
-    while chunk := await stream.read(READ_CHUNK):
-        if text := decoder.decode(chunk):
-            await on_output(text)
-    if tail := decoder.decode(b"", final=True):
-        await on_output(tail)
-
-
-def _utf8_decoder() -> codecs.IncrementalDecoder:
-    return codecs.getincrementaldecoder("utf-8")(errors="replace")
+    finally:
+        assert child.transport is not None
+        child.transport.close()
+    return Finished(child.returncode if finished else None, timed_out=not finished)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +201,7 @@ class BackgroundProcesses:
     def __init__(self, clock: Clock, grace: float) -> None:
         self._clock = clock
         self._grace = grace
-        self._procs: dict[str, tuple[BackgroundProcess, asyncio.subprocess.Process]] = {}
+        self._procs: dict[str, tuple[BackgroundProcess, _Child]] = {}
         self._closed = False
         self._started = 0
 
@@ -174,8 +233,15 @@ class BackgroundProcesses:
         procs = [p for _, p in self._procs.values()]
         self._procs.clear()
         results = await asyncio.gather(
-            *(stop(p, self._clock, self._grace) for p in procs), return_exceptions=True
+            *(self._stop(p) for p in procs), return_exceptions=True
         )
         for r in results:
             if isinstance(r, Exception):
                 log.warning("stopping a background process failed: %r", r)
+
+    async def _stop(self, child: _Child) -> None:
+        try:
+            await stop(child, self._clock, self._grace)
+        finally:
+            assert child.transport is not None
+            child.transport.close()
