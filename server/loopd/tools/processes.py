@@ -27,6 +27,7 @@ from loopd.sandbox.base import PreparedCommand
 
 log = logging.getLogger(__name__)
 
+
 class _Child(asyncio.SubprocessProtocol):
     """One spawned command, seen through asyncio's protocol callbacks.
 
@@ -232,9 +233,7 @@ class BackgroundProcesses:
         self._closed = True
         procs = [p for _, p in self._procs.values()]
         self._procs.clear()
-        results = await asyncio.gather(
-            *(self._stop(p) for p in procs), return_exceptions=True
-        )
+        results = await asyncio.gather(*(self._stop(p) for p in procs), return_exceptions=True)
         for r in results:
             if isinstance(r, Exception):
                 log.warning("stopping a background process failed: %r", r)

@@ -1,3 +1,4 @@
+# ruff: noqa: ASYNC110, ASYNC240 -- reads tmp_path files and polls real processes
 import asyncio
 import re
 from pathlib import Path
@@ -20,9 +21,9 @@ def pids(text: str) -> dict[str, int]:
     return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", text)}
 
 
-async def start(tools: ToolRegistry, command: str, wanted: str, **args: object) -> tuple[
-    "asyncio.Task[ToolResult]", RecordingProgress
-]:
+async def start(
+    tools: ToolRegistry, command: str, wanted: str, **args: object
+) -> tuple["asyncio.Task[ToolResult]", RecordingProgress]:
     """Run a command in a task and return once its output contains `wanted`."""
     progress = RecordingProgress(wanted=wanted)
     call = ToolCall("c1", "bash", {"command": command, **args})
@@ -133,9 +134,7 @@ async def test_a_foreground_command_leaves_no_stragglers(call: Call) -> None:
     assert out.result.output.endswith("Exit code: 0")
 
 
-async def test_background_processes_die_when_the_env_closes(
-    call: Call, env: ToolEnv
-) -> None:
+async def test_background_processes_die_when_the_env_closes(call: Call, env: ToolEnv) -> None:
     out = await call("bash", command="sleep 1000 & echo child=$!; wait", background=True)
     assert out.result.raw_output is not None
     leader, log = out.result.raw_output["pid"], Path(out.result.raw_output["log"])

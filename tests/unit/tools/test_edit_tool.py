@@ -1,3 +1,4 @@
+# ruff: noqa: ASYNC240 -- tests read the files they made in tmp_path
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,10 @@ async def test_edit_replaces_exactly_one_match_with_a_diff_and_line(
 ) -> None:
     before = source.read_text()
     out = await call(
-        "edit", path="m.py", old_string="def g():\n    return 1", new_string="def g():\n    return 2"
+        "edit",
+        path="m.py",
+        old_string="def g():\n    return 1",
+        new_string="def g():\n    return 2",
     )
     after = source.read_text()
     path = f"{env.cwd}/m.py"
@@ -107,9 +111,7 @@ async def test_edit_declared_before_an_earlier_edit_applies_still_runs(
 ) -> None:
     """Two edits in one step are both declared before either runs."""
     first = ToolCall("c1", "edit", {"path": "m.py", "old_string": "def g", "new_string": "def h"})
-    second = ToolCall(
-        "c2", "edit", {"path": "m.py", "old_string": "def h", "new_string": "def k"}
-    )
+    second = ToolCall("c2", "edit", {"path": "m.py", "old_string": "def h", "new_string": "def k"})
     assert (await tools.declare(first)).preview
     assert (await tools.declare(second)).preview == ()
     assert not (await tools.run(first, RecordingProgress())).is_error

@@ -43,9 +43,7 @@ async def test_offset_and_limit_select_a_window_and_say_how_to_continue(
     assert out.result.locations[0].line == 4
 
 
-async def test_offset_past_the_end_is_an_error_naming_the_length(
-    call: Call, numbers: Path
-) -> None:
+async def test_offset_past_the_end_is_an_error_naming_the_length(call: Call, numbers: Path) -> None:
     out = await call("read", path="src/numbers.txt", offset=11)
     assert out.result.is_error
     assert "offset 11 is past the end of src/numbers.txt, which has 10 lines" in out.result.output

@@ -1,3 +1,4 @@
+# ruff: noqa: ASYNC110 -- polls a real process that is not ours to wait for
 """Test helpers for the tool tests (imported by conftest and the test modules)."""
 
 from __future__ import annotations
