@@ -156,8 +156,12 @@ def _replace(text: str, args: Args) -> _Replacement | None:
     Callers use `new_text` only when that is what was asked: one match, or
     replace_all."""
     old_string: str = args["old_string"]
+    new_string: str = args["new_string"]
+    if "\r\n" in text and "\r" not in old_string:
+        # `read` shows lines without their CR; match the file's own line endings.
+        old_string, new_string = (s.replace("\n", "\r\n") for s in (old_string, new_string))
     first = text.find(old_string)
     if first < 0:
         return None
-    new_text = text.replace(old_string, args["new_string"])
+    new_text = text.replace(old_string, new_string)
     return _Replacement(text, new_text, text.count(old_string), line_of(text, first))

@@ -117,3 +117,11 @@ async def test_edit_declared_before_an_earlier_edit_applies_still_runs(
     assert not (await tools.run(first, RecordingProgress())).is_error
     assert not (await tools.run(second, RecordingProgress())).is_error
     assert "def k():" in source.read_text()
+
+
+async def test_edit_keeps_a_crlf_file_crlf(call: Call, tmp_path: Path) -> None:
+    path = tmp_path / "dos.txt"
+    path.write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    out = await call("edit", path="dos.txt", old_string="one\ntwo", new_string="1\n2")
+    assert not out.result.is_error
+    assert path.read_bytes() == b"1\r\n2\r\nthree\r\n"
