@@ -103,7 +103,9 @@ class ToolLimits:
     read_max_line_chars: int = 2000
     read_max_chars: int = 100_000
     output_max_chars: int = 30_000  # bash output for the model, head + tail
-    stream_max_chars: int = 8 * 1024 * 1024  # bash output kept for the UI
+    # bash output kept for the UI: all of it up to here, then head + tail. Bounded
+    # because each progress update carries the whole text so far.
+    stream_max_chars: int = 2 * 1024 * 1024
     bash_default_timeout: float = 120.0
     bash_max_timeout: float = 600.0
     kill_grace: float = 2.0  # seconds between SIGTERM and SIGKILL

@@ -34,7 +34,7 @@ class _Child(asyncio.SubprocessProtocol):
     Not `asyncio.subprocess.Process`: its `wait()` returns only once the output pipe
     has closed too, and a grandchild holding the pipe would then hide the leader's
     exit. `process_exited` fires on the leader's exit alone. Output is queued as
-    decoded text; reading pauses while the consumer is behind.
+    decoded text; reading pauses while too much of it waits for the consumer.
     """
 
     def __init__(self) -> None:
@@ -77,11 +77,19 @@ class _Child(asyncio.SubprocessProtocol):
         return self.returncode
 
     async def pump(self, on_output: Callable[[str], Awaitable[None]]) -> None:
-        """Hand every piece of output to `on_output`, in order, until EOF."""
-        while (text := await self.output.get()) is not None:
-            if self._paused and self.output.qsize() < MAX_QUEUED // 2:
+        """Hand all output to `on_output`, in order, until EOF. Whatever queued up
+        while the consumer was busy goes in one call, so a slow consumer is called
+        less often rather than falling further behind."""
+        eof = False
+        while not eof:
+            pieces = [await self.output.get()]
+            while not self.output.empty():
+                pieces.append(self.output.get_nowait())
+            eof = pieces[-1] is None
+            if self._paused:
                 self._reading(pause=False)
-            await on_output(text)
+            if text := "".join(p for p in pieces if p is not None):
+                await on_output(text)
 
     def _reading(self, *, pause: bool) -> None:
         assert self.transport is not None
@@ -167,7 +175,9 @@ async def run_captured(
     arrives. On timeout or cancellation the whole group is stopped. When the leader
     exits on its own, stragglers it left in its group are killed: a foreground
     command owns nothing after it returns, and a straggler holding the pipe would
-    otherwise hang the call (long-lived processes are what `background` is for)."""
+    otherwise hang the call (long-lived processes are what `background` is for).
+    Only a process that left the group (setsid) and keeps the pipe open can still
+    hold the call, until it closes the pipe."""
     child = await spawn(prepared, subprocess.PIPE)
     pump = asyncio.ensure_future(child.pump(on_output))
     try:

@@ -201,3 +201,24 @@ def test_head_tail_keeps_both_ends_within_its_budget() -> None:
     small = HeadTail(keep=10)
     small.append("short")
     assert small.render(10) == "short"
+
+
+async def test_a_slow_ui_still_receives_every_byte_in_order(tmp_path: Path) -> None:
+    """Reading pauses while output waits for the consumer, and resumes."""
+    env = ToolEnv(roots=(str(tmp_path),))
+    texts: list[str] = []
+
+    async def slow(content: tuple[object, ...]) -> None:
+        block = content[0]
+        assert isinstance(block, TextBlock)
+        texts.append(block.text)
+        for _ in range(20):
+            await asyncio.sleep(0)
+
+    result = await ToolRegistry(env).run(ToolCall("c1", "bash", {"command": "seq 1 100000"}), slow)
+    full = "".join(f"{i}\n" for i in range(1, 100001))
+    assert texts[-1] == full
+    assert all(full.startswith(t) for t in texts)
+    assert result.raw_output is not None
+    assert result.raw_output["output_chars"] == len(full)
+    await env.aclose()
