@@ -82,13 +82,14 @@ def loose_segments(command: str) -> tuple[Segment, ...]:
     return tuple(seg for seg in segments if seg)
 
 
-def command_prefix(segment: Segment) -> tuple[str, ...]:
-    """What an "always" answer about this segment is remembered as: the program and its
-    subcommand for tools that have subcommands (`git push`, `npm test`), and the exact
-    words for everything else, so "always allow `rm -rf build`" never means every `rm`."""
+def command_prefix(segment: Segment) -> tuple[Segment, bool]:
+    """What an "always" answer about this segment is remembered as, and whether it is a
+    prefix: the program and its subcommand for tools that have subcommands (`git push`,
+    `npm test`), the exact words for everything else, so that "always allow
+    `rm -rf build`" never means every `rm`."""
     if len(segment) >= 2 and segment[0] in SUBCOMMAND_PROGRAMS and _SUBCOMMAND.match(segment[1]):
-        return segment[:2]
-    return segment
+        return segment[:2], True
+    return segment, False
 
 
 SUBCOMMAND_PROGRAMS = frozenset(
@@ -196,8 +197,3 @@ def is_safe_command(command: str, sandboxed: bool) -> bool:
     read-only way. Unparseable means unsafe."""
     segments = split_command(command)
     return segments is not None and all(_segment_safe(s, sandboxed) for s in segments)
-
-
-def describe_segments(segments: Sequence[Segment]) -> str:
-    """Segments as the person reads them again, for reasons and remembered rules."""
-    return " && ".join(shlex.join(s) for s in segments)

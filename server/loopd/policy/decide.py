@@ -202,6 +202,6 @@ class RulePolicy:
 
 
 def _prefix_spec(segment: tuple[str, ...]) -> str:
-    prefix = command_prefix(segment)
-    spec = shlex.join(prefix)
-    return spec if prefix == segment else f"{spec}:*"
+    words, is_prefix = command_prefix(segment)
+    spec = shlex.join(words)
+    return f"{spec}:*" if is_prefix else spec

@@ -5,7 +5,8 @@ filesystem boundary here, and the policy never auto-allows commands in this tier
 
 As root `unshare --net --pid --fork --kill-child` is enough; an unprivileged user adds
 a user namespace that maps their own uid (`--map-current-user`), so `id -u` stays the
-same inside.
+same inside. `unshare` is killed when the thread that spawned it exits, and takes the
+command with it (`--kill-child`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from loopd.policy.network import NetworkGrant
 from loopd.sandbox.base import CommandSpec, PreparedCommand, sanitized_env
+from loopd.sandbox.landlock_syscalls import die_with_parent
 from loopd.sandbox.tiers import Tier
 
 
@@ -41,4 +43,4 @@ class NetnsSandbox:
     def prepare(self, spec: CommandSpec) -> PreparedCommand:
         network = spec.network or self.network.granted
         argv = (*unshare_argv(network, self.unshare), *spec.argv)
-        return PreparedCommand(argv, sanitized_env(self.base_env), spec.cwd)
+        return PreparedCommand(argv, sanitized_env(self.base_env), spec.cwd, die_with_parent)
