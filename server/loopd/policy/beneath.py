@@ -104,7 +104,7 @@ def _walk(dir_fd: int, rel: str, flags: int, mode: int) -> int:
         if last == "..":
             _step(stack, last, rel)
             last = "."
-        return os.open(last, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=stack[-1])
+        return _open_no_follow(stack[-1], last, flags, mode, rel)
     finally:
         for fd in stack:
             os.close(fd)
@@ -116,11 +116,16 @@ def _step(stack: list[int], part: str, rel: str) -> None:
             raise PathEscapeError(rel)
         os.close(stack.pop())
         return
-    dir_flags = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    stack.append(_open_no_follow(stack[-1], part, os.O_PATH | os.O_DIRECTORY, 0, rel))
+
+
+def _open_no_follow(dir_fd: int, name: str, flags: int, mode: int, rel: str) -> int:
     try:
-        stack.append(os.open(part, dir_flags, dir_fd=stack[-1]))
-    except NotADirectoryError:
-        if stat.S_ISLNK(os.stat(part, dir_fd=stack[-1], follow_symlinks=False).st_mode):
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP) and stat.S_ISLNK(
+            os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+        ):
             raise PathEscapeError(rel, "goes through a symlink") from None
         raise
 
