@@ -16,7 +16,9 @@ cover earlier ones):
 
 `--unshare-pid` makes the command's process tree die with it: when the command exits,
 its pid namespace is torn down, so a background process cannot outlive it.
-`--die-with-parent` kills everything if loopd dies. `--new-session` stops the command
+`--die-with-parent` kills everything if loopd dies; the `preexec` also sets the
+parent-death signal before exec, because bwrap sets its own only after starting, too
+late if the spawning thread is already gone. `--new-session` stops the command
 from pushing keystrokes into a terminal (TIOCSTI). `/tmp` is a private, throwaway
 tmpfs, so sockets of other programs (ssh-agent, X11) are not reachable there.
 
@@ -82,7 +84,7 @@ class BwrapSandbox:
         argv += ["--chdir", spec.cwd, "--", *self._inner(spec.argv, writable, network)]
         env = sanitized_env(self.base_env)
         env["TMPDIR"] = SANDBOX_TMP
-        return PreparedCommand(tuple(argv), env, spec.cwd)
+        return PreparedCommand(tuple(argv), env, spec.cwd, landlock_syscalls.die_with_parent)
 
     def _mounts(self, writable: tuple[str, ...], cwd: str, masks: Masks) -> list[str]:
         args = ["--new-session", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev"]
