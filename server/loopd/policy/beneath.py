@@ -130,7 +130,9 @@ def _open_no_follow(dir_fd: int, name: str, flags: int, mode: int, rel: str) -> 
         raise
 
 
-def open_beneath(root: str, relpath: str, flags: int, mode: int = 0o644, *, method: Method = "auto") -> int:
+def open_beneath(
+    root: str, relpath: str, flags: int, mode: int = 0o644, *, method: Method = "auto"
+) -> int:
     """A file descriptor for `relpath` resolved strictly under `root`. Raises
     `PathEscapeError` when the path would leave the root, `OSError` otherwise. The
     caller owns (and closes) the descriptor."""
@@ -251,4 +253,3 @@ def _replace_in(dir_fd: int, name: str, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp, dir_fd=dir_fd)
         raise
-

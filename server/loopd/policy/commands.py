@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 OPERATORS = frozenset({"&&", "||", ";", "|"})
 # Characters that change meaning in a shell in ways the word splitter cannot see.
@@ -153,9 +153,10 @@ _FIND_EFFECTS = frozenset(
 _RG_EFFECTS = frozenset({"--pre", "--pre-glob", "--hostname-bin", "--search-zip", "-z"})
 _SED_PRINT = re.compile(r"^(\d+|\$)(,(\d+|\$))?p$")
 _GIT_READ_SUBCOMMANDS = frozenset({"status", "diff", "log", "show", "branch"})
+# Global options (`-c`, `-C`, `--paginate`) never pass: only a subcommand may come first.
 _GIT_EFFECTS = frozenset(
-    {"--output", "-o", "--ext-diff", "--textconv", "--exec", "--paginate", "-p", "-c", "--open-files-in-pager", "-O"}
-)  # fmt: skip
+    {"--output", "-o", "--ext-diff", "--textconv", "--exec", "--open-files-in-pager", "-O"}
+)
 _GIT_BRANCH_LISTING = frozenset(
     {"-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--list", "--show-current"}
 )

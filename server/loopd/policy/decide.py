@@ -33,6 +33,7 @@ from loopd.policy.rules import MatchContext, Rule, RuleAction, RuleSet, escape_g
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.sandbox.tiers import Tier
 
+NO_RULES = RuleSet()
 HARMLESS_KINDS = frozenset({"think", "switch_mode"})
 _SEVERITY = {Verdict.ALLOW: 0, Verdict.ASK: 1, Verdict.DENY: 2}
 
@@ -52,8 +53,8 @@ class RulePolicy:
         roots: Sequence[str],
         tier: Tier,
         network: NetworkGrant,
-        rules: RuleSet = RuleSet(),
-        remembered: RuleSet = RuleSet(),
+        rules: RuleSet = NO_RULES,
+        remembered: RuleSet = NO_RULES,
         home: str | None = None,
         sandbox_mode: SandboxMode | None = None,
         extra_secrets: Sequence[str] = (),

@@ -79,8 +79,7 @@ MODES: tuple[ModeSpec, ...] = (
     ModeSpec(
         Mode.ASK,
         "Ask",
-        "Reads in the workspace run freely; edits ask; commands run in the sandbox "
-        "or ask.",
+        "Reads in the workspace run freely; edits ask; commands run in the sandbox or ask.",
         ApprovalPolicy.ON_REQUEST,
         SandboxMode.WORKSPACE_WRITE,
     ),

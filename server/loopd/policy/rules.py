@@ -201,7 +201,11 @@ class RuleSet:
 
 
 def first_match(
-    rules: Sequence[Rule], action: RuleAction, tool: str, declaration: Declaration, ctx: MatchContext
+    rules: Sequence[Rule],
+    action: RuleAction,
+    tool: str,
+    declaration: Declaration,
+    ctx: MatchContext,
 ) -> Rule | None:
     """The rule that decides `action` for this call, or None. Deny and ask need one
     matching part; allow needs every part covered (see the module docstring)."""
@@ -237,7 +241,9 @@ def _covering(
     covered: set[str] = set()
     found: Rule | None = None
     for rule in rules:
-        hits = {p for p in rule.paths_of(tool, decl) if path_matches(rule.spec or "", p, ctx, False)}
+        hits = {
+            p for p in rule.paths_of(tool, decl) if path_matches(rule.spec or "", p, ctx, False)
+        }
         if hits:
             covered |= hits
             found = found or rule

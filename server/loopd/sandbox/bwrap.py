@@ -79,7 +79,7 @@ class BwrapSandbox:
     def prepare(self, spec: CommandSpec) -> PreparedCommand:
         writable = () if self.read_only else tuple(dict.fromkeys(self.roots + spec.writable_roots))
         network = spec.network or self.network.granted
-        masks = scan(self.roots + (spec.cwd,), writable, self.home, self.extra_secrets)
+        masks = scan((*self.roots, spec.cwd), writable, self.home, self.extra_secrets)
         argv = [self.bwrap, *self._mounts(writable, spec.cwd, masks), *self._namespaces(network)]
         argv += ["--chdir", spec.cwd, "--", *self._inner(spec.argv, writable, network)]
         env = sanitized_env(self.base_env)

@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1
@@ -84,7 +85,11 @@ def restrict(writable: Sequence[str], deny_network: bool) -> None:
     net = _NET_BIND_TCP | _NET_CONNECT_TCP if deny_network and abi >= 4 else 0
     attr = _RulesetAttr(handled_access_fs=write, handled_access_net=net)
     size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else 16
-    ruleset = _check(_libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)))
+    ruleset = _check(
+        _libc.syscall(
+            _SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
+        )
+    )
     try:
         for path in writable:
             _allow_writes(ruleset, path, write, abi)
@@ -103,7 +108,15 @@ def _allow_writes(ruleset: int, path: str, write: int, abi: int) -> None:
         is_dir = os.path.isdir(f"/proc/self/fd/{fd}")
         allowed = write if is_dir else _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0)
         rule = _PathBeneath(allowed_access=allowed, parent_fd=fd)
-        _check(_libc.syscall(_SYS_ADD_RULE, ruleset, ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule), ctypes.c_uint32(0)))
+        _check(
+            _libc.syscall(
+                _SYS_ADD_RULE,
+                ruleset,
+                ctypes.c_int(_RULE_PATH_BENEATH),
+                ctypes.byref(rule),
+                ctypes.c_uint32(0),
+            )
+        )
     finally:
         os.close(fd)
 
@@ -113,15 +126,15 @@ def die_with_parent() -> None:
     _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0))
 
 
-def main(argv: Sequence[str]) -> int:
+def main(argv: Sequence[str]) -> NoReturn:
     """`CONFIG -- ARGV...`: CONFIG is JSON {"writable": [...], "deny_network": bool}."""
     if len(argv) < 3 or argv[1] != "--":
         sys.stderr.write("usage: landlock_syscalls.py CONFIG -- ARGV...\n")
-        return 2
+        sys.exit(2)
     config = json.loads(argv[0])
     restrict(config["writable"], bool(config["deny_network"]))
     os.execvp(argv[2], list(argv[2:]))
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    main(sys.argv[1:])

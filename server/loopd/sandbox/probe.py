@@ -135,8 +135,12 @@ def _probe_stack(
     if path is None or features is None or abi < 1:
         why = "needs both bwrap and Landlock" if abi >= 1 else "Landlock missing"
         return TierReport(Tier.BWRAP_LANDLOCK, False, why)
-    sandbox = BwrapSandbox(env, (root,), NetworkGrant(), root, bwrap=path, features=features, landlock=True)
-    return _run_probe(Tier.BWRAP_LANDLOCK, sandbox, root, timeout, f"Landlock ABI {abi} inside bwrap")
+    sandbox = BwrapSandbox(
+        env, (root,), NetworkGrant(), root, bwrap=path, features=features, landlock=True
+    )
+    return _run_probe(
+        Tier.BWRAP_LANDLOCK, sandbox, root, timeout, f"Landlock ABI {abi} inside bwrap"
+    )
 
 
 def _probe_landlock(abi: int, env: Mapping[str, str], root: str, timeout: float) -> TierReport:
@@ -147,7 +151,9 @@ def _probe_landlock(abi: int, env: Mapping[str, str], root: str, timeout: float)
     return _run_probe(Tier.LANDLOCK, sandbox, root, timeout, f"ABI {abi}, {net}")
 
 
-def _run_probe(tier: Tier, sandbox: CommandSandbox, root: str, timeout: float, ok: str) -> TierReport:
+def _run_probe(
+    tier: Tier, sandbox: CommandSandbox, root: str, timeout: float, ok: str
+) -> TierReport:
     prepared = sandbox.prepare(CommandSpec(("true",), root, (root,)))
     try:
         done = subprocess.run(

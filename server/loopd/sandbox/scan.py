@@ -25,7 +25,16 @@ from loopd.policy.paths import (
 MAX_DEPTH = 6
 MAX_ENTRIES = 20_000
 SKIP_DIRS = frozenset(
-    {"node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache", ".tox", ".ruff_cache"}
+    {
+        "node_modules",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".tox",
+        ".ruff_cache",
+    }
 )
 GIT_PROTECTED = ("hooks", "config", "commondir", "config.worktree")
 _PROTECTED_NAMES = frozenset(p.rsplit("/", 1)[-1] for p in PROTECTED_DIRS + PROTECTED_FILES) - {

@@ -43,7 +43,15 @@ def test_paths_inside_open(ws: Path, method: str, rel: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "rel", ["../secret.txt", "esc_link", "abs_link/hostname", "dir_link/secret.txt", "/etc/hostname", "src/../../secret.txt"]
+    "rel",
+    [
+        "../secret.txt",
+        "esc_link",
+        "abs_link/hostname",
+        "dir_link/secret.txt",
+        "/etc/hostname",
+        "src/../../secret.txt",
+    ],
 )
 def test_escapes_fail(ws: Path, method: str, rel: str) -> None:
     with pytest.raises(PermissionError):
@@ -56,7 +64,9 @@ def test_absolute_paths_under_the_root_are_accepted(ws: Path) -> None:
         read_text_beneath(str(ws), str(ws.parent / "secret.txt"))
 
 
-def test_a_directory_swapped_for_a_symlink_after_the_check_cannot_escape(ws: Path, method: str) -> None:
+def test_a_directory_swapped_for_a_symlink_after_the_check_cannot_escape(
+    ws: Path, method: str
+) -> None:
     (ws / "src" / "f").write_text("mine")
     assert read_text_beneath(str(ws), "src/f", method=method) == "mine"  # type: ignore[arg-type]
     # The attacker swaps the checked directory for a link to the outside.
@@ -70,7 +80,9 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_cannot_escape(ws: Pat
     assert (ws.parent / "secret.txt").read_text() == "outside"
 
 
-def test_writing_over_a_planted_symlink_replaces_the_link_not_its_target(ws: Path, method: str) -> None:
+def test_writing_over_a_planted_symlink_replaces_the_link_not_its_target(
+    ws: Path, method: str
+) -> None:
     write_text_beneath(str(ws), "esc_link", "new", method=method)  # type: ignore[arg-type]
     assert not (ws / "esc_link").is_symlink()
     assert (ws / "esc_link").read_text() == "new"
@@ -106,7 +118,18 @@ def test_directories_are_not_files(ws: Path) -> None:
         write_text_beneath(str(ws), "src", "x")
 
 
-COMPONENTS = ["src", "..", ".", "ok", "esc_link", "abs_link", "dir_link", "ws", "secret.txt", "hostname"]
+COMPONENTS = [
+    "src",
+    "..",
+    ".",
+    "ok",
+    "esc_link",
+    "abs_link",
+    "dir_link",
+    "ws",
+    "secret.txt",
+    "hostname",
+]
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=120)

@@ -79,6 +79,8 @@ def test_effects_and_unparseable_lines_are_unsafe_unsandboxed(command: str) -> N
         ("git status", True),
         ("git diff HEAD~1", True),
         ("git log --oneline -5", True),
+        ("git log -p -- src", True),
+        ("git --paginate log", False),
         ("git show HEAD:README.md", True),
         ("git branch", True),
         ("git branch -a -v", True),

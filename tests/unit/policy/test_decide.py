@@ -209,7 +209,11 @@ def test_remembered_answers_become_rules_and_survive_json(ws: Path) -> None:
 
 def test_once_answers_are_not_remembered(ws: Path) -> None:
     policy = make(ws, Mode.ASK, Tier.NONE)
-    for decision in (ApprovalDecision.ALLOW_ONCE, ApprovalDecision.REJECT_ONCE, ApprovalDecision.CANCELLED):
+    for decision in (
+        ApprovalDecision.ALLOW_ONCE,
+        ApprovalDecision.REJECT_ONCE,
+        ApprovalDecision.CANCELLED,
+    ):
         policy.remember(call(), bash("npm test"), decision)
     assert policy.remembered == RuleSet()
 
@@ -225,7 +229,9 @@ def test_remembered_paths_are_exact(ws: Path) -> None:
 def test_allow_always_on_a_network_call_grants_the_network(ws: Path) -> None:
     grant = NetworkGrant()
     policy = make(ws, network=grant)
-    policy.remember(call("fetch"), Declaration("f", "fetch", network=True), ApprovalDecision.ALLOW_ALWAYS)
+    policy.remember(
+        call("fetch"), Declaration("f", "fetch", network=True), ApprovalDecision.ALLOW_ALWAYS
+    )
     assert grant.granted
 
 

@@ -9,8 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from conftest import FAKE_KEY, Box, make_box
+from sandbox_boxes import FAKE_KEY, make_box
 
 from loopd.policy.modes import Mode
 from loopd.sandbox.tiers import Tier
@@ -23,7 +22,7 @@ PID_NAMESPACED = [Tier.BWRAP_LANDLOCK, Tier.BWRAP, Tier.NETNS]
 
 def connect_script(port: int) -> str:
     code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3)"
-    return f"{sys.executable} -I -S -c \"{code}\""
+    return f'{sys.executable} -I -S -c "{code}"'
 
 
 @pytest.mark.parametrize("tier", ALL)
@@ -88,7 +87,9 @@ def test_secrets_read_as_nothing(tier: Tier, workspace: Path) -> None:
 
 
 @pytest.mark.parametrize("tier", ALL)
-def test_network_is_off_until_granted_mid_session(tier: Tier, workspace: Path, listener: int) -> None:
+def test_network_is_off_until_granted_mid_session(
+    tier: Tier, workspace: Path, listener: int
+) -> None:
     box = make_box(tier, workspace)
     assert box.run(connect_script(listener)).returncode != 0
     box.grant.grant()
@@ -98,7 +99,9 @@ def test_network_is_off_until_granted_mid_session(tier: Tier, workspace: Path, l
 
 def test_the_listener_is_reachable_without_a_sandbox(listener: int) -> None:
     """The control for the network tests: the same probe works outside."""
-    result = subprocess.run(["sh", "-c", connect_script(listener)], capture_output=True, check=False)
+    result = subprocess.run(
+        ["sh", "-c", connect_script(listener)], capture_output=True, check=False
+    )
     assert result.returncode == 0
 
 
