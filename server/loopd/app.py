@@ -10,7 +10,6 @@ is a client of that manager.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,10 +23,11 @@ from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig
 from loopd.instructions import system_prompt
 from loopd.policy.decide import RulePolicy
-from loopd.policy.modes import MODES, parse_mode
+from loopd.policy.modes import DEFAULT_MODE, MODES, parse_mode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
 from loopd.protocol.events import PlanEntry, PlanUpdated
+from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
 from loopd.providers.factory import ClosableProvider, make_provider
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
@@ -66,8 +66,9 @@ def build_app(env: Mapping[str, str], cwd: str) -> App:
     store = SqliteStore(data_dir(env) / "sessions.db")
     providers: list[ClosableProvider] = []
     factories: dict[str, RuntimeFactory] = {}
+    probe = LazyProbe(env)
     for entry in catalog.catalog:
-        factory = _factory(entry, env, config, store, providers)
+        factory = _factory(entry, env, config, store, providers, probe)
         if factory is not None:
             factories[entry.name] = factory
     manager = SessionManager(
@@ -85,13 +86,31 @@ def _factory(
     config: Config,
     store: SqliteStore,
     providers: list[ClosableProvider],
+    probe: LazyProbe,
 ) -> RuntimeFactory | None:
+    """The factory for a catalog entry; None for a harness this build cannot run."""
+    models = tuple(m.id for m in entry.models)
     match entry.harness:
         case Harness.NATIVE:
-            return NativeRuntimeFactory(
-                entry.name, _native_wiring(entry, env, config, providers), store
+            wiring = _native_wiring(entry, env, config, providers, probe)
+            return NativeRuntimeFactory(entry.name, wiring, store)
+        case Harness.CLAUDE:
+            claude = ClaudeSettings(
+                binary=entry.command,
+                env=dict(entry.env),
+                models=models,
+                default_model=entry.default_model,
             )
-        case _:
+            return ClaudeRuntimeFactory(claude)
+        case Harness.CODEX:
+            codex = CodexSettings(
+                binary=entry.command,
+                env=dict(entry.env),
+                models=models,
+                default_model=entry.default_model,
+            )
+            return CodexRuntimeFactory(codex)
+        case Harness.ACP:
             return None
 
 
@@ -100,28 +119,39 @@ def _native_wiring(
     env: Mapping[str, str],
     config: Config,
     providers: list[ClosableProvider],
+    probe: LazyProbe,
 ) -> NativeWiring:
     ref = entry.provider
     assert ref is not None, "a native entry always has a provider"
-    api_key = env.get(ref.api_key_env or "", "") if ref.api_key_env else ""
-    provider = make_provider(ref.kind, base_url=ref.base_url, api_key=api_key)
+    api_key = env.get(ref.api_key_env, "") if ref.api_key_env else ""
+    provider = make_provider(
+        ref.kind.value,
+        base_url=ref.base_url,
+        api_key=api_key,
+        anthropic_version=ref.anthropic_version or DEFAULT_ANTHROPIC_VERSION,
+    )
     providers.append(provider)
     models = tuple(m.id for m in entry.models)
-    default_model = entry.default_model or (models[0] if models else "default")
-    rules = RuleSet.from_config(config.approvals.to_table())
-    tools = functools.partial(_tools_for, env=env)
+    default_model = entry.resolve_model(None) if entry.default_model else None
+    default_model = default_model or (models[0] if models else "default")
+    rules = RuleSet.from_config(_rules_table(config))
     return NativeWiring(
         provider_for=lambda model: provider,
-        tools_for=tools,
-        policy_for=functools.partial(_policy_for, rules=rules),
+        parts_for=functools.partial(GuardedParts.open, env=env, probe=probe, rules=rules),
         system_for=lambda ctx: system_prompt(ctx.cwd, ctx.roots),
         clock=SystemClock(),
         modes=tuple(ModeInfo(m.mode.value, m.name, m.description) for m in MODES),
-        default_mode=config.defaults.mode or "ask",
+        default_mode=config.defaults.mode or DEFAULT_MODE.value,
         models=models or (default_model,),
         default_model=default_model,
         engine=EngineConfig(model=default_model, limits=_limits(config)),
+        open_models=entry.open_models,
     )
+
+
+def _rules_table(config: Config) -> dict[str, Any]:
+    a = config.approvals
+    return {"allow": list(a.allow), "ask": list(a.ask), "deny": list(a.deny)}
 
 
 def _limits(config: Config) -> Limits:
@@ -132,35 +162,72 @@ def _limits(config: Config) -> Limits:
         max_parallel=c.max_parallel,
         max_result_bytes=c.max_result_bytes,
         max_identical_calls=c.max_identical_calls,
-        max_turn_tokens=c.max_turn_tokens,
+        max_turn_tokens=c.turn_token_ceiling,
     )
 
 
-@functools.cache
-def _probe(env_key: tuple[tuple[str, str], ...]) -> SandboxProbe:
-    return probe_sandbox(env=dict(env_key))
+class LazyProbe:
+    """The sandbox probe runs once per process, when the first session needs it:
+    `loopd acp` answers `initialize` before paying for it."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._env = env
+        self._probe: SandboxProbe | None = None
+
+    def get(self) -> SandboxProbe:
+        if self._probe is None:
+            self._probe = probe_sandbox(env=dict(self._env))
+        return self._probe
 
 
-def _tools_for(ctx: RuntimeContext, *, env: Mapping[str, str]) -> ToolRegistry:
-    mode = parse_mode(ctx.config.get("mode", "ask"))
-    probe = _probe(tuple(sorted(env.items())))
-    grant = NetworkGrant()
+@dataclass(eq=False)
+class GuardedParts:
+    """A native session's tools and policy over one safety state: the mode, the
+    sandbox chosen for it, and the network grant both consult."""
 
-    async def on_plan(entries: tuple[PlanEntry, ...]) -> None:
-        await ctx.emitter.emit(PlanUpdated(entries))
+    env: Mapping[str, str]
+    probe: SandboxProbe
+    grant: NetworkGrant
+    tool_env: ToolEnv
+    tools: ToolRegistry
+    policy: RulePolicy
 
-    sandbox = select_sandbox(mode, probe, ctx.roots, grant, env)
-    return ToolRegistry(ToolEnv(roots=ctx.roots, sandbox=sandbox, on_plan=on_plan))
+    @classmethod
+    def open(
+        cls,
+        ctx: RuntimeContext,
+        mode: str,
+        remembered: Mapping[str, Any],
+        *,
+        env: Mapping[str, str],
+        probe: LazyProbe,
+        rules: RuleSet,
+    ) -> GuardedParts:
+        found, grant, parsed = probe.get(), NetworkGrant(), parse_mode(mode)
 
+        async def on_plan(entries: tuple[PlanEntry, ...]) -> None:
+            await ctx.emitter.emit(PlanUpdated(entries))
 
-def _policy_for(
-    ctx: RuntimeContext, mode: str, remembered: Mapping[str, Any], *, rules: RuleSet
-) -> RulePolicy:
-    return RulePolicy(
-        mode=parse_mode(mode),
-        roots=ctx.roots,
-        tier=_probe(tuple(sorted(os.environ.items()))).best,
-        network=NetworkGrant(),
-        rules=rules,
-        remembered=RuleSet.from_json(remembered),
-    )
+        sandbox = select_sandbox(parsed, found, ctx.roots, grant, env)
+        tool_env = ToolEnv(roots=ctx.roots, sandbox=sandbox, on_plan=on_plan)
+        policy = RulePolicy(
+            mode=parsed,
+            roots=ctx.roots,
+            tier=found.best,
+            network=grant,
+            rules=rules,
+            remembered=RuleSet.from_json(remembered),
+        )
+        return cls(env, found, grant, tool_env, ToolRegistry(tool_env), policy)
+
+    def set_mode(self, mode: str) -> None:
+        parsed = parse_mode(mode)
+        self.policy.mode = parsed
+        roots = self.tool_env.roots
+        self.tool_env.sandbox = select_sandbox(parsed, self.probe, roots, self.grant, self.env)
+
+    def remembered(self) -> Mapping[str, Any]:
+        return self.policy.remembered.to_json()
+
+    async def aclose(self) -> None:
+        await self.tool_env.aclose()

@@ -66,11 +66,15 @@ def run_demo() -> int:
             "ANTHROPIC_API_KEY": "demo-key",
         }
         prompter = tty_prompter()
-        link = TerminalLink(sys.stdout, err, assume_yes=prompter is None, prompter=prompter)
-        err.write(f"workspace: {workspace}\nprompt: {PROMPT}\n\n")
-        outcome = asyncio.run(
-            _run_turn(env, str(workspace), PROMPT, link, None, {"model": "claude-demo"})
+        link = TerminalLink(
+            sys.stdout,
+            err,
+            assume_yes=prompter is None,
+            yes_because="no terminal to ask, so the demo says yes",
+            prompter=prompter,
         )
+        err.write(f"workspace: {workspace}\nprompt: {PROMPT}\n\n")
+        outcome = asyncio.run(_run_turn(env, str(workspace), PROMPT, link, None, {}))
         err.write(f"\n\nstop reason: {outcome.stop_reason}\n--- greet.py now ---\n")
         err.write((workspace / "greet.py").read_text())
     return EXIT_CODES.get(outcome.stop_reason, 1)

@@ -37,6 +37,7 @@ class TerminalLink:
     err: TextIO
     as_json: bool = False
     assume_yes: bool = False
+    yes_because: str = "--yes"
     prompter: Prompter | None = None  # asks on a TTY; None: no one to ask
     _titles: dict[str, str] = field(default_factory=dict)
     _last_kind: str = ""
@@ -84,7 +85,7 @@ class TerminalLink:
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         if self.assume_yes:
-            self.err.write(f"Allowed (--yes): {request.title}\n")
+            self.err.write(f"Allowed ({self.yes_because}): {request.title}\n")
             return ApprovalDecision.ALLOW_ONCE
         if self.prompter is None:
             self.err.write(f"Rejected: {request.title} (no terminal to ask; pass --yes to allow)\n")
@@ -105,8 +106,8 @@ def _diff_text(path: str, old: str | None, new: str) -> str:
     lines = difflib.unified_diff(
         (old or "").splitlines(keepends=True),
         new.splitlines(keepends=True),
-        fromfile=f"a/{path}" if old is not None else "/dev/null",
-        tofile=f"b/{path}",
+        fromfile=f"a/{path.lstrip('/')}" if old is not None else "/dev/null",
+        tofile=f"b/{path.lstrip('/')}",
     )
     text = "".join(lines)
     return text if text.endswith("\n") or not text else text + "\n"

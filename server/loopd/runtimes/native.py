@@ -16,6 +16,7 @@ from typing import Any, Protocol, cast
 
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.ports import Clock, Policy, Provider, ToolBox
+from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import ConfigChoice, ConfigOption, ModeChanged, Prompt
 from loopd.protocol.messages import Message
 from loopd.protocol.model import ThinkingLevel
@@ -34,12 +35,6 @@ class ModeInfo:
     description: str
 
 
-class SessionPolicy(Policy, Protocol):
-    """A policy the runtime can persist: its remembered answers as JSON."""
-
-    def remembered_json(self) -> Mapping[str, Any]: ...
-
-
 class SessionParts(Protocol):
     """A session's tools and policy, built together because they share its safety
     state (the mode, the sandbox, the network grant)."""
@@ -48,10 +43,14 @@ class SessionParts(Protocol):
     def tools(self) -> ToolBox: ...
 
     @property
-    def policy(self) -> SessionPolicy: ...
+    def policy(self) -> Policy: ...
 
     def set_mode(self, mode: str) -> None:
         """Switch what may run unasked, and how commands are contained."""
+        ...
+
+    def remembered(self) -> Mapping[str, Any]:
+        """The person's "always" answers, as JSON the store keeps across restarts."""
         ...
 
     async def aclose(self) -> None: ...
@@ -70,6 +69,7 @@ class NativeWiring:
     models: tuple[str, ...]
     default_model: str
     engine: EngineConfig
+    open_models: bool = False  # any model id is accepted (local servers serve unlisted ones)
 
 
 @dataclass(slots=True)
@@ -109,7 +109,7 @@ class NativeRuntime:
             "mode": _pick(
                 context.config.get("mode"), [m.id for m in wiring.modes], wiring.default_mode
             ),
-            "model": _pick(context.config.get("model"), wiring.models, wiring.default_model),
+            "model": _pick_model(context.config.get("model"), wiring),
             "thought_level": _pick(context.config.get("thought_level"), THOUGHT_LEVELS, "off"),
         }
         remembered = context.state.get("approvals", {})
@@ -148,14 +148,34 @@ class NativeRuntime:
             self._turn.cancel()
 
     async def set_config(self, option_id: str, value: str) -> None:
+        """Raises ConfigError for a value the option does not offer."""
+        self._check(option_id, value)
         self.values[option_id] = value
         if option_id == "mode":
             self.parts.set_mode(value)
             await self.context.emitter.emit(ModeChanged(value))
         self.engine.reconfigure(self._engine_config(), self._ports())
 
+    def _check(self, option_id: str, value: str) -> None:
+        w = self.wiring
+        allowed: Sequence[str]
+        match option_id:
+            case "mode":
+                allowed = [m.id for m in w.modes]
+            case "model":
+                if w.open_models and value.strip():
+                    return
+                allowed = w.models
+            case "thought_level":
+                allowed = THOUGHT_LEVELS
+            case _:
+                raise ConfigError(f"the native runtime has no option {option_id!r}")
+        if value not in allowed:
+            raise ConfigError(f"{value!r} is not a {option_id}; choose one of {', '.join(allowed)}")
+
     def config_options(self) -> tuple[ConfigOption, ...]:
         w = self.wiring
+        models = w.models if self.values["model"] in w.models else (*w.models, self.values["model"])
         return (
             ConfigOption(
                 "mode",
@@ -169,7 +189,7 @@ class NativeRuntime:
                 "Model",
                 "model",
                 self.values["model"],
-                tuple(ConfigChoice(m, m) for m in w.models),
+                tuple(ConfigChoice(m, m) for m in models),
             ),
             ConfigOption(
                 "thought_level",
@@ -181,11 +201,17 @@ class NativeRuntime:
         )
 
     def state(self) -> Mapping[str, Any]:
-        return {"approvals": dict(self.parts.policy.remembered_json())}
+        return {"approvals": dict(self.parts.remembered())}
 
     async def close(self) -> None:
         await self.cancel()
         await self.parts.aclose()
+
+
+def _pick_model(value: str | None, wiring: NativeWiring) -> str:
+    if value and wiring.open_models:
+        return value
+    return _pick(value, wiring.models, wiring.default_model)
 
 
 def _pick(value: str | None, allowed: Sequence[str], default: str) -> str:

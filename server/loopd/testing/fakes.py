@@ -180,9 +180,6 @@ class ScriptedPolicy:
     ) -> None:
         self.remembered.append((call.name, decision))
 
-    def remembered_json(self) -> Mapping[str, Any]:
-        return {"remembered": [[name, str(d)] for name, d in self.remembered]}
-
 
 @dataclass(slots=True)
 class FakeToolBox:

@@ -65,6 +65,9 @@ class ScriptedParts:
     def set_mode(self, mode: str) -> None:
         self.modes.append(mode)
 
+    def remembered(self) -> Mapping[str, Any]:
+        return {"remembered": [[name, str(d)] for name, d in self.policy.remembered]}
+
     async def aclose(self) -> None:
         return None
 
