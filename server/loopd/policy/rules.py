@@ -25,7 +25,6 @@ status:*)` never allows `git status && rm -rf ~`, and `deny` always wins.
 from __future__ import annotations
 
 import functools
-import os
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
@@ -264,7 +263,3 @@ def _covering_command(rules: Sequence[Rule], command: str) -> Rule | None:
         if found is None:
             return None
     return found
-
-
-def home_dir() -> str:
-    return os.path.realpath(os.path.expanduser("~"))

@@ -92,7 +92,8 @@ class BwrapSandbox:
         args += ["--tmpfs", SANDBOX_TMP]
         for root in writable:
             args += ["--bind", root, root]
-        for path in dict.fromkeys((*self.roots, cwd)):
+        needed = (*self.roots, cwd, *(_helper_files() if self.landlock else ()))
+        for path in dict.fromkeys(needed):
             # Paths under /tmp were hidden by the tmpfs: show them again, read-only.
             if contains(SANDBOX_TMP, path) and not any(contains(w, path) for w in writable):
                 args += ["--ro-bind", path, path]
@@ -116,8 +117,13 @@ class BwrapSandbox:
         if not self.landlock:
             return list(argv)
         config = {"writable": [*writable, SANDBOX_TMP, "/dev/null"], "deny_network": not network}
-        helper = landlock_syscalls.__file__
-        return [sys.executable, "-I", "-S", helper, json.dumps(config), "--", *argv]
+        python, helper = _helper_files()
+        return [python, "-I", "-S", helper, json.dumps(config), "--", *argv]
+
+
+def _helper_files() -> tuple[str, str]:
+    """The interpreter and the script that apply Landlock inside the sandbox."""
+    return os.path.realpath(sys.executable), os.path.realpath(landlock_syscalls.__file__)
 
 
 def _existing(paths: tuple[str, ...]) -> tuple[str, ...]:

@@ -23,11 +23,6 @@ class Tier(StrEnum):
         return self in (Tier.BWRAP_LANDLOCK, Tier.BWRAP, Tier.LANDLOCK)
 
     @property
-    def contains_network(self) -> bool:
-        """Network access fails inside this tier unless granted (Landlock: TCP only)."""
-        return self is not Tier.NONE
-
-    @property
     def masks_secrets(self) -> bool:
         """Secret files are unreadable inside this tier (not just to the file tools)."""
         return self in (Tier.BWRAP_LANDLOCK, Tier.BWRAP)
