@@ -41,9 +41,11 @@ async def serve(
         await asyncio.shield(conn.close())
 
 
-async def serve_stdio(manager: SessionManager) -> None:
-    """`loopd acp`: one ACP connection on this process's stdin and stdout."""
-    out = _protocol_stdout()
+async def serve_stdio(manager: SessionManager, out: IO[bytes] | None = None) -> None:
+    """`loopd acp`: one ACP connection on this process's stdin and stdout. `out` is
+    the handle `protect_stdout` returned, for callers that protect stdout before
+    building the manager (recommended: nothing may print first)."""
+    out = out if out is not None else protect_stdout()
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     stdio = await _Stdio.open(out)
@@ -53,8 +55,9 @@ async def serve_stdio(manager: SessionManager) -> None:
         stdio.close()
 
 
-def _protocol_stdout() -> IO[bytes]:
-    """A private handle on the real stdout; descriptor 1 becomes stderr."""
+def protect_stdout() -> IO[bytes]:
+    """A private handle on the real stdout, for the protocol writer; descriptor 1
+    (and so `print`, and any library writing to it) becomes stderr."""
     sys.stdout.flush()
     protocol_fd = os.dup(sys.stdout.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
