@@ -87,9 +87,7 @@ class TerminalLink:
             self.err.write(f"Allowed (--yes): {request.title}\n")
             return ApprovalDecision.ALLOW_ONCE
         if self.prompter is None:
-            self.err.write(
-                f"Rejected: {request.title} (no terminal to ask; pass --yes to allow)\n"
-            )
+            self.err.write(f"Rejected: {request.title} (no terminal to ask; pass --yes to allow)\n")
             return ApprovalDecision.REJECT_ONCE
         for item in request.content:
             if isinstance(item, DiffContent):

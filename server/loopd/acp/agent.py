@@ -27,6 +27,7 @@ from acp.connection import StreamDirection, StreamEvent
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
+    AuthenticateResponse,
     ClientCapabilities,
     CloseSessionResponse,
     DeleteSessionResponse,
@@ -34,6 +35,7 @@ from acp.schema import (
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    LogoutResponse,
     McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
@@ -126,10 +128,10 @@ class LoopdAgent(Agent):
             agent_info=Implementation(name="loopd", title="loopd", version=__version__),
         )
 
-    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
         raise RequestError.method_not_found("authenticate")
 
-    async def logout(self, **kwargs: Any) -> None:
+    async def logout(self, **kwargs: Any) -> LogoutResponse:
         raise RequestError.method_not_found("logout")
 
     # -- session lifecycle ---------------------------------------------------------------
@@ -185,7 +187,9 @@ class LoopdAgent(Agent):
             modes=modes(view.config_options), config_options=config_options(view.config_options)
         )
 
-    async def _attach(self, session_id: str, servers: list[Any] | None, replay: bool) -> SessionView:
+    async def _attach(
+        self, session_id: str, servers: list[Any] | None, replay: bool
+    ) -> SessionView:
         with _mapped_errors(session_id):
             view = await self.manager.load_session(
                 session_id, self._link(), mcp_configs(servers), replay=replay
@@ -197,7 +201,9 @@ class LoopdAgent(Agent):
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
         if cursor is not None and "|" not in cursor:
-            raise RequestError.invalid_params({"details": f"not a cursor from this agent: {cursor}"})
+            raise RequestError.invalid_params(
+                {"details": f"not a cursor from this agent: {cursor}"}
+            )
         page = self.manager.list_sessions(cwd, cursor)
         return ListSessionsResponse(
             sessions=[
@@ -334,7 +340,9 @@ def _mapped_errors(session_id: str | None = None) -> Iterator[None]:
 
 
 def _not_found(session_id: str | None, err: Exception) -> RequestError:
-    return RequestError(-32002, "Resource not found", {"sessionId": session_id, "details": str(err)})
+    return RequestError(
+        -32002, "Resource not found", {"sessionId": session_id, "details": str(err)}
+    )
 
 
 def _refusal(method: str, kind: str) -> Callable[..., Awaitable[None]]:

@@ -50,7 +50,10 @@ async def serve_stdio(manager: SessionManager, out: IO[bytes] | None = None) -> 
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     stdio = await _Stdio.open(out)
     try:
-        await serve(LoopdAgent(manager), stdio.writer, stdio.reader)
+        # mypy sees the SDK's unstable routes as abstract; `agent._refuse_the_rest`
+        # fills them in when the module loads.
+        agent = LoopdAgent(manager)  # type: ignore[abstract]
+        await serve(agent, stdio.writer, stdio.reader)
     finally:
         stdio.close()
 

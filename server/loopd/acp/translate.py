@@ -31,6 +31,7 @@ from acp.schema import (
     PermissionOption,
     RequestPermissionResponse,
     ResourceContentBlock,
+    SessionConfigOptionBoolean,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
     SessionInfoUpdate,
@@ -120,7 +121,9 @@ def _block_of(block: PromptBlock) -> ContentBlock:
             mime = blob.mime_type or ""
             if mime.startswith("image/"):
                 return ImageBlock(blob.blob, mime, blob.uri)
-            return ResourceLinkBlock(blob.uri, blob.uri.rsplit("/", 1)[-1] or blob.uri, mime or None)
+            return ResourceLinkBlock(
+                blob.uri, blob.uri.rsplit("/", 1)[-1] or blob.uri, mime or None
+            )
         case EmbeddedResourceContentBlock(resource=res):
             return EmbeddedResourceBlock(res.uri, res.text, res.mime_type)
         case AudioContentBlock():
@@ -131,8 +134,10 @@ def _block_of(block: PromptBlock) -> ContentBlock:
 # -- config options and legacy modes -----------------------------------------------------
 
 
-def config_options(options: Sequence[ConfigOption]) -> list[SessionConfigOptionSelect]:
-    return [
+def config_options(
+    options: Sequence[ConfigOption],
+) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
+    out: list[SessionConfigOptionSelect | SessionConfigOptionBoolean] = [
         SessionConfigOptionSelect(
             id=o.id,
             name=o.name,
@@ -147,6 +152,7 @@ def config_options(options: Sequence[ConfigOption]) -> list[SessionConfigOptionS
         )
         for o in options
     ]
+    return out
 
 
 def mode_option(options: Sequence[ConfigOption]) -> ConfigOption | None:
@@ -162,8 +168,7 @@ def modes(options: Sequence[ConfigOption]) -> SessionModeState | None:
     return SessionModeState(
         current_mode_id=option.current_value,
         available_modes=[
-            SessionMode(id=c.value, name=c.name, description=c.description)
-            for c in option.choices
+            SessionMode(id=c.value, name=c.name, description=c.description) for c in option.choices
         ],
     )
 

@@ -46,9 +46,9 @@ class RawAgent:
     async def send(self, message: dict[str, Any]) -> None:
         await self.send_line(json.dumps({"jsonrpc": "2.0", **message}))
 
-    async def recv(self, timeout: float = 10.0) -> dict[str, Any]:
+    async def recv(self) -> dict[str, Any]:
         assert self.proc.stdout is not None
-        line = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
+        line = await asyncio.wait_for(self.proc.stdout.readline(), 10)
         assert line, "the agent closed stdout"
         text = line.decode()
         self.lines.append(text)

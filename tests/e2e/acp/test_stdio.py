@@ -51,7 +51,10 @@ async def test_error_paths_answer_and_never_kill_the_process(tmp_path: Path) -> 
 
 async def test_a_round_trip_with_the_python_sdk_client(tmp_path: Path) -> None:
     script = {
-        "replies": [{"tools": [["w1", "write", {"path": str(tmp_path / "a.py")}]]}, {"text": "done"}],
+        "replies": [
+            {"tools": [["w1", "write", {"path": str(tmp_path / "a.py")}]]},
+            {"text": "done"},
+        ],
         "ask": ["write"],
     }
     client = RecordingClient(answers=["allow_once"])

@@ -226,8 +226,7 @@ async def test_available_commands_follow_the_session_new_response(tmp_path: Path
     update = next(
         i
         for i, m in enumerate(wire)
-        if m.get("params", {}).get("update", {}).get("sessionUpdate")
-        == "available_commands_update"
+        if m.get("params", {}).get("update", {}).get("sessionUpdate") == "available_commands_update"
     )
     assert response < update
     assert client.of("available_commands_update")[0]["availableCommands"] == [

@@ -62,7 +62,9 @@ class EditorClient(RecordingClient):
         self.writes.append((path, content))
         return WriteTextFileResponse()
 
-    async def create_terminal(self, session_id: str, command: str, **kw: Any) -> CreateTerminalResponse:
+    async def create_terminal(
+        self, session_id: str, command: str, **kw: Any
+    ) -> CreateTerminalResponse:
         self.created.append({"command": command, **kw})
         return CreateTerminalResponse(terminal_id=f"t{len(self.created)}")
 
@@ -86,7 +88,7 @@ class DiskFiles:
     written: dict[str, str] = field(default_factory=dict)
 
     async def read_text(self, path: str) -> str:
-        return Path(path).read_text()
+        return await asyncio.to_thread(Path(path).read_text)
 
     async def write_text(self, path: str, text: str) -> None:
         self.written[path] = text
@@ -178,7 +180,7 @@ async def test_an_update_that_is_not_acp_fails_loudly(tmp_path: Path) -> None:
     async with connected(manager, RecordingClient()) as s:
         link: AcpLink | None = s.agent.link
         assert link is not None
-        with pytest.raises(ValueError, match="sessionUpdate|update"):
+        with pytest.raises(ValueError, match=r"sessionUpdate|update"):
             await link.send_update("s1", {"sessionUpdate": "no_such_update"})
 
 
@@ -210,9 +212,15 @@ def test_the_permission_tool_call_names_and_previews_the_edit() -> None:
     ("outcome", "decision"),
     [
         (AllowedOutcome(outcome="selected", option_id="allow_once"), ApprovalDecision.ALLOW_ONCE),
-        (AllowedOutcome(outcome="selected", option_id="allow_always"), ApprovalDecision.ALLOW_ALWAYS),
+        (
+            AllowedOutcome(outcome="selected", option_id="allow_always"),
+            ApprovalDecision.ALLOW_ALWAYS,
+        ),
         (AllowedOutcome(outcome="selected", option_id="reject_once"), ApprovalDecision.REJECT_ONCE),
-        (AllowedOutcome(outcome="selected", option_id="reject_always"), ApprovalDecision.REJECT_ALWAYS),
+        (
+            AllowedOutcome(outcome="selected", option_id="reject_always"),
+            ApprovalDecision.REJECT_ALWAYS,
+        ),
         (AllowedOutcome(outcome="selected", option_id="cancelled"), ApprovalDecision.REJECT_ONCE),
         (AllowedOutcome(outcome="selected", option_id="bogus"), ApprovalDecision.REJECT_ONCE),
         (DeniedOutcome(outcome="cancelled"), ApprovalDecision.CANCELLED),
@@ -226,7 +234,9 @@ def test_mcp_servers_from_the_editor() -> None:
     servers = [
         McpServerStdio(name="fs", command="mcp-fs", args=["--root", "/w"], env=[]),
         HttpMcpServer(
-            type="http", name="web", url="http://127.0.0.1:9/mcp",
+            type="http",
+            name="web",
+            url="http://127.0.0.1:9/mcp",
             headers=[HttpHeader(name="Authorization", value="t")],
         ),
         SseMcpServer(type="sse", name="old", url="http://127.0.0.1:9/sse", headers=[]),

@@ -9,7 +9,7 @@ from loopd.engine.ports import Verdict
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.testing.fakes import FakeToolBox, Reply, ScriptedPolicy, ScriptedProvider
 from loopd.testing.harness import scripted_manager
-from tests.unit.acp.conftest import RecordingClient, connected, eventually, text
+from tests.unit.acp.conftest import RecordingClient, connected, text
 
 WRITE = Reply(tools=[("w1", "write", {"path": "/work/a.py"})])
 
@@ -122,9 +122,11 @@ async def test_cancel_request_for_a_prompt_cancels_the_turn(tmp_path: Path) -> N
         new = await s.conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         turn = asyncio.create_task(s.conn.prompt(session_id=new.session_id, prompt=text("go")))
         await provider.started.wait()
+        running = manager._live[new.session_id].turn
+        assert running is not None
         turn.cancel()  # the SDK sends $/cancel_request for the in-flight request
         await asyncio.gather(turn, return_exceptions=True)
-        await eventually(lambda: manager._live[new.session_id].turn is None)
+        assert (await asyncio.wait_for(running, 5)).stop_reason == "cancelled"
         result = await s.conn.prompt(session_id=new.session_id, prompt=text("again"))
     assert result.stop_reason == "end_turn"
     assert client.text().endswith("next")
