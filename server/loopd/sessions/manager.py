@@ -117,6 +117,10 @@ class SessionManager:
                 await link.send_update(session_id, wire)
         return self._view(live)
 
+    def view(self, session_id: str) -> SessionView:
+        """What a client is told about an open session now (its current options)."""
+        return self._view(self._require(session_id))
+
     def list_sessions(self, cwd: str | None = None, cursor: str | None = None) -> SessionPage:
         return self.store.list_sessions(cwd, cursor)
 
