@@ -36,7 +36,7 @@ from loopd.runtimes.native import ModeInfo, NativeRuntimeFactory, NativeWiring
 from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
-from loopd.tools.env import SystemClock, ToolEnv
+from loopd.tools.env import LocalFiles, RoutedFiles, SystemClock, ToolEnv
 from loopd.tools.registry import ToolRegistry
 
 
@@ -209,7 +209,8 @@ class GuardedParts:
             await ctx.emitter.emit(PlanUpdated(entries))
 
         sandbox = select_sandbox(parsed, found, ctx.roots, grant, env)
-        tool_env = ToolEnv(roots=ctx.roots, sandbox=sandbox, on_plan=on_plan)
+        files = RoutedFiles(ctx.editor_files, LocalFiles())
+        tool_env = ToolEnv(roots=ctx.roots, files=files, sandbox=sandbox, on_plan=on_plan)
         policy = RulePolicy(
             mode=parsed,
             roots=ctx.roots,

@@ -69,13 +69,16 @@ async def _run_turn(
 
 
 def acp() -> int:
-    from loopd.acp.server import serve_stdio
-    from loopd.app import build_app
+    from loopd.acp.server import protect_stdout, serve_stdio
+
+    out = protect_stdout()  # before anything else can print: stdout is the protocol's
 
     async def main() -> None:
+        from loopd.app import build_app
+
         app = build_app(dict(os.environ), os.getcwd())
         try:
-            await serve_stdio(app.manager)
+            await serve_stdio(app.manager, out)
         finally:
             await app.aclose()
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import DiffContent
+from loopd.tools.env import FileAccess
 
 Prompter = Callable[[str], str]
 
@@ -82,6 +83,9 @@ class TerminalLink:
         for item in update.get("content") or []:
             if item.get("type") == "diff":
                 self.err.write(_diff_text(item["path"], item.get("oldText"), item["newText"]))
+
+    def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> FileAccess:
+        return local
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         if self.assume_yes:

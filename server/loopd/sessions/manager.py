@@ -12,6 +12,7 @@ ends the running turn and every queued prompt of the session with `cancelled`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +24,7 @@ from loopd.protocol.events import (
     Command,
     ConfigChoice,
     ConfigOption,
+    ConfigOptionsChanged,
     ContentBlock,
     Prompt,
     SessionInfoUpdated,
@@ -34,6 +36,7 @@ from loopd.runtimes.base import McpServerConfig, RuntimeContext, RuntimeFactory
 from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
 from loopd.store.reconcile import reconcile_events
 from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
+from loopd.tools.env import FileAccess
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +113,7 @@ class SessionManager:
             if record is None:
                 raise SessionNotFound(f"no session {session_id!r}")
             live = await self._open(record, link, mcp_servers)
-        elif link not in live.links:
+        elif not _attached(live, link):
             live.links.append(link)
         if replay:
             for wire in reconcile_events(self.store.events(session_id)):
@@ -131,8 +134,8 @@ class SessionManager:
             if self.store.get(session_id) is None:
                 raise SessionNotFound(f"no session {session_id!r}")
             return
-        if link is not None and link in live.links:
-            live.links.remove(link)
+        if link is not None and _attached(live, link):
+            live.links = [other for other in live.links if other is not link]
         if link is None or not live.links:
             await self._shut(live)
 
@@ -146,7 +149,7 @@ class SessionManager:
     async def detach(self, link: ClientLink) -> None:
         """A connection went away: cancel what it was running, close what only it had."""
         for live in list(self._live.values()):
-            if link in live.links:
+            if _attached(live, link):
                 if live.asker is link:
                     await self.cancel(live.id)
                 await self.close_session(live.id, link)
@@ -181,9 +184,16 @@ class SessionManager:
             live.record = replace(live.record, title=title)
             await emitter.emit(SessionInfoUpdated(title=title))
         live.asker = link
-        live.turn = asyncio.create_task(live.runtime.prompt(prompt))
+        turn = live.turn = asyncio.create_task(live.runtime.prompt(prompt))
         try:
-            return await asyncio.shield(live.turn)
+            return await asyncio.shield(turn)
+        except asyncio.CancelledError:
+            # The caller gave up (its request was cancelled, its connection closed):
+            # the turn is cancelled too, and the session stays locked until the
+            # runtime has paired its tool calls, so the next prompt finds it whole.
+            await live.runtime.cancel()
+            await asyncio.wait([turn])
+            raise
         finally:
             live.asker = None
             live.turn = None
@@ -209,7 +219,9 @@ class SessionManager:
         config = {o.id: o.current_value for o in live.runtime.config_options()}
         live.record = replace(live.record, config=config)
         self.store.update(live.id, config=config, updated_at=self.now())
-        return self._view(live)
+        view = self._view(live)
+        await self._emitter(live).show(to_wire(ConfigOptionsChanged(view.config_options)))
+        return view
 
     async def _switch_runtime(self, live: LiveSession, name: str) -> None:
         self._factory(name)
@@ -246,6 +258,7 @@ class SessionManager:
             config=dict(record.config),
             mcp_servers=tuple(mcp),
             state=dict(record.runtime_state),
+            editor_files=functools.partial(_editor_files, live),
         )
 
     def _emitter(self, live: LiveSession) -> SessionEmitter:
@@ -294,6 +307,18 @@ class SessionManager:
 
 def _user_chunk(block: ContentBlock, message_id: str) -> dict[str, Any]:
     return to_wire(UserMessageChunk(block, message_id))
+
+
+def _editor_files(live: LiveSession, local: FileAccess) -> FileAccess:
+    link = live.asker
+    if link is None:
+        return local
+    return link.files(live.id, (live.record.cwd, *live.record.additional_dirs), local)
+
+
+def _attached(live: LiveSession, link: ClientLink) -> bool:
+    """By identity: two connections are never "equal", whatever they hold."""
+    return any(other is link for other in live.links)
 
 
 def _title_of(text: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from loopd.runtimes.native import ModeInfo, NativeRuntimeFactory, NativeWiring
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
 from loopd.testing.fakes import FakeClock, FakeToolBox, ScriptedPolicy, ScriptedProvider
+from loopd.tools.env import FileAccess
 
 TEST_MODES = (
     ModeInfo("plan", "Plan", "Read-only"),
@@ -31,7 +32,7 @@ TEST_MODES = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(eq=False, slots=True)
 class RecordingLink:
     """A `ClientLink` that records updates and answers approvals from a queue (or
     holds them open when the queue is empty)."""
@@ -42,6 +43,9 @@ class RecordingLink:
 
     async def send_update(self, session_id: str, update: Mapping[str, Any]) -> None:
         self.updates.append((session_id, dict(update)))
+
+    def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> FileAccess:
+        return local
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         self.asked.append(request)

@@ -84,6 +84,21 @@ class LocalFiles:
         target.write_bytes(text.encode("utf-8"))
 
 
+@dataclass(frozen=True, slots=True)
+class RoutedFiles:
+    """File access decided per call: `route(local)` names the access to use now (the
+    prompting editor's, which may change between turns, or `local`)."""
+
+    route: Callable[[FileAccess], FileAccess]
+    local: FileAccess
+
+    async def read_text(self, path: str) -> str:
+        return await self.route(self.local).read_text(path)
+
+    async def write_text(self, path: str, text: str) -> None:
+        await self.route(self.local).write_text(path, text)
+
+
 class SystemClock:
     """The real clock, the default for a `ToolEnv`."""
 

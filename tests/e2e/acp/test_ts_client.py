@@ -3,7 +3,7 @@ pinned in tests/clients/acp-ts) drives the agent through a whole session, and ev
 line the agent wrote is validated against the v1 JSON schema shipped in that package:
 the `Agent` message union, and each response against its method's response type.
 
-CI must install Node 20+ and run `npm ci` in tests/clients/acp-ts.
+CI must install Node 20+ and run scripts/setup.sh (npm ci in tests/clients).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from tests.e2e.acp.conftest import AGENT, ROOT, agent_env
 pytestmark = pytest.mark.e2e
 
 CLIENT_DIR = ROOT / "tests" / "clients" / "acp-ts"
-SDK = CLIENT_DIR / "node_modules" / "@agentclientprotocol" / "sdk"
+NODE_MODULES = ROOT / "tests" / "clients" / "node_modules"
+SDK = NODE_MODULES / "@agentclientprotocol" / "sdk"
 RESPONSE_TYPES = {
     "initialize": "InitializeResponse",
     "session/new": "NewSessionResponse",
@@ -40,7 +41,7 @@ PARAM_TYPES = {  # what the agent may send on its own, by method
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js 20+")
-@pytest.mark.skipif(not SDK.exists(), reason="run `npm ci` in tests/clients/acp-ts")
+@pytest.mark.skipif(not SDK.exists(), reason="run scripts/setup.sh (npm ci in tests/clients)")
 async def test_the_typescript_client_drives_a_whole_session(tmp_path: Path) -> None:
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
