@@ -23,7 +23,7 @@ from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig
 from loopd.instructions import system_prompt
 from loopd.policy.decide import RulePolicy
-from loopd.policy.modes import DEFAULT_MODE, MODES, parse_mode
+from loopd.policy.modes import DEFAULT_MODE, parse_mode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
 from loopd.protocol.events import PlanEntry, PlanUpdated
@@ -32,7 +32,7 @@ from loopd.providers.factory import ClosableProvider, make_provider
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
-from loopd.runtimes.native import ModeInfo, NativeRuntimeFactory, NativeWiring
+from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
 from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
@@ -140,7 +140,6 @@ def _native_wiring(
         parts_for=functools.partial(GuardedParts.open, env=env, probe=probe, rules=rules),
         system_for=lambda ctx: system_prompt(ctx.cwd, ctx.roots),
         clock=SystemClock(),
-        modes=tuple(ModeInfo(m.mode.value, m.name, m.description) for m in MODES),
         default_mode=config.defaults.mode or DEFAULT_MODE.value,
         models=models or (default_model,),
         default_model=default_model,

@@ -22,17 +22,11 @@ from loopd.protocol.messages import Message
 from loopd.protocol.model import ThinkingLevel
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.options import MODES, check_mode, mode_option, model_option
 from loopd.store.reconcile import reconcile_messages
 from loopd.store.sqlite import SqliteStore
 
 THOUGHT_LEVELS: tuple[ThinkingLevel, ...] = ("off", "low", "medium", "high")
-
-
-@dataclass(frozen=True, slots=True)
-class ModeInfo:
-    id: str
-    name: str
-    description: str
 
 
 class SessionParts(Protocol):
@@ -64,7 +58,6 @@ class NativeWiring:
     parts_for: Callable[[RuntimeContext, str, Mapping[str, Any]], SessionParts]
     system_for: Callable[[RuntimeContext], str]
     clock: Clock
-    modes: tuple[ModeInfo, ...]
     default_mode: str
     models: tuple[str, ...]
     default_model: str
@@ -106,9 +99,7 @@ class NativeRuntime:
         self.wiring = wiring
         self.journal = journal
         self.values = {
-            "mode": _pick(
-                context.config.get("mode"), [m.id for m in wiring.modes], wiring.default_mode
-            ),
+            "mode": _pick(context.config.get("mode"), MODES, wiring.default_mode),
             "model": _pick_model(context.config.get("model"), wiring),
             "thought_level": _pick(context.config.get("thought_level"), THOUGHT_LEVELS, "off"),
         }
@@ -149,48 +140,29 @@ class NativeRuntime:
 
     async def set_config(self, option_id: str, value: str) -> None:
         """Raises ConfigError for a value the option does not offer."""
-        self._check(option_id, value)
-        self.values[option_id] = value
+        self.values[option_id] = self._checked(option_id, value)
         if option_id == "mode":
             self.parts.set_mode(value)
             await self.context.emitter.emit(ModeChanged(value))
         self.engine.reconfigure(self._engine_config(), self._ports())
 
-    def _check(self, option_id: str, value: str) -> None:
+    def _checked(self, option_id: str, value: str) -> str:
         w = self.wiring
-        allowed: Sequence[str]
         match option_id:
             case "mode":
-                allowed = [m.id for m in w.modes]
-            case "model":
-                if w.open_models and value.strip():
-                    return
-                allowed = w.models
-            case "thought_level":
-                allowed = THOUGHT_LEVELS
-            case _:
-                raise ConfigError(f"the native runtime has no option {option_id!r}")
-        if value not in allowed:
-            raise ConfigError(f"{value!r} is not a {option_id}; choose one of {', '.join(allowed)}")
+                return check_mode(value)
+            case "model" if value in w.models or (w.open_models and value.strip()):
+                return value
+            case "thought_level" if value in THOUGHT_LEVELS:
+                return value
+            case "model" | "thought_level":
+                raise ConfigError(f"{value!r} is not offered for {option_id}")
+        raise ConfigError(f"the native runtime has no option {option_id!r}")
 
     def config_options(self) -> tuple[ConfigOption, ...]:
-        w = self.wiring
-        models = w.models if self.values["model"] in w.models else (*w.models, self.values["model"])
         return (
-            ConfigOption(
-                "mode",
-                "Mode",
-                "mode",
-                self.values["mode"],
-                tuple(ConfigChoice(m.id, m.name, m.description) for m in w.modes),
-            ),
-            ConfigOption(
-                "model",
-                "Model",
-                "model",
-                self.values["model"],
-                tuple(ConfigChoice(m, m) for m in models),
-            ),
+            mode_option(self.values["mode"]),
+            model_option(self.values["model"], self.wiring.models),
             ConfigOption(
                 "thought_level",
                 "Thinking",

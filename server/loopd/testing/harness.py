@@ -18,18 +18,11 @@ from loopd.engine.loop import EngineConfig
 from loopd.engine.ports import ToolBox
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.runtimes.base import RuntimeContext
-from loopd.runtimes.native import ModeInfo, NativeRuntimeFactory, NativeWiring
+from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
 from loopd.testing.fakes import FakeClock, FakeToolBox, ScriptedPolicy, ScriptedProvider
 from loopd.tools.env import FileAccess
-
-TEST_MODES = (
-    ModeInfo("plan", "Plan", "Read-only"),
-    ModeInfo("ask", "Ask", "Ask before changes"),
-    ModeInfo("accept_edits", "Accept edits", "Edits run, commands ask"),
-    ModeInfo("full_auto", "Full auto", "Nothing asks"),
-)
 
 
 @dataclass(eq=False, slots=True)
@@ -93,7 +86,6 @@ def scripted_manager(
         parts_for=parts_for,
         system_for=lambda ctx: f"You work in {ctx.cwd}.",
         clock=FakeClock(),
-        modes=TEST_MODES,
         default_mode="ask",
         models=("scripted",),
         default_model="scripted",
