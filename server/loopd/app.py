@@ -28,7 +28,7 @@ from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
 from loopd.protocol.events import PlanEntry, PlanUpdated
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
-from loopd.providers.factory import ClosableProvider, make_provider
+from loopd.providers.factory import HOW_TO_CONFIGURE, ClosableProvider, make_provider
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
@@ -76,6 +76,8 @@ def build_app(env: Mapping[str, str], cwd: str) -> App:
         runtimes=factories,
         default_runtime=catalog.catalog.default or "",
         now=utc_now,
+        no_runtime_help=f"{HOW_TO_CONFIGURE}, or put the claude or codex CLI on PATH "
+        "(`loopd doctor` shows what was found)",
     )
     return App(env, config, catalog, store, manager, providers)
 

@@ -68,6 +68,7 @@ class SessionManager:
     default_runtime: str
     now: Callable[[], str]
     approval_timeout: float = 600.0
+    no_runtime_help: str = "configure a runtime (see `loopd doctor`)"
     new_id: Callable[[], str] = field(default=lambda: f"sess_{uuid.uuid4().hex}")
     _live: dict[str, LiveSession] = field(default_factory=dict)
 
@@ -265,6 +266,8 @@ class SessionManager:
         return SessionEmitter(self.store, live.id, lambda: live.links, self.now)
 
     def _factory(self, name: str) -> RuntimeFactory:
+        if not self.runtimes:
+            raise ConfigError(f"no runtime is available: {self.no_runtime_help}")
         factory = self.runtimes.get(name)
         if factory is None:
             known = ", ".join(sorted(self.runtimes)) or "none"
