@@ -16,7 +16,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from loopd.catalog import CatalogBuild, RuntimeEntry, discover_catalog
+from loopd.catalog import (
+    CatalogBuild,
+    CatalogError,
+    RuntimeCatalog,
+    RuntimeEntry,
+    discover_catalog,
+)
 from loopd.config import Config, data_dir, load_config
 from loopd.config.schema import Harness
 from loopd.engine.limits import Limits
@@ -78,8 +84,20 @@ def build_app(env: Mapping[str, str], cwd: str) -> App:
         now=utc_now,
         no_runtime_help=f"{HOW_TO_CONFIGURE}, or put the claude or codex CLI on PATH "
         "(`loopd doctor` shows what was found)",
+        identify=functools.partial(_identity, catalog.catalog),
     )
     return App(env, config, catalog, store, manager, providers)
+
+
+def _identity(catalog: RuntimeCatalog, name: str, config: Mapping[str, str]) -> dict[str, Any]:
+    """The catalog's identity for a session's runtime and model; a model the catalog
+    does not list (an open-model server) is recorded as chosen."""
+    try:
+        identity: dict[str, Any] = dict(catalog.resolve(name).identity().to_json())
+    except CatalogError:
+        identity = {"runtime": name}
+    model = config.get("model")
+    return identity | ({"model": model} if model else {})
 
 
 def _factory(

@@ -69,6 +69,11 @@ class SessionManager:
     now: Callable[[], str]
     approval_timeout: float = 600.0
     no_runtime_help: str = "configure a runtime (see `loopd doctor`)"
+    identify: Callable[[str, Mapping[str, str]], Mapping[str, Any]] = field(
+        default=lambda name, config: {}
+    )
+    """What a session records about who runs it (the catalog's runtime identity:
+    harness, model, effort, catalog digest), kept with the session and shown on load."""
     new_id: Callable[[], str] = field(default=lambda: f"sess_{uuid.uuid4().hex}")
     _live: dict[str, LiveSession] = field(default_factory=dict)
 
@@ -92,7 +97,7 @@ class SessionManager:
             additional_dirs=tuple(additional_dirs),
             created_at=stamp,
             updated_at=stamp,
-            runtime={"name": runtime_name},
+            runtime=self._identity(runtime_name, config),
             config=config,
         )
         self.store.create(record)
@@ -218,8 +223,9 @@ class SessionManager:
                 raise ConfigError(f"unknown config option {option_id!r}")
             await live.runtime.set_config(option_id, value)  # validates the value
         config = {o.id: o.current_value for o in live.runtime.config_options()}
-        live.record = replace(live.record, config=config)
-        self.store.update(live.id, config=config, updated_at=self.now())
+        identity = self._identity(str(live.record.runtime.get("name")), config)
+        live.record = replace(live.record, config=config, runtime=identity)
+        self.store.update(live.id, config=config, runtime=identity, updated_at=self.now())
         view = self._view(live)
         await self._emitter(live).show(to_wire(ConfigOptionsChanged(view.config_options)))
         return view
@@ -229,8 +235,9 @@ class SessionManager:
         if live.turn is not None:
             raise SessionBusy("cannot switch runtimes while a turn runs")
         await live.runtime.close()
-        live.record = replace(live.record, runtime={"name": name}, runtime_state={})
-        self.store.update(live.id, runtime={"name": name}, runtime_state={})
+        identity = self._identity(name, live.record.config)
+        live.record = replace(live.record, runtime=identity, runtime_state={})
+        self.store.update(live.id, runtime=identity, runtime_state={})
         live.runtime = await self._factory(name).open(self._context(live, ()))
 
     # -- internals -----------------------------------------------------------------------
@@ -261,6 +268,9 @@ class SessionManager:
             state=dict(record.runtime_state),
             editor_files=functools.partial(_editor_files, live),
         )
+
+    def _identity(self, name: str, config: Mapping[str, str]) -> dict[str, Any]:
+        return {"name": name, "identity": dict(self.identify(name, config))}
 
     def _emitter(self, live: LiveSession) -> SessionEmitter:
         return SessionEmitter(self.store, live.id, lambda: live.links, self.now)

@@ -130,3 +130,25 @@ def test_demo_runs_the_whole_pipeline(workspace: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "SCRIPTED" in done.stderr
     assert 'print(f"Hello, {name}!")' in done.stderr
+
+
+def test_a_session_records_its_runtime_identity(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
+) -> None:
+    from loopd.store.sqlite import SqliteStore
+
+    fake_llm.script("*", Reply(text="ok"))
+    env = isolated_env(tmp_path, fake_llm)
+    assert (
+        loopd(
+            ["run", "hi", "--model", "claude-x", "--runtime", "native"], env, workspace
+        ).returncode
+        == 0
+    )
+    store = SqliteStore(tmp_path / "data" / "sessions.db")
+    (record,) = store.list_sessions().sessions
+    assert record.runtime["name"] == "anthropic"
+    identity = record.runtime["identity"]
+    assert (identity["harness"], identity["model"]) == ("native", "claude-x")
+    assert identity["catalog_digest"].startswith("sha256:")
+    assert fake_llm.requests[0].body["model"] == "claude-x"
