@@ -39,7 +39,15 @@ from loopd.protocol.model import (
     ToolSpec,
     Usage,
 )
-from loopd.providers.body import FragmentCache, Memo, Raw, dumps, encode_object, join_array
+from loopd.providers.body import (
+    FragmentCache,
+    Memo,
+    Raw,
+    dumps,
+    elements,
+    encode_object,
+    join_array,
+)
 from loopd.providers.classify import error_from_payload
 from loopd.providers.sse import (
     DEFAULT_IDLE_TIMEOUT,
@@ -154,14 +162,12 @@ def _tools(specs: tuple[ToolSpec, ...]) -> bytes:
 
 
 def _message(message: Message, *, cache_breakpoint: bool = False) -> bytes:
-    """The message on the wire, or nothing when none of its parts go to Anthropic
+    """The message as a body fragment, empty when none of its parts go to Anthropic
     (an empty message would be rejected)."""
     blocks = [b for p in message.parts if (b := _block(p)) is not None]
-    if not blocks:
-        return b""
-    if cache_breakpoint:
+    if blocks and cache_breakpoint:
         blocks[-1]["cache_control"] = _CACHE
-    return dumps({"role": message.role, "content": blocks})
+    return elements([{"role": message.role, "content": blocks}] if blocks else [])
 
 
 def _block(part: Part) -> JsonObject | None:

@@ -15,6 +15,7 @@ separators, UTF-8, no NaN), so the cache changes the cost, not the wire.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -33,74 +34,115 @@ def dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
+def elements(values: Iterable[Any]) -> bytes:
+    """A fragment: array elements, each preceded by a comma (so fragments concatenate
+    without a scan for empties); empty when there are none, as one history message
+    can be several wire messages or nothing at all."""
+    return b"".join(b"," + dumps(v) for v in values)
+
+
 @dataclass(frozen=True, slots=True)
 class Raw:
-    """JSON that is already serialised, spliced into a body verbatim."""
+    """JSON that is already serialised, as pieces that `encode_object` joins once
+    (so a megabyte of history is copied once, not at every level of nesting)."""
 
-    data: bytes
-
-
-def elements(values: Iterable[Any]) -> bytes:
-    """A fragment of comma-separated array elements: one history message can be
-    several wire messages, or none."""
-    return b",".join(dumps(v) for v in values)
+    pieces: tuple[bytes, ...]
 
 
-def join_array(fragments: Iterable[bytes]) -> Raw:
-    """A JSON array of the non-empty `fragments` (each one or more comma-separated
-    elements; empty for an item that has nothing on the wire)."""
-    return Raw(b"[" + b",".join(f for f in fragments if f) + b"]")
+def join_array(fragments: Sequence[bytes]) -> Raw:
+    """A JSON array of the elements in `fragments` (made by `elements`)."""
+    first = next((i for i, f in enumerate(fragments) if f), None)
+    if first is None:
+        return Raw((b"[]",))
+    return Raw((b"[", fragments[first][1:], *fragments[first + 1 :], b"]"))
 
 
 def encode_object(fields: Mapping[str, Any]) -> bytes:
     """A JSON object with the keys of `fields` in order; `Raw` values go in as they
     are, anything else is encoded here."""
-    members = [
-        dumps(key) + b":" + (value.data if isinstance(value, Raw) else dumps(value))
-        for key, value in fields.items()
-    ]
-    return b"{" + b",".join(members) + b"}"
+    pieces = [b"{"]
+    for key, value in fields.items():
+        if len(pieces) > 1:
+            pieces.append(b",")
+        pieces += (dumps(key), b":")
+        if isinstance(value, Raw):
+            pieces += value.pieces
+        else:
+            pieces.append(dumps(value))
+    pieces.append(b"}")
+    return b"".join(pieces)
 
 
-class _Entry:
-    __slots__ = ("fragment", "item", "used")
-
-    def __init__(self, item: object, fragment: bytes, used: int) -> None:
-        self.item, self.fragment, self.used = item, fragment, used
+@dataclass(frozen=True, slots=True, eq=False)  # compared by identity
+class _Request(Generic[T]):
+    items: Sequence[T]
+    fragments: tuple[bytes, ...]
+    number: int
 
 
 class FragmentCache(Generic[T]):
-    """The encoded fragment of each item, rendered once per provider instance.
+    """The encoded fragment (see `elements`) of each item, rendered once per
+    provider instance.
 
     Items are keyed by identity, which is sound only because they are immutable and
-    the entry keeps the item referenced (so its id cannot be reused while cached).
+    the cache keeps each item referenced (so its id cannot be reused while cached).
     Equal items that are distinct objects (a history reloaded from the store) are
-    simply rendered again. Every `keep` requests the cache drops the entries that
-    none of the last `keep` requests used, so messages compacted away or belonging
-    to a closed session do not pin memory for long."""
+    simply rendered again. Every `keep` requests the cache drops the items that
+    none of the last `keep` requests had, so messages compacted away or belonging to
+    a closed session do not pin memory for long.
+
+    The common request is an earlier one plus a few new messages, so the fragments
+    of the newest recent request that the new one extends (compared by identity, at
+    C speed) are reused wholesale and only the tail is looked up: the per-request
+    Python work is proportional to what is new, not to the whole history. Only the
+    newest request of such a chain is remembered, as it holds all the others' items."""
 
     def __init__(self, render: Callable[[T], bytes], *, keep: int = KEEP_REQUESTS) -> None:
         self._render = render
         self._keep = keep
-        self._entries: dict[int, _Entry] = {}
+        self._fragments: dict[int, bytes] = {}
+        self._pinned: dict[int, T] = {}
+        self._recent: list[_Request[T]] = []  # oldest first
         self._requests = 0
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._fragments)
 
     def fragments(self, items: Sequence[T]) -> list[bytes]:
-        """One fragment per item, in order; counts as one request."""
+        """One fragment per item, in order (a new list the caller may change);
+        counts as one request."""
         self._requests += 1
-        now, entries, out = self._requests, self._entries, []
-        for item in items:
-            entry = entries.get(id(item))
-            if entry is None:
-                entry = entries[id(item)] = _Entry(item, self._render(item), now)
-            entry.used = now
-            out.append(entry.fragment)
-        if now % self._keep == 0:
-            self._entries = {k: e for k, e in entries.items() if e.used > now - self._keep}
+        earlier = self._extended(items)
+        out = list(earlier.fragments) if earlier is not None else []
+        for item in items[len(out) :]:
+            fragment = self._fragments.get(id(item))
+            out.append(self._add(item) if fragment is None else fragment)
+        if earlier is not None:
+            self._recent.remove(earlier)
+        self._recent.append(_Request(items, tuple(out), self._requests))
+        if self._requests % self._keep == 0:
+            self._sweep()
         return out
+
+    def _extended(self, items: Sequence[T]) -> _Request[T] | None:
+        """The newest recent request that `items` starts with."""
+        for earlier in reversed(self._recent):
+            if len(earlier.items) <= len(items) and all(map(operator.is_, earlier.items, items)):
+                return earlier
+        return None
+
+    def _add(self, item: T) -> bytes:
+        fragment = self._fragments[id(item)] = self._render(item)
+        self._pinned[id(item)] = item
+        return fragment
+
+    def _sweep(self) -> None:
+        self._recent = [r for r in self._recent if r.number > self._requests - self._keep]
+        live: set[int] = set()
+        for request in self._recent:
+            live.update(map(id, request.items))
+        self._fragments = {k: f for k, f in self._fragments.items() if k in live}
+        self._pinned = {k: item for k, item in self._pinned.items() if k in live}
 
 
 class Memo(Generic[K]):
@@ -116,4 +158,4 @@ class Memo(Generic[K]):
         last = self._last
         if last is None or not (last[0] is value or last[0] == value):
             last = self._last = (value, self._render(value))
-        return Raw(last[1])
+        return Raw((last[1],))

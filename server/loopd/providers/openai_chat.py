@@ -92,7 +92,9 @@ class RequestEncoder:
         self._tools: Memo[tuple[ToolSpec, ...]] = Memo(_tools)
 
     def encode(self, request: ModelRequest) -> bytes:
-        system = [dumps({"role": "system", "content": request.system})] if request.system else []
+        system = (
+            [elements([{"role": "system", "content": request.system}])] if request.system else []
+        )
         body: JsonObject = {
             "model": request.model,
             "messages": join_array(system + self._history.fragments(request.messages)),
