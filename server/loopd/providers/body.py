@@ -18,6 +18,7 @@ import json
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress, count
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -73,6 +74,11 @@ def encode_object(fields: Mapping[str, Any]) -> bytes:
     return b"".join(pieces)
 
 
+def common_prefix(a: Sequence[object], b: Sequence[object]) -> int:
+    """How many leading items `a` and `b` share, by identity (iterated in C)."""
+    return next(compress(count(), map(operator.is_not, a, b)), min(len(a), len(b)))
+
+
 @dataclass(frozen=True, slots=True, eq=False)  # compared by identity
 class _Request(Generic[T]):
     items: Sequence[T]
@@ -91,11 +97,13 @@ class FragmentCache(Generic[T]):
     none of the last `keep` requests had, so messages compacted away or belonging to
     a closed session do not pin memory for long.
 
-    The common request is an earlier one plus a few new messages, so the fragments
-    of the newest recent request that the new one extends (compared by identity, at
-    C speed) are reused wholesale and only the tail is looked up: the per-request
-    Python work is proportional to what is new, not to the whole history. Only the
-    newest request of such a chain is remembered, as it holds all the others' items."""
+    The common request is an earlier one plus a few new messages (or, after a retry
+    or a cancelled turn, an earlier one with a different tail), so the fragments of
+    the newest recent request that shares a prefix with the new one (compared by
+    identity, at C speed) are reused wholesale and only the rest is looked up: the
+    per-request Python work is proportional to what is new, not to the whole
+    history. A request that the new one wholly extends is forgotten, as the new one
+    holds all its items."""
 
     def __init__(self, render: Callable[[T], bytes], *, keep: int = KEEP_REQUESTS) -> None:
         self._render = render
@@ -112,24 +120,24 @@ class FragmentCache(Generic[T]):
         """One fragment per item, in order (a new list the caller may change);
         counts as one request."""
         self._requests += 1
-        earlier = self._extended(items)
-        out = list(earlier.fragments) if earlier is not None else []
-        for item in items[len(out) :]:
+        earlier, shared = self._sharing(items)
+        out = list(earlier.fragments[:shared]) if earlier is not None else []
+        for item in items[shared:]:
             fragment = self._fragments.get(id(item))
             out.append(self._add(item) if fragment is None else fragment)
-        if earlier is not None:
-            self._recent.remove(earlier)
+        if earlier is not None and shared == len(earlier.items):
+            self._recent.remove(earlier)  # this request holds all its items
         self._recent.append(_Request(items, tuple(out), self._requests))
         if self._requests % self._keep == 0:
             self._sweep()
         return out
 
-    def _extended(self, items: Sequence[T]) -> _Request[T] | None:
-        """The newest recent request that `items` starts with."""
+    def _sharing(self, items: Sequence[T]) -> tuple[_Request[T] | None, int]:
+        """The newest recent request that starts as `items` does, and for how long."""
         for earlier in reversed(self._recent):
-            if len(earlier.items) <= len(items) and all(map(operator.is_, earlier.items, items)):
-                return earlier
-        return None
+            if shared := common_prefix(earlier.items, items):
+                return earlier, shared
+        return None, 0
 
     def _add(self, item: T) -> bytes:
         fragment = self._fragments[id(item)] = self._render(item)
