@@ -53,7 +53,6 @@ from loopd.providers.sse import (
     DEFAULT_IDLE_TIMEOUT,
     JsonObject,
     SseEndpoint,
-    decode,
     incomplete,
     load_event,
     parse_tool_input,
@@ -101,7 +100,7 @@ class AnthropicProvider:
         await self._endpoint.aclose()
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return decode(self._endpoint.events(PATH, self._encoder.encode(request)), _Decoder())
+        return self._endpoint.stream(PATH, self._encoder.encode(request), _Decoder())
 
 
 # ---- request ----

@@ -40,7 +40,6 @@ from loopd.providers.sse import (
     JsonObject,
     SseEndpoint,
     data_url,
-    decode,
     incomplete,
     load_event,
     parse_tool_input,
@@ -77,7 +76,7 @@ class OpenAIChatProvider:
         await self._endpoint.aclose()
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return decode(self._endpoint.events(PATH, self._encoder.encode(request)), _Decoder())
+        return self._endpoint.stream(PATH, self._encoder.encode(request), _Decoder())
 
 
 # ---- request ----

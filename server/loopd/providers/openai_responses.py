@@ -46,7 +46,6 @@ from loopd.providers.sse import (
     JsonObject,
     SseEndpoint,
     data_url,
-    decode,
     incomplete,
     load_event,
     parse_tool_input,
@@ -78,7 +77,7 @@ class OpenAIResponsesProvider:
         await self._endpoint.aclose()
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return decode(self._endpoint.events(PATH, self._encoder.encode(request)), _Decoder())
+        return self._endpoint.stream(PATH, self._encoder.encode(request), _Decoder())
 
 
 # ---- request ----

@@ -17,8 +17,7 @@ import functools
 import json
 import logging
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import Any, Protocol
 
 import httpx
@@ -80,10 +79,13 @@ class SseEndpoint:
         if self._owns_client:
             await self._client.aclose()
 
-    async def events(self, path: str, body: bytes) -> AsyncGenerator[tuple[str, str], None]:
-        """POST the JSON `body` to `path` and yield `(event name, data)` for each SSE event.
-        Raises a classified `ProviderError` for an error status, a timeout or a
-        broken connection."""
+    async def stream(
+        self, path: str, body: bytes, decoder: Decoder
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """POST the JSON `body` to `path`, run `decoder` over the events as they arrive,
+        stop reading at the terminal event, and end with exactly one `ResponseDone`.
+        Raises a classified `ProviderError` for an error status, a timeout or a broken
+        connection. One generator from socket to engine: this is the hot path."""
         url = self.base_url + path
         started = False
         try:
@@ -98,7 +100,10 @@ class SseEndpoint:
                     )
                 async for sse in source.aiter_sse():
                     started = True
-                    yield sse.event, sse.data
+                    for item in decoder.feed(sse.event, sse.data):
+                        yield item
+                    if decoder.done:
+                        break
         except httpx.TimeoutException as exc:
             raise Transient(f"{url}: no data for {self._timeout.read}s ({exc!r})") from exc
         except httpx.TransportError as exc:
@@ -107,6 +112,7 @@ class SseEndpoint:
             raise Transient(f"{url}: connection failed ({exc!r})") from exc
         except SSEError as exc:
             raise BadRequest(f"{url}: expected an event stream ({exc})") from exc
+        yield decoder.finish()
 
 
 def load_event(data: str) -> JsonObject | None:
@@ -150,20 +156,6 @@ class Decoder(Protocol):
     def feed(self, event: str, data: str) -> Iterable[StreamEvent]: ...
 
     def finish(self) -> ResponseDone: ...
-
-
-async def decode(
-    events: AsyncGenerator[tuple[str, str], None], decoder: Decoder
-) -> AsyncIterator[StreamEvent]:
-    """Run `decoder` over `events`, stop reading at the terminal event, and end with
-    exactly one `ResponseDone`."""
-    async with aclosing(events):
-        async for event, data in events:
-            for item in decoder.feed(event, data):
-                yield item
-            if decoder.done:
-                break
-    yield decoder.finish()
 
 
 def incomplete(terminal: str) -> IncompleteStream:
