@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,11 +58,14 @@ def scripted_manager(
     provider: ScriptedProvider,
     tools: SessionTools | None = None,
     policy: ScriptedPolicy | None = None,
+    tools_for: Callable[[RuntimeContext], SessionTools] | None = None,
 ) -> SessionManager:
+    """`tools_for` builds each session's tools (to give them that session's view of
+    the files, say); without it every session shares `tools` (or a `FakeToolBox`)."""
     store = SqliteStore(data_dir / "sessions.db")
     ticks = itertools.count()
 
-    def tools_for(_: RuntimeContext) -> SessionTools:
+    def shared_tools(_: RuntimeContext) -> SessionTools:
         return tools if tools is not None else FakeToolBox()
 
     def policy_for(_: RuntimeContext, mode: str, remembered: Mapping[str, Any]) -> ScriptedPolicy:
@@ -70,7 +73,7 @@ def scripted_manager(
 
     wiring = NativeWiring(
         provider_for=lambda model: provider,
-        tools_for=tools_for,
+        tools_for=tools_for or shared_tools,
         policy_for=policy_for,
         system_for=lambda ctx: f"You work in {ctx.cwd}.",
         clock=FakeClock(),
