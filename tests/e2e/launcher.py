@@ -59,7 +59,9 @@ class FileTools:
     async def declare(self, call: ToolCall) -> Declaration:
         match call.name:
             case "read":
-                return Declaration(f"Read {call.input['path']}", "read", reads=(call.input["path"],))
+                return Declaration(
+                    f"Read {call.input['path']}", "read", reads=(call.input["path"],)
+                )
             case "write":
                 path = call.input["path"]
                 diff = DiffContent(path, await self._old(path), call.input["text"])

@@ -69,7 +69,8 @@ class EditorFiles:
         for uri, doc in self.server.workspace.text_documents.items():
             local = to_fs_path(uri)
             if local is not None and os.path.realpath(local) == target:
-                return doc
+                found: TextDocument = doc
+                return found
         return None
 
     async def _apply(self, doc: TextDocument, path: str, text: str) -> types.Range:

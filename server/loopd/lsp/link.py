@@ -99,6 +99,11 @@ class LspLink:
         if narration.step:
             self.on_step(session_id, narration.step)
 
+    def start_of_turn(self, session_id: str, text: str) -> None:
+        """The session layer journals the prompt without showing it; the log shows it."""
+        if not self.options.session_update:
+            self._log([*self._narrators.setdefault(session_id, Narrator()).flush(), f"you: {text}"])
+
     def end_of_turn(self, session_id: str, summary: str) -> None:
         """The turn ended: log what was still gathering, then the summary line."""
         lines = self._narrators.setdefault(session_id, Narrator()).flush()
@@ -152,7 +157,8 @@ class LspLink:
             except JsonRpcMethodNotFound:
                 self._no_dialogs = True
         self._announce(question)
-        return await asyncio.get_running_loop().create_future()  # loopd.approve or timeout
+        never: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
+        return await never  # the answer comes from loopd.approve, or the timeout rejects
 
     async def _request(self, method: str, params: Any) -> Any:
         """A request to the client that is withdrawn (`$/cancelRequest`) if the

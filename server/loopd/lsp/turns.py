@@ -85,6 +85,7 @@ class Turns:
     async def run(self, turn: Turn, prompt: Prompt) -> Outcome:
         """Run one turn to its end. Cancelling the caller cancels the turn."""
         self.running[turn.id] = turn
+        self.link.start_of_turn(turn.session_id, prompt.text)
         try:
             await self._begin_progress(turn)
             work = asyncio.ensure_future(self.manager.prompt(turn.session_id, prompt, self.link))

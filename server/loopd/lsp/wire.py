@@ -49,7 +49,7 @@ class BadParams(ValueError):
 
 def raw_converter() -> Converter:
     """pygls's converter, except that untyped params and results stay dicts."""
-    converter = default_converter()
+    converter: Converter = default_converter()  # type: ignore[no-untyped-call]
     for cls in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
         converter.register_structure_hook(cls, lambda obj, c: c(**obj))
     return converter
@@ -98,7 +98,7 @@ def mcp_servers_from_wire(servers: Any) -> tuple[McpServerConfig, ...]:
 
 def _mcp_server(spec: Any) -> McpServerConfig:
     name = field(spec, "name")
-    pairs = {"env": {}, "headers": {}}
+    pairs: dict[str, dict[str, str]] = {"env": {}, "headers": {}}
     for key in pairs:
         pairs[key] = {field(p, "name"): field(p, "value") for p in spec.get(key) or ()}
     if "url" in spec:

@@ -34,10 +34,11 @@ LAUNCHER = ROOT / "tests" / "e2e" / "launcher.py"
 pytestmark = pytest.mark.e2e
 
 
-async def until(predicate: Callable[[], Any], timeout: float = 10.0) -> None:
-    """Wait (polling every few ms) until `predicate()` holds."""
-    async with asyncio.timeout(timeout):
-        while not predicate():
+async def until(predicate: Callable[[], Any], within: float = 10.0) -> None:
+    """Wait until `predicate()` holds. It polls every few ms: what it waits for happens
+    in another process, so there is no event to wait on."""
+    async with asyncio.timeout(within):
+        while not predicate():  # noqa: ASYNC110
             await asyncio.sleep(0.005)
 
 
@@ -158,7 +159,7 @@ def _wire(editor: Editor, profile: str, answer_dialogs: bool) -> None:
     async def on_permission(params: dict[str, Any]) -> dict[str, Any]:
         editor.permission_requests.append(params)
         try:
-            await until(lambda: editor.answers, timeout=60)
+            await until(lambda: editor.answers, within=60)
         except asyncio.CancelledError:
             editor.withdrawn.append(params["toolCall"]["toolCallId"])
             raise
@@ -169,7 +170,7 @@ def _wire(editor: Editor, profile: str, answer_dialogs: bool) -> None:
         @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
         async def on_dialog(params: types.ShowMessageRequestParams) -> Any:
             editor.dialogs.append(params)
-            await until(lambda: editor.answers, timeout=60)
+            await until(lambda: editor.answers, within=60)
             return types.MessageActionItem(title=editor.answers.pop(0))
 
     @client.feature(types.WORKSPACE_APPLY_EDIT)

@@ -65,7 +65,11 @@ async def test_approvals_through_request_permission(
     assert asked["sessionId"] == session_id
     assert asked["toolCall"]["toolCallId"] == "c1"
     assert asked["toolCall"]["title"] == "Run `ls -la`"
-    assert [o["optionId"] for o in asked["options"]] == ["allow_once", "allow_always", "reject_once"]
+    assert [o["optionId"] for o in asked["options"]] == [
+        "allow_once",
+        "allow_always",
+        "reject_once",
+    ]
     assert editor.executed() == ran
     statuses = [u["update"].get("status") for u in editor.updates if "toolCallId" in u["update"]]
     assert statuses[-1] == ("completed" if ran else "failed")
@@ -101,7 +105,10 @@ async def test_cancel_notification_cancels_the_turn(start: Start) -> None:
 
 
 async def test_a_cancelled_turn_withdraws_its_open_question(start: Start) -> None:
-    script = {"replies": [{"tools": [["c1", "bash", {"command": "rm -rf build"}]]}], "ask": ["bash"]}
+    script = {
+        "replies": [{"tools": [["c1", "bash", {"command": "rm -rf build"}]]}],
+        "ask": ["bash"],
+    }
     editor = await start(script)
     reply = await editor.command("loopd.ask", {"prompt": "clean"})
     await until(lambda: editor.permission_requests)
@@ -123,11 +130,15 @@ async def test_a_session_from_another_manager_loads_here(tmp_path: Path, start: 
     listed = await editor.request("loopd/session/list", {"cwd": str(tmp_path)})
     assert [s["sessionId"] for s in listed["sessions"]] == [view.id]
     assert listed["sessions"][0]["title"] == "hi from acp"
-    loaded = await editor.request("loopd/session/load", {"sessionId": view.id, "cwd": str(tmp_path), "mcpServers": []})
+    loaded = await editor.request(
+        "loopd/session/load", {"sessionId": view.id, "cwd": str(tmp_path), "mcpServers": []}
+    )
     assert {o["id"] for o in loaded["configOptions"]} >= {"mode", "model"}
     assert editor.texts("agent_message_chunk") == "from zed"
     assert editor.kinds()[0] == "user_message_chunk"
-    await editor.request("loopd/session/prompt", {"sessionId": view.id, "prompt": text_prompt("more")})
+    await editor.request(
+        "loopd/session/prompt", {"sessionId": view.id, "prompt": text_prompt("more")}
+    )
     assert editor.texts().endswith("and from lsp")
 
 
@@ -135,10 +146,11 @@ async def test_config_options_and_bad_params(start: Start) -> None:
     editor = await start({})
     session_id = await editor.new_session()
     result = await editor.request(
-        "loopd/session/setConfigOption", {"sessionId": session_id, "configId": "mode", "value": "plan"}
+        "loopd/session/setConfigOption",
+        {"sessionId": session_id, "configId": "mode", "value": "plan"},
     )
     assert {o["id"]: o["currentValue"] for o in result["configOptions"]}["mode"] == "plan"
-    with pytest.raises(Exception, match="-32602|not a value"):
+    with pytest.raises(Exception, match=r"-32602|not a value"):
         await editor.request(
             "loopd/session/setConfigOption",
             {"sessionId": session_id, "configId": "mode", "value": "yolo"},
@@ -146,5 +158,7 @@ async def test_config_options_and_bad_params(start: Start) -> None:
     with pytest.raises(Exception, match="missing field 'sessionId'"):
         await editor.request("loopd/session/prompt", {"prompt": text_prompt("x")})
     with pytest.raises(Exception, match="not open on this connection"):
-        await editor.request("loopd/session/prompt", {"sessionId": "nope", "prompt": text_prompt("x")})
+        await editor.request(
+            "loopd/session/prompt", {"sessionId": "nope", "prompt": text_prompt("x")}
+        )
     assert (await editor.request("loopd/session/close", {"sessionId": session_id})) == {}
