@@ -83,8 +83,10 @@ class FileTools:
                 text = await self.files.read_text(call.input["path"])
                 return ToolResult(text, content=(TextBlock(text),))
             case "write":
-                await self.files.write_text(call.input["path"], call.input["text"])
-                return ToolResult("written")
+                path, text = call.input["path"], call.input["text"]
+                diff = DiffContent(path, await self._old(path), text)
+                await self.files.write_text(path, text)
+                return ToolResult("written", content=(diff,))
             case _:
                 with self.executed.open("a") as log:
                     log.write(call.input["command"] + "\n")

@@ -27,7 +27,6 @@ from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
-from pygls.uris import to_fs_path
 
 from loopd import __version__
 from loopd.lsp.documents import EditorFiles
@@ -156,9 +155,6 @@ class LoopdServer(LanguageServer):
         await self.manager.detach(self.link)
         for session_id in list(self.opened):
             self._detach(session_id)
-
-    def document_path(self, uri: str) -> str | None:
-        return to_fs_path(uri)
 
 
 def rpc(
