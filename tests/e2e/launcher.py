@@ -28,26 +28,17 @@ from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import DiffContent, TextBlock
 from loopd.protocol.model import ToolSpec
 from loopd.runtimes.base import RuntimeContext
-from loopd.sessions.files import FileRoutes, TextFiles
 from loopd.sessions.manager import SessionManager
 from loopd.testing.fakes import Reply, ScriptedPolicy, ScriptedProvider
 from loopd.testing.harness import scripted_manager
-
-
-@dataclass(frozen=True, slots=True)
-class DiskFiles:
-    async def read_text(self, path: str) -> str:
-        return await asyncio.to_thread(Path(path).read_text, encoding="utf-8")
-
-    async def write_text(self, path: str, text: str) -> None:
-        await asyncio.to_thread(Path(path).write_text, text, encoding="utf-8")
+from loopd.tools.env import FileAccess, LocalFiles, RoutedFiles
 
 
 @dataclass(frozen=True, slots=True)
 class FileTools:
     """read / write / bash over a session's file view."""
 
-    files: TextFiles
+    files: FileAccess
     executed: Path
 
     def specs(self) -> Sequence[ToolSpec]:
@@ -93,7 +84,7 @@ class FileTools:
                 return ToolResult("ran")
 
 
-def build(home: Path, script: dict) -> tuple[SessionManager, FileRoutes]:
+def build(home: Path, script: dict) -> SessionManager:
     replies = [
         Reply(
             text=r.get("text", ""),
@@ -103,17 +94,16 @@ def build(home: Path, script: dict) -> tuple[SessionManager, FileRoutes]:
         )
         for r in script.get("replies", [])
     ]
-    routes = FileRoutes(DiskFiles())
     policy = ScriptedPolicy({name: Verdict.ASK for name in script.get("ask", [])})
 
     def tools_for(ctx: RuntimeContext) -> FileTools:
-        return FileTools(routes.files_for(ctx.session_id), home / "executed.log")
+        return FileTools(RoutedFiles(ctx.editor_files, LocalFiles()), home / "executed.log")
 
     manager = scripted_manager(
         home, ScriptedProvider.of(*replies), policy=policy, tools_for=tools_for
     )
     manager.approval_timeout = float(script.get("approvalTimeout", 30))
-    return manager, routes
+    return manager
 
 
 def main(argv: list[str]) -> None:
@@ -127,9 +117,9 @@ def main(argv: list[str]) -> None:
         tcp = (host, int(port))
 
     async def go() -> None:
-        manager, routes = build(home, script)
+        manager = build(home, script)
         try:
-            await serve(manager, tcp, routes)
+            await serve(manager, tcp)
         finally:
             await manager.shutdown()
 

@@ -1,1 +1,58 @@
-"""loopd.catalog"""
+"""The runtime catalog: which runtimes a session may run on, and how a choice resolves.
+
+`build_catalog` (pure, lookups injected) or `discover_catalog` (this machine) makes a
+`RuntimeCatalog`; `catalog.resolve(runtime, model, effort)` gives a `Resolved` tuple
+whose `identity()` a session records. See `catalog.py` for the resolution rules and
+`build.py` for where entries come from.
+"""
+
+from loopd.catalog.build import CatalogBuild, Skipped, VersionOf, Which, build_catalog, ollama_url
+from loopd.catalog.catalog import Resolved, RuntimeCatalog, RuntimeIdentity
+from loopd.catalog.discovery import cli_version, discover_catalog, parse_version, path_which
+from loopd.catalog.entry import (
+    CredentialMode,
+    ModelOption,
+    ProviderRef,
+    RuntimeEntry,
+    SelectionKind,
+    Source,
+)
+from loopd.catalog.errors import (
+    CatalogError,
+    InvalidCatalog,
+    UnknownHarness,
+    UnknownModel,
+    UnknownRuntime,
+    UnsupportedEffort,
+)
+from loopd.catalog.render import catalog_to_json, catalog_to_text
+
+__all__ = [
+    "CatalogBuild",
+    "CatalogError",
+    "CredentialMode",
+    "InvalidCatalog",
+    "ModelOption",
+    "ProviderRef",
+    "Resolved",
+    "RuntimeCatalog",
+    "RuntimeEntry",
+    "RuntimeIdentity",
+    "SelectionKind",
+    "Skipped",
+    "Source",
+    "UnknownHarness",
+    "UnknownModel",
+    "UnknownRuntime",
+    "UnsupportedEffort",
+    "VersionOf",
+    "Which",
+    "build_catalog",
+    "catalog_to_json",
+    "catalog_to_text",
+    "cli_version",
+    "discover_catalog",
+    "ollama_url",
+    "parse_version",
+    "path_which",
+]

@@ -1,1 +1,101 @@
-"""loopd.config"""
+"""loopd's configuration: two TOML files plus a few environment variables.
+
+Files, lowest precedence first (tables merge key by key, other values are replaced):
+
+    $XDG_CONFIG_HOME/loopd/config.toml   user file (XDG_CONFIG_HOME defaults to ~/.config)
+    <cwd>/.loopd/config.toml             workspace file
+
+Environment: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL,
+OLLAMA_HOST (read by the catalog builder to discover native providers) and LOOPD_HOME
+(the data directory; default the platform's user data dir).
+
+The file format (every key optional; unknown keys are errors):
+
+    [defaults]
+    runtime = "anthropic"      # a catalog entry name, or a harness name
+    model = "sonnet"           # model id or alias within that runtime
+    effort = "medium"
+    mode = "default"
+
+    [providers.groq]           # a native-engine endpoint; becomes runtime "groq"
+    kind = "openai_chat"       # anthropic | openai_chat | openai_responses
+    base_url = "https://api.groq.com/openai/v1"
+    api_key_env = "GROQ_API_KEY"   # the variable holding the key, never the key
+    anthropic_version = "2023-06-01"  # kind = "anthropic" only
+    models = ["llama-3.3-70b", { id = "qwen-2.5-coder-32b", aliases = ["qwen"] }]
+    default_model = "qwen"
+    efforts = ["off", "low", "medium", "high"]
+    default_effort = "off"
+    open_models = true         # accept model ids not listed (default: no list given)
+
+    [runtimes.claude]          # a catalog entry
+    harness = "claude"         # native | claude | codex | acp
+    command = "/opt/claude/bin/claude"   # path or name on PATH (not for native)
+    args = []
+    env = { CLAUDE_CONFIG_DIR = "/tmp/claude" }
+    profile = "claude"         # backend key; default: the harness
+    provider = "groq"          # native only: a [providers.*] or discovered provider
+    models / default_model / efforts / default_effort / open_models   as above
+
+    [limits]                   # native engine, per turn
+    max_iterations = 25
+    max_tool_calls = 100
+    max_parallel = 8
+    max_result_bytes = 100000
+    max_identical_calls = 3
+    turn_token_ceiling = 0     # 0 = unlimited
+
+    [approvals]                # rule strings, interpreted by loopd.policy
+    allow = []
+    ask = []
+    deny = []
+"""
+
+from loopd.config.load import (
+    Env,
+    data_dir,
+    load_config,
+    read_env,
+    user_config_file,
+    workspace_config_file,
+)
+from loopd.config.merge import Merged, merge_layers
+from loopd.config.parse import parse_config
+from loopd.config.schema import (
+    Approvals,
+    Choices,
+    Config,
+    ConfigFileError,
+    Defaults,
+    EnvSettings,
+    Harness,
+    Limits,
+    ModelSpec,
+    ProviderConfig,
+    ProviderKind,
+    RuntimeConfig,
+)
+
+__all__ = [
+    "Approvals",
+    "Choices",
+    "Config",
+    "ConfigFileError",
+    "Defaults",
+    "Env",
+    "EnvSettings",
+    "Harness",
+    "Limits",
+    "Merged",
+    "ModelSpec",
+    "ProviderConfig",
+    "ProviderKind",
+    "RuntimeConfig",
+    "data_dir",
+    "load_config",
+    "merge_layers",
+    "parse_config",
+    "read_env",
+    "user_config_file",
+    "workspace_config_file",
+]

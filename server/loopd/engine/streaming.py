@@ -10,7 +10,8 @@ model may not repeat.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from loopd.engine.ports import Clock, Emitter, Provider
@@ -19,6 +20,7 @@ from loopd.protocol.events import AgentMessageChunk, AgentThoughtChunk
 from loopd.protocol.model import (
     ModelRequest,
     ResponseDone,
+    StreamEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallBegin,
@@ -73,23 +75,81 @@ class ReplyStreamer:
                 attempt += 1
 
     async def _stream_once(self, request: ModelRequest, shown: _Shown) -> ResponseDone:
-        text_id = self.new_id("msg")
-        thought_id = self.new_id("msg")
-        async for event in self.provider.stream(request):
-            match event:
-                case TextDelta(text):
-                    if text:
-                        shown.anything = True
-                        await self.emitter.emit(AgentMessageChunk(text, text_id))
-                case ThinkingDelta(text):
-                    if text and self.show_reasoning:
-                        shown.anything = True
-                        await self.emitter.emit(AgentThoughtChunk(text, thought_id))
+        """Show the reply as it streams. Deltas that have already arrived together are
+        shown as one chunk: a reader task fills a queue and the writer drains all it
+        holds at each wake-up. A slow model is shown token by token; a fast one (or a
+        burst after a stall) costs one update per burst instead of one per token,
+        for the journal and for every editor watching."""
+        queue: asyncio.Queue[StreamEvent | BaseException | None] = asyncio.Queue()
+        reader = asyncio.create_task(_read_into(self.provider.stream(request), queue))
+        text_id, thought_id = self.new_id("msg"), self.new_id("msg")
+        try:
+            while True:
+                batch = [await queue.get()]
+                while not queue.empty():
+                    batch.append(queue.get_nowait())
+                done = await self._show(batch, text_id, thought_id, shown)
+                if done is not None:
+                    return done
+        finally:
+            reader.cancel()
+
+    async def _show(
+        self,
+        batch: list[StreamEvent | BaseException | None],
+        text_id: str,
+        thought_id: str,
+        shown: _Shown,
+    ) -> ResponseDone | None:
+        text: list[str] = []
+        thought: list[str] = []
+        for item in batch:
+            match item:
+                case TextDelta(delta):
+                    text.append(delta)
+                case ThinkingDelta(delta):
+                    if self.show_reasoning:
+                        thought.append(delta)
                 case ToolCallBegin():
                     shown.anything = True
-                case ResponseDone():
-                    return event
-        raise IncompleteStream("the provider ended its stream without a final reply")
+                case ResponseDone() | BaseException() | None:
+                    await self._flush(text, thought, text_id, thought_id, shown)
+                    if isinstance(item, BaseException):
+                        raise item
+                    if item is None:
+                        raise IncompleteStream("the provider ended its stream without a reply")
+                    return item
+        await self._flush(text, thought, text_id, thought_id, shown)
+        return None
+
+    async def _flush(
+        self, text: list[str], thought: list[str], text_id: str, thought_id: str, shown: _Shown
+    ) -> None:
+        if thought and (joined := "".join(thought)):
+            shown.anything = True
+            await self.emitter.emit(AgentThoughtChunk(joined, thought_id))
+        if text and (joined := "".join(text)):
+            shown.anything = True
+            await self.emitter.emit(AgentMessageChunk(joined, text_id))
+        text.clear()
+        thought.clear()
+
+
+async def _read_into(
+    stream: AsyncIterator[StreamEvent], queue: asyncio.Queue[StreamEvent | BaseException | None]
+) -> None:
+    """Move a provider stream into `queue`; end with None, or with the error raised."""
+    try:
+        async for event in stream:
+            queue.put_nowait(event)
+    except Exception as err:
+        queue.put_nowait(err)
+        return
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    queue.put_nowait(None)
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
-from loopd.sessions.files import TextFiles
+from loopd.tools.env import FileAccess
 
 log = logging.getLogger(__name__)
 
@@ -28,24 +28,28 @@ class EditRefused(OSError):
     """The editor did not apply an edit to an open document."""
 
 
-@dataclass(slots=True)
+# uri -> (document version when we edited it, the text we sent): the editor's
+# didChange for our own edit may arrive after the agent reads the file again.
+SentEdits = dict[str, tuple[int | None, str]]
+
+
+@dataclass(frozen=True, slots=True)
 class EditorFiles:
-    """`TextFiles` over one connection's open documents, `disk` for the rest."""
+    """`FileAccess` over one connection's open documents, `disk` for the rest. Cheap
+    to make (tools ask for one per call); what must outlive a call is in `sent`."""
 
     server: LanguageServer
-    disk: TextFiles
+    disk: FileAccess
+    sent: SentEdits = field(default_factory=dict)
     reveal: bool = True
-    # uri -> (document version when we edited it, the text we sent): the editor's
-    # didChange for our own edit may arrive after the agent reads the file again.
-    _sent: dict[str, tuple[int | None, str]] = field(default_factory=dict)
 
     async def read_text(self, path: str) -> str:
         doc = self._open_document(path)
         if doc is None:
             return await self.disk.read_text(path)
-        sent = self._sent.pop(doc.uri, None)
+        sent = self.sent.pop(doc.uri, None)
         if sent is not None and sent[0] == doc.version:
-            self._sent[doc.uri] = sent
+            self.sent[doc.uri] = sent
             return sent[1]
         return doc.source
 
@@ -91,11 +95,11 @@ class EditorFiles:
         if not result.applied:
             reason = result.failure_reason or "no reason given"
             raise EditRefused(f"the editor did not apply the edit to {path}: {reason}")
-        self._sent[doc.uri] = (doc.version, text)
+        self.sent[doc.uri] = (doc.version, text)
         return edit_range
 
     def _current_text(self, doc: TextDocument) -> str:
-        sent = self._sent.get(doc.uri)
+        sent = self.sent.get(doc.uri)
         return sent[1] if sent is not None and sent[0] == doc.version else doc.source
 
     async def _show(self, uri: str, selection: types.Range | None) -> None:

@@ -1,8 +1,9 @@
 """`LspLink`: one LSP connection as the session layer sees it.
 
-Updates go out as `loopd/session/update` to clients that opted into the extension,
-and as a readable transcript (`window/logMessage`) to the others; both also move the
-turn's progress bar. Approvals climb a ladder until something can answer:
+Its `files` are the editor's open documents (see `documents`). Updates go out as
+`loopd/session/update` to clients that opted into the extension, and as a readable
+transcript (`window/logMessage`) to the others; both also move the turn's progress
+bar. Approvals climb a ladder until something can answer:
 
 1. `loopd/session/requestPermission` (ACP params) for clients that opted in;
 2. `window/showMessageRequest` with "Allow once", "Always allow", "Reject";
@@ -20,7 +21,7 @@ import asyncio
 import difflib
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcMethodNotFound
 from pygls.lsp.server import LanguageServer
 
+from loopd.lsp.documents import EditorFiles, SentEdits
 from loopd.lsp.narrate import Narrator
 from loopd.lsp.wire import (
     decision_from_outcome,
@@ -37,6 +39,7 @@ from loopd.lsp.wire import (
 )
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import DiffContent
+from loopd.tools.env import FileAccess
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +86,14 @@ class LspLink:
     on_step: StepListener = lambda session_id, step: None
     questions: dict[str, OpenQuestion] = field(default_factory=dict)
     _narrators: dict[str, Narrator] = field(default_factory=dict)
+    _sent: SentEdits = field(default_factory=dict)
     _no_custom_request: bool = False
     _no_dialogs: bool = False
+
+    def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> FileAccess:
+        """The session's files as this editor has them: open documents (unsaved
+        edits included; edits land in them through applyEdit), `local` otherwise."""
+        return EditorFiles(self.server, local, self._sent)
 
     # -- updates ---------------------------------------------------------------------
 

@@ -29,13 +29,11 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from loopd import __version__
-from loopd.lsp.documents import EditorFiles
 from loopd.lsp.link import PERMISSION_METHOD, UPDATE_METHOD, ClientOptions, LspLink
 from loopd.lsp.turns import Turns
 from loopd.lsp.wire import BadParams, raw_converter
 from loopd.protocol.errors import ConfigError, LoopdError
 from loopd.runtimes.base import McpServerConfig
-from loopd.sessions.files import FileRoutes
 from loopd.sessions.manager import SessionManager, SessionNotFound, SessionView
 
 log = logging.getLogger(__name__)
@@ -73,7 +71,7 @@ class LoopdProtocol(LanguageServerProtocol):
 class LoopdServer(LanguageServer):
     """One editor connection: its options, link, turns, documents and sessions."""
 
-    def __init__(self, manager: SessionManager, routes: FileRoutes | None = None) -> None:
+    def __init__(self, manager: SessionManager) -> None:
         super().__init__(
             "loopd",
             __version__,
@@ -82,11 +80,9 @@ class LoopdServer(LanguageServer):
             converter_factory=raw_converter,
         )
         self.manager = manager
-        self.routes = routes
         self.link = LspLink(self, ClientOptions())
         self.turns = Turns(self, manager, self.link)
         self.link.on_step = self.turns.on_step
-        self.files = EditorFiles(self, routes.disk) if routes is not None else None
         self.current: str | None = None  # the session commands act on by default
         self.opened: list[str] = []
         self.hang_up: Callable[[], None] = lambda: None
@@ -138,16 +134,12 @@ class LoopdServer(LanguageServer):
         if session_id not in self.opened:
             self.opened.append(session_id)
         self.current = session_id
-        if self.routes is not None and self.files is not None:
-            self.routes.route(session_id, self.files)
 
     def _detach(self, session_id: str) -> None:
         if session_id in self.opened:
             self.opened.remove(session_id)
         if self.current == session_id:
             self.current = self.opened[-1] if self.opened else None
-        if self.routes is not None and self.files is not None:
-            self.routes.unroute(session_id, self.files)
 
     async def disconnect(self) -> None:
         """The connection ended: cancel its turns, let go of its sessions."""
@@ -174,11 +166,11 @@ def rpc(
     return wrapped
 
 
-def build_server(manager: SessionManager, routes: FileRoutes | None = None) -> LoopdServer:
+def build_server(manager: SessionManager) -> LoopdServer:
     """A server for one connection, with every feature registered."""
     from loopd.lsp import commands, extension
 
-    server = LoopdServer(manager, routes)
+    server = LoopdServer(manager)
 
     @server.feature(types.INITIALIZE)
     def negotiate(ls: LoopdServer, params: types.InitializeParams) -> None:
@@ -189,21 +181,16 @@ def build_server(manager: SessionManager, routes: FileRoutes | None = None) -> L
     return server
 
 
-async def serve(
-    manager: SessionManager,
-    tcp: tuple[str, int] | None = None,
-    routes: FileRoutes | None = None,
-) -> None:
-    """Serve LSP on stdio (one connection) or on TCP (any number, until cancelled).
-    `routes` lets the tools of sessions opened here read the editor's buffers."""
+async def serve(manager: SessionManager, tcp: tuple[str, int] | None = None) -> None:
+    """Serve LSP on stdio (one connection) or on TCP (any number, until cancelled)."""
     if tcp is None:
         reader = await _stdin_reader()
-        await _serve_connection(manager, routes, reader, StdoutWriter(sys.stdout.buffer))
+        await _serve_connection(manager, reader, StdoutWriter(sys.stdout.buffer))
         return
 
     async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            await _serve_connection(manager, routes, reader, writer)
+            await _serve_connection(manager, reader, writer)
         finally:
             writer.close()
 
@@ -215,19 +202,16 @@ async def serve(
         await listener.serve_forever()
 
 
-def run(
-    manager: SessionManager, tcp: tuple[str, int] | None = None, routes: FileRoutes | None = None
-) -> None:
-    asyncio.run(serve(manager, tcp, routes))
+def run(manager: SessionManager, tcp: tuple[str, int] | None = None) -> None:
+    asyncio.run(serve(manager, tcp))
 
 
 async def _serve_connection(
     manager: SessionManager,
-    routes: FileRoutes | None,
     reader: asyncio.StreamReader,
     writer: Any,
 ) -> None:
-    server = build_server(manager, routes)
+    server = build_server(manager)
     server.protocol.set_writer(writer)
     stop = threading.Event()
 

@@ -9,13 +9,14 @@ session id, say), stored by the session layer and handed back on load.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from loopd.engine.ports import Approver, Emitter
 from loopd.protocol.events import ConfigOption, Prompt
 from loopd.protocol.turns import Outcome
+from loopd.tools.env import FileAccess
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,9 @@ class RuntimeContext:
     config: Mapping[str, str]  # config option id -> value (mode, model, thought_level, ...)
     mcp_servers: tuple[McpServerConfig, ...] = ()
     state: Mapping[str, Any] = field(default_factory=dict)
+    editor_files: Callable[[FileAccess], FileAccess] = field(default=lambda local: local)
+    """Given the local file access, the one to use right now: the prompting editor's
+    (its unsaved buffers, its review UI) when it offers one."""
 
     @property
     def roots(self) -> tuple[str, ...]:

@@ -16,31 +16,37 @@ from typing import Any, Protocol, cast
 
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.ports import Clock, Policy, Provider, ToolBox
+from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import ConfigChoice, ConfigOption, ModeChanged, Prompt
 from loopd.protocol.messages import Message
 from loopd.protocol.model import ThinkingLevel
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.options import MODES, check_mode, mode_option, model_option
 from loopd.store.reconcile import reconcile_messages
 from loopd.store.sqlite import SqliteStore
 
 THOUGHT_LEVELS: tuple[ThinkingLevel, ...] = ("off", "low", "medium", "high")
 
 
-@dataclass(frozen=True, slots=True)
-class ModeInfo:
-    id: str
-    name: str
-    description: str
+class SessionParts(Protocol):
+    """A session's tools and policy, built together because they share its safety
+    state (the mode, the sandbox, the network grant)."""
 
+    @property
+    def tools(self) -> ToolBox: ...
 
-class SessionPolicy(Policy, Protocol):
-    """A policy the runtime can persist: its remembered answers as JSON."""
+    @property
+    def policy(self) -> Policy: ...
 
-    def remembered_json(self) -> Mapping[str, Any]: ...
+    def set_mode(self, mode: str) -> None:
+        """Switch what may run unasked, and how commands are contained."""
+        ...
 
+    def remembered(self) -> Mapping[str, Any]:
+        """The person's "always" answers, as JSON the store keeps across restarts."""
+        ...
 
-class SessionTools(ToolBox, Protocol):
     async def aclose(self) -> None: ...
 
 
@@ -49,15 +55,14 @@ class NativeWiring:
     """How a native session gets its parts; `loopd.app` fills it in."""
 
     provider_for: Callable[[str], Provider]
-    tools_for: Callable[[RuntimeContext], SessionTools]
-    policy_for: Callable[[RuntimeContext, str, Mapping[str, Any]], SessionPolicy]
+    parts_for: Callable[[RuntimeContext, str, Mapping[str, Any]], SessionParts]
     system_for: Callable[[RuntimeContext], str]
     clock: Clock
-    modes: tuple[ModeInfo, ...]
     default_mode: str
     models: tuple[str, ...]
     default_model: str
     engine: EngineConfig
+    open_models: bool = False  # any model id is accepted (local servers serve unlisted ones)
 
 
 @dataclass(slots=True)
@@ -94,19 +99,14 @@ class NativeRuntime:
         self.wiring = wiring
         self.journal = journal
         self.values = {
-            "mode": _pick(
-                context.config.get("mode"), [m.id for m in wiring.modes], wiring.default_mode
-            ),
-            "model": _pick(context.config.get("model"), wiring.models, wiring.default_model),
+            "mode": _pick(context.config.get("mode"), MODES, wiring.default_mode),
+            "model": _pick_model(context.config.get("model"), wiring),
             "thought_level": _pick(context.config.get("thought_level"), THOUGHT_LEVELS, "off"),
         }
-        self.tools = wiring.tools_for(context)
-        self.policy = self._policy(context.state.get("approvals", {}))
+        remembered = context.state.get("approvals", {})
+        self.parts = wiring.parts_for(context, self.values["mode"], remembered)
         self.engine = Engine(context.session_id, self._engine_config(), self._ports(), history)
         self._turn: asyncio.Task[Outcome] | None = None
-
-    def _policy(self, remembered: Mapping[str, Any]) -> SessionPolicy:
-        return self.wiring.policy_for(self.context, self.values["mode"], remembered)
 
     def _engine_config(self) -> EngineConfig:
         thinking = cast(ThinkingLevel, self.values["thought_level"])
@@ -119,10 +119,10 @@ class NativeRuntime:
         ctx = self.context
         return EnginePorts(
             provider=self.wiring.provider_for(self.values["model"]),
-            tools=self.tools,
+            tools=self.parts.tools,
             emitter=ctx.emitter,
             approver=ctx.approver,
-            policy=self.policy,
+            policy=self.parts.policy,
             journal=self.journal,
             clock=self.wiring.clock,
         )
@@ -139,29 +139,30 @@ class NativeRuntime:
             self._turn.cancel()
 
     async def set_config(self, option_id: str, value: str) -> None:
-        self.values[option_id] = value
+        """Raises ConfigError for a value the option does not offer."""
+        self.values[option_id] = self._checked(option_id, value)
         if option_id == "mode":
-            self.policy = self._policy(self.policy.remembered_json())
+            self.parts.set_mode(value)
             await self.context.emitter.emit(ModeChanged(value))
         self.engine.reconfigure(self._engine_config(), self._ports())
 
-    def config_options(self) -> tuple[ConfigOption, ...]:
+    def _checked(self, option_id: str, value: str) -> str:
         w = self.wiring
+        match option_id:
+            case "mode":
+                return check_mode(value)
+            case "model" if value in w.models or (w.open_models and value.strip()):
+                return value
+            case "thought_level" if value in THOUGHT_LEVELS:
+                return value
+            case "model" | "thought_level":
+                raise ConfigError(f"{value!r} is not offered for {option_id}")
+        raise ConfigError(f"the native runtime has no option {option_id!r}")
+
+    def config_options(self) -> tuple[ConfigOption, ...]:
         return (
-            ConfigOption(
-                "mode",
-                "Mode",
-                "mode",
-                self.values["mode"],
-                tuple(ConfigChoice(m.id, m.name, m.description) for m in w.modes),
-            ),
-            ConfigOption(
-                "model",
-                "Model",
-                "model",
-                self.values["model"],
-                tuple(ConfigChoice(m, m) for m in w.models),
-            ),
+            mode_option(self.values["mode"]),
+            model_option(self.values["model"], self.wiring.models),
             ConfigOption(
                 "thought_level",
                 "Thinking",
@@ -172,11 +173,17 @@ class NativeRuntime:
         )
 
     def state(self) -> Mapping[str, Any]:
-        return {"approvals": dict(self.policy.remembered_json())}
+        return {"approvals": dict(self.parts.remembered())}
 
     async def close(self) -> None:
         await self.cancel()
-        await self.tools.aclose()
+        await self.parts.aclose()
+
+
+def _pick_model(value: str | None, wiring: NativeWiring) -> str:
+    if value and wiring.open_models:
+        return value
+    return _pick(value, wiring.models, wiring.default_model)
 
 
 def _pick(value: str | None, allowed: Sequence[str], default: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -19,6 +19,7 @@ from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import SessionEvent, SessionInfoUpdated, to_wire
 from loopd.runtimes.base import Runtime
 from loopd.store.sqlite import SessionRecord, SqliteStore
+from loopd.tools.env import FileAccess
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,11 @@ class ClientLink(Protocol):
     async def send_update(self, session_id: str, update: Mapping[str, Any]) -> None: ...
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision: ...
+
+    def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> FileAccess:
+        """How this editor reads and writes the session's files: its own buffers
+        (unsaved edits included) and review UI where it offers them, else `local`."""
+        ...
 
 
 @dataclass(eq=False, slots=True)

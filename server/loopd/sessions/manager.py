@@ -12,6 +12,7 @@ ends the running turn and every queued prompt of the session with `cancelled`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +24,7 @@ from loopd.protocol.events import (
     Command,
     ConfigChoice,
     ConfigOption,
+    ConfigOptionsChanged,
     ContentBlock,
     Prompt,
     SessionInfoUpdated,
@@ -34,6 +36,7 @@ from loopd.runtimes.base import McpServerConfig, RuntimeContext, RuntimeFactory
 from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
 from loopd.store.reconcile import reconcile_events
 from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
+from loopd.tools.env import FileAccess
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +68,12 @@ class SessionManager:
     default_runtime: str
     now: Callable[[], str]
     approval_timeout: float = 600.0
+    no_runtime_help: str = "configure a runtime (see `loopd doctor`)"
+    identify: Callable[[str, Mapping[str, str]], Mapping[str, Any]] = field(
+        default=lambda name, config: {}
+    )
+    """What a session records about who runs it (the catalog's runtime identity:
+    harness, model, effort, catalog digest), kept with the session and shown on load."""
     new_id: Callable[[], str] = field(default=lambda: f"sess_{uuid.uuid4().hex}")
     _live: dict[str, LiveSession] = field(default_factory=dict)
 
@@ -88,7 +97,7 @@ class SessionManager:
             additional_dirs=tuple(additional_dirs),
             created_at=stamp,
             updated_at=stamp,
-            runtime={"name": runtime_name},
+            runtime=self._identity(runtime_name, config),
             config=config,
         )
         self.store.create(record)
@@ -110,12 +119,16 @@ class SessionManager:
             if record is None:
                 raise SessionNotFound(f"no session {session_id!r}")
             live = await self._open(record, link, mcp_servers)
-        elif link not in live.links:
+        elif not _attached(live, link):
             live.links.append(link)
         if replay:
             for wire in reconcile_events(self.store.events(session_id)):
                 await link.send_update(session_id, wire)
         return self._view(live)
+
+    def view(self, session_id: str) -> SessionView:
+        """What a client is told about an open session now (its current options)."""
+        return self._view(self._require(session_id))
 
     def list_sessions(self, cwd: str | None = None, cursor: str | None = None) -> SessionPage:
         return self.store.list_sessions(cwd, cursor)
@@ -127,8 +140,8 @@ class SessionManager:
             if self.store.get(session_id) is None:
                 raise SessionNotFound(f"no session {session_id!r}")
             return
-        if link is not None and link in live.links:
-            live.links.remove(link)
+        if link is not None and _attached(live, link):
+            live.links = [other for other in live.links if other is not link]
         if link is None or not live.links:
             await self._shut(live)
 
@@ -142,7 +155,7 @@ class SessionManager:
     async def detach(self, link: ClientLink) -> None:
         """A connection went away: cancel what it was running, close what only it had."""
         for live in list(self._live.values()):
-            if link in live.links:
+            if _attached(live, link):
                 if live.asker is link:
                     await self.cancel(live.id)
                 await self.close_session(live.id, link)
@@ -177,9 +190,16 @@ class SessionManager:
             live.record = replace(live.record, title=title)
             await emitter.emit(SessionInfoUpdated(title=title))
         live.asker = link
-        live.turn = asyncio.create_task(live.runtime.prompt(prompt))
+        turn = live.turn = asyncio.create_task(live.runtime.prompt(prompt))
         try:
-            return await asyncio.shield(live.turn)
+            return await asyncio.shield(turn)
+        except asyncio.CancelledError:
+            # The caller gave up (its request was cancelled, its connection closed):
+            # the turn is cancelled too, and the session stays locked until the
+            # runtime has paired its tool calls, so the next prompt finds it whole.
+            await live.runtime.cancel()
+            await asyncio.wait([turn])
+            raise
         finally:
             live.asker = None
             live.turn = None
@@ -199,25 +219,25 @@ class SessionManager:
         if option_id == RUNTIME_OPTION:
             await self._switch_runtime(live, value)
         else:
-            known = {o.id: o for o in live.runtime.config_options()}
-            option = known.get(option_id)
-            if option is None:
+            if option_id not in {o.id for o in live.runtime.config_options()}:
                 raise ConfigError(f"unknown config option {option_id!r}")
-            if value not in {c.value for c in option.choices}:
-                raise ConfigError(f"{value!r} is not a value of {option_id!r}")
-            await live.runtime.set_config(option_id, value)
+            await live.runtime.set_config(option_id, value)  # validates the value
         config = {o.id: o.current_value for o in live.runtime.config_options()}
-        live.record = replace(live.record, config=config)
-        self.store.update(live.id, config=config, updated_at=self.now())
-        return self._view(live)
+        identity = self._identity(str(live.record.runtime.get("name")), config)
+        live.record = replace(live.record, config=config, runtime=identity)
+        self.store.update(live.id, config=config, runtime=identity, updated_at=self.now())
+        view = self._view(live)
+        await self._emitter(live).show(to_wire(ConfigOptionsChanged(view.config_options)))
+        return view
 
     async def _switch_runtime(self, live: LiveSession, name: str) -> None:
         self._factory(name)
         if live.turn is not None:
             raise SessionBusy("cannot switch runtimes while a turn runs")
         await live.runtime.close()
-        live.record = replace(live.record, runtime={"name": name}, runtime_state={})
-        self.store.update(live.id, runtime={"name": name}, runtime_state={})
+        identity = self._identity(name, live.record.config)
+        live.record = replace(live.record, runtime=identity, runtime_state={})
+        self.store.update(live.id, runtime=identity, runtime_state={})
         live.runtime = await self._factory(name).open(self._context(live, ()))
 
     # -- internals -----------------------------------------------------------------------
@@ -246,12 +266,18 @@ class SessionManager:
             config=dict(record.config),
             mcp_servers=tuple(mcp),
             state=dict(record.runtime_state),
+            editor_files=functools.partial(_editor_files, live),
         )
+
+    def _identity(self, name: str, config: Mapping[str, str]) -> dict[str, Any]:
+        return {"name": name, "identity": dict(self.identify(name, config))}
 
     def _emitter(self, live: LiveSession) -> SessionEmitter:
         return SessionEmitter(self.store, live.id, lambda: live.links, self.now)
 
     def _factory(self, name: str) -> RuntimeFactory:
+        if not self.runtimes:
+            raise ConfigError(f"no runtime is available: {self.no_runtime_help}")
         factory = self.runtimes.get(name)
         if factory is None:
             known = ", ".join(sorted(self.runtimes)) or "none"
@@ -294,6 +320,18 @@ class SessionManager:
 
 def _user_chunk(block: ContentBlock, message_id: str) -> dict[str, Any]:
     return to_wire(UserMessageChunk(block, message_id))
+
+
+def _editor_files(live: LiveSession, local: FileAccess) -> FileAccess:
+    link = live.asker
+    if link is None:
+        return local
+    return link.files(live.id, (live.record.cwd, *live.record.additional_dirs), local)
+
+
+def _attached(live: LiveSession, link: ClientLink) -> bool:
+    """By identity: two connections are never "equal", whatever they hold."""
+    return any(other is link for other in live.links)
 
 
 def _title_of(text: str) -> str:

@@ -9,28 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from loopd.engine.loop import EngineConfig
+from loopd.engine.ports import ToolBox
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.runtimes.base import RuntimeContext
-from loopd.runtimes.native import ModeInfo, NativeRuntimeFactory, NativeWiring, SessionTools
+from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
 from loopd.testing.fakes import FakeClock, FakeToolBox, ScriptedPolicy, ScriptedProvider
-
-TEST_MODES = (
-    ModeInfo("plan", "Plan", "Read-only"),
-    ModeInfo("ask", "Ask", "Ask before changes"),
-    ModeInfo("accept_edits", "Accept edits", "Edits run, commands ask"),
-    ModeInfo("full_auto", "Full auto", "Nothing asks"),
-)
+from loopd.tools.env import FileAccess
 
 
-@dataclass(slots=True)
+@dataclass(eq=False, slots=True)
 class RecordingLink:
     """A `ClientLink` that records updates and answers approvals from a queue (or
     holds them open when the queue is empty)."""
@@ -41,6 +36,9 @@ class RecordingLink:
 
     async def send_update(self, session_id: str, update: Mapping[str, Any]) -> None:
         self.updates.append((session_id, dict(update)))
+
+    def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> FileAccess:
+        return local
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         self.asked.append(request)
@@ -53,31 +51,45 @@ class RecordingLink:
         return [u["sessionUpdate"] for _, u in self.updates]
 
 
+@dataclass(slots=True)
+class ScriptedParts:
+    """Session parts from given doubles; `modes` records every mode switch."""
+
+    tools: ToolBox
+    policy: ScriptedPolicy
+    modes: list[str] = field(default_factory=list)
+
+    def set_mode(self, mode: str) -> None:
+        self.modes.append(mode)
+
+    def remembered(self) -> Mapping[str, Any]:
+        return {"remembered": [[name, str(d)] for name, d in self.policy.remembered]}
+
+    async def aclose(self) -> None:
+        return None
+
+
 def scripted_manager(
     data_dir: Path,
     provider: ScriptedProvider,
-    tools: SessionTools | None = None,
+    tools: ToolBox | None = None,
     policy: ScriptedPolicy | None = None,
-    tools_for: Callable[[RuntimeContext], SessionTools] | None = None,
+    tools_for: Callable[[RuntimeContext], ToolBox] | None = None,
 ) -> SessionManager:
-    """`tools_for` builds each session's tools (to give them that session's view of
-    the files, say); without it every session shares `tools` (or a `FakeToolBox`)."""
+    """`tools_for` builds each session's tools (to hand them the session's
+    `editor_files`, say); without it every session shares `tools` (or a fake)."""
     store = SqliteStore(data_dir / "sessions.db")
     ticks = itertools.count()
 
-    def shared_tools(_: RuntimeContext) -> SessionTools:
-        return tools if tools is not None else FakeToolBox()
-
-    def policy_for(_: RuntimeContext, mode: str, remembered: Mapping[str, Any]) -> ScriptedPolicy:
-        return policy if policy is not None else ScriptedPolicy()
+    def parts_for(ctx: RuntimeContext, mode: str, remembered: Mapping[str, Any]) -> ScriptedParts:
+        chosen = tools_for(ctx) if tools_for is not None else tools or FakeToolBox()
+        return ScriptedParts(chosen, policy or ScriptedPolicy(), [mode])
 
     wiring = NativeWiring(
         provider_for=lambda model: provider,
-        tools_for=tools_for or shared_tools,
-        policy_for=policy_for,
+        parts_for=parts_for,
         system_for=lambda ctx: f"You work in {ctx.cwd}.",
         clock=FakeClock(),
-        modes=TEST_MODES,
         default_mode="ask",
         models=("scripted",),
         default_model="scripted",

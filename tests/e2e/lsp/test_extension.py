@@ -150,7 +150,7 @@ async def test_config_options_and_bad_params(start: Start) -> None:
         {"sessionId": session_id, "configId": "mode", "value": "plan"},
     )
     assert {o["id"]: o["currentValue"] for o in result["configOptions"]}["mode"] == "plan"
-    with pytest.raises(Exception, match=r"-32602|not a value"):
+    with pytest.raises(Exception, match="yolo"):
         await editor.request(
             "loopd/session/setConfigOption",
             {"sessionId": session_id, "configId": "mode", "value": "yolo"},

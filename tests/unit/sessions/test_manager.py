@@ -131,7 +131,7 @@ async def test_config_options_validate_and_persist(tmp_path: Path) -> None:
     }
     changed = await manager.set_config(view.id, "mode", "full_auto")
     assert {o.id: o.current_value for o in changed.config_options}["mode"] == "full_auto"
-    assert link.kinds()[-1] == "current_mode_update"
+    assert link.kinds()[-2:] == ["current_mode_update", "config_option_update"]
     assert manager.store.get(view.id).config["mode"] == "full_auto"  # type: ignore[union-attr]
     with pytest.raises(ConfigError):
         await manager.set_config(view.id, "mode", "yolo")
@@ -167,3 +167,32 @@ async def test_delete_removes_the_session_everywhere(tmp_path: Path) -> None:
     await manager.delete_session(view.id)
     assert manager.store.get(view.id) is None
     assert manager.store.events(view.id) == []
+
+
+async def test_a_caller_that_gives_up_cancels_its_turn_first(tmp_path: Path) -> None:
+    provider = ScriptedProvider.of(Reply(text="A", hold=asyncio.Event()), Reply(text="B"))
+    manager = scripted_manager(tmp_path, provider)
+    link = RecordingLink()
+    view = await manager.new_session(str(tmp_path), link)
+    first = asyncio.create_task(manager.prompt(view.id, ask("1"), link))
+    await provider.started.wait()
+    second = asyncio.create_task(manager.prompt(view.id, ask("2"), link))
+    await asyncio.sleep(0)
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert (await second).stop_reason == "end_turn"
+    assert [m.role for m in provider.requests[1].messages] == ["user", "user"]
+
+
+async def test_config_changes_are_shown_on_every_link(tmp_path: Path) -> None:
+    manager = scripted_manager(tmp_path, ScriptedProvider.of())
+    one, two = RecordingLink(), RecordingLink()
+    view = await manager.new_session(str(tmp_path), one)
+    await manager.load_session(view.id, two, replay=False)
+    await manager.set_config(view.id, "thought_level", "high")
+    for link in (one, two):
+        update = link.updates[-1][1]
+        assert update["sessionUpdate"] == "config_option_update"
+        current = {o["id"]: o["currentValue"] for o in update["configOptions"]}
+        assert current["thought_level"] == "high"

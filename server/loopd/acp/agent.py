@@ -1,0 +1,367 @@
+"""`LoopdAgent`: the ACP agent of one editor connection, a thin layer over the
+SessionManager.
+
+Each handler parses (the SDK already validated the params), calls the manager, and
+translates the answer; errors are mapped to JSON-RPC codes here and nowhere else.
+Every method the SDK routes is either implemented or refused with method-not-found:
+subclassing `acp.Agent` would otherwise inherit stubs that answer `{}` to requests we
+never handle, and a client would believe them.
+
+Per-connection state lives on this object (client capabilities, the `AcpLink`), never
+globally, so one manager can serve several connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from acp import PROTOCOL_VERSION, Agent, RequestError
+from acp.connection import StreamDirection, StreamEvent
+from acp.interfaces import Client
+from acp.schema import (
+    AgentCapabilities,
+    AuthenticateResponse,
+    ClientCapabilities,
+    CloseSessionResponse,
+    DeleteSessionResponse,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    LogoutResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResumeSessionResponse,
+    SessionAdditionalDirectoriesCapabilities,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionDeleteCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
+)
+
+from loopd import __version__
+from loopd.acp.link import AcpLink
+from loopd.acp.translate import (
+    PromptBlock,
+    UnsupportedContent,
+    config_options,
+    mcp_configs,
+    mode_option,
+    modes,
+    prompt_of,
+)
+from loopd.protocol.errors import ConfigError
+from loopd.protocol.events import (
+    AgentMessageChunk,
+    AvailableCommandsUpdated,
+    Command,
+    ConfigOptionsChanged,
+    to_wire,
+)
+from loopd.sessions.manager import SessionBusy, SessionManager, SessionNotFound, SessionView
+
+log = logging.getLogger(__name__)
+
+CAPABILITIES = AgentCapabilities(
+    load_session=True,
+    prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
+    mcp_capabilities=McpCapabilities(http=True, sse=False),
+    session_capabilities=SessionCapabilities(
+        list=SessionListCapabilities(),
+        resume=SessionResumeCapabilities(),
+        close=SessionCloseCapabilities(),
+        delete=SessionDeleteCapabilities(),
+        additional_directories=SessionAdditionalDirectoriesCapabilities(),
+    ),
+)
+# Requests that open a session: what they answer must reach the client before any
+# update that names the session (zed#60199), so those wait for the response.
+_OPENING = ("session/new", "session/load", "session/resume")
+
+
+class LoopdAgent(Agent):
+    def __init__(self, manager: SessionManager) -> None:
+        self.manager = manager
+        self.client: Client | None = None
+        self.link: AcpLink | None = None
+        self._opening: dict[Any, str | None] = {}  # request id -> session id (None: new)
+        self._after_open: dict[str, tuple[Command, ...]] = {}
+
+    def on_connect(self, conn: Client) -> None:
+        self.client = conn
+        self.link = AcpLink(conn)
+
+    def _link(self) -> AcpLink:
+        if self.link is None:
+            raise RequestError.internal_error({"details": "no connection"})
+        return self.link
+
+    # -- initialize and auth -------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        """Always our own version: v1 is the only one loopd speaks, and echoing an
+        unknown one would claim support we do not have."""
+        self._link().capabilities = client_capabilities
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=CAPABILITIES,
+            auth_methods=[],
+            agent_info=Implementation(name="loopd", title="loopd", version=__version__),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        raise RequestError.method_not_found("authenticate")
+
+    async def logout(self, **kwargs: Any) -> LogoutResponse:
+        raise RequestError.method_not_found("logout")
+
+    # -- session lifecycle ---------------------------------------------------------------
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        roots = [cwd, *(additional_directories or ())]
+        if not all(os.path.isabs(r) for r in roots):
+            raise RequestError.invalid_params({"details": "cwd and directories must be absolute"})
+        with _mapped_errors():
+            view = await self.manager.new_session(
+                cwd,
+                self._link(),
+                additional_directories or (),
+                mcp_configs(mcp_servers),
+            )
+        self._after_open[view.id] = view.commands
+        return NewSessionResponse(
+            session_id=view.id,
+            modes=modes(view.config_options),
+            config_options=config_options(view.config_options),
+        )
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        """Replays the whole history on this connection, then answers."""
+        view = await self._attach(session_id, mcp_servers, replay=True)
+        return LoadSessionResponse(
+            modes=modes(view.config_options), config_options=config_options(view.config_options)
+        )
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        view = await self._attach(session_id, mcp_servers, replay=False)
+        return ResumeSessionResponse(
+            modes=modes(view.config_options), config_options=config_options(view.config_options)
+        )
+
+    async def _attach(
+        self, session_id: str, servers: list[Any] | None, replay: bool
+    ) -> SessionView:
+        with _mapped_errors(session_id):
+            view = await self.manager.load_session(
+                session_id, self._link(), mcp_configs(servers), replay=replay
+            )
+        self._after_open[view.id] = view.commands
+        return view
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        if cursor is not None and "|" not in cursor:
+            raise RequestError.invalid_params(
+                {"details": f"not a cursor from this agent: {cursor}"}
+            )
+        page = self.manager.list_sessions(cwd, cursor)
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=r.id,
+                    cwd=r.cwd,
+                    additional_directories=list(r.additional_dirs) or None,
+                    title=r.title,
+                    updated_at=r.updated_at or None,
+                )
+                for r in page.sessions
+            ],
+            next_cursor=page.next_cursor,
+        )
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        with _mapped_errors(session_id):
+            await self.manager.close_session(session_id, self._link())
+        return CloseSessionResponse()
+
+    async def delete_session(self, session_id: str, **kwargs: Any) -> DeleteSessionResponse:
+        with _mapped_errors(session_id):
+            await self.manager.delete_session(session_id)
+        return DeleteSessionResponse()
+
+    # -- turns ---------------------------------------------------------------------------
+
+    async def prompt(
+        self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
+    ) -> PromptResponse:
+        """One turn. Whatever goes wrong inside it ends it with a stop reason and a
+        message the person can read; a `$/cancel_request` for this request cancels the
+        turn (the SDK then answers -32800)."""
+        try:
+            content = prompt_of(prompt)
+        except UnsupportedContent as err:
+            raise RequestError.invalid_params({"details": str(err)}) from err
+        link = self._link()
+        try:
+            outcome = await self.manager.prompt(session_id, content, link)
+        except SessionNotFound as err:
+            raise _not_found(session_id, err) from err
+        except asyncio.CancelledError:
+            await self.manager.cancel(session_id)
+            raise
+        except SessionBusy as err:
+            await self._say(session_id, str(err))
+            return PromptResponse(stop_reason="end_turn")
+        except Exception as err:
+            log.exception("turn in %s failed", session_id)
+            await self._say(session_id, f"loopd: the turn failed: {err}")
+            return PromptResponse(stop_reason="end_turn")
+        return PromptResponse(stop_reason=outcome.stop_reason)
+
+    async def _say(self, session_id: str, text: str) -> None:
+        wire = to_wire(AgentMessageChunk(text, f"msg_{uuid.uuid4().hex[:12]}"))
+        try:
+            await self._link().send_update(session_id, wire)
+        except Exception:
+            log.warning("could not show a message in %s", session_id, exc_info=True)
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        await self.manager.cancel(session_id)
+
+    # -- modes and config options ----------------------------------------------------------
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        """The deprecated mode API, kept in sync with the `mode` config option: it sets
+        that option, and tells this client the new option list."""
+        with _mapped_errors(session_id):
+            option = mode_option(self.manager.view(session_id).config_options)
+            if option is None:
+                raise RequestError.invalid_params({"details": "this session has no modes"})
+            view = await self.manager.set_config(session_id, option.id, mode_id)
+        await self._link().send_update(
+            session_id, to_wire(ConfigOptionsChanged(view.config_options))
+        )
+        return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        if not isinstance(value, str):
+            raise RequestError.invalid_params({"details": f"{config_id} takes a select value"})
+        with _mapped_errors(session_id):
+            view = await self.manager.set_config(session_id, config_id, value)
+        return SetSessionConfigOptionResponse(config_options=config_options(view.config_options))
+
+    # -- extensions ------------------------------------------------------------------------
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        log.debug("ignoring notification _%s", method)
+
+    # -- after the response ---------------------------------------------------------------
+
+    def observe(self, event: StreamEvent) -> Awaitable[None] | None:
+        """Connection observer: once the response to a session/new, load or resume is
+        on the wire, send what must follow it (the available commands)."""
+        message = event.message
+        if event.direction is StreamDirection.INCOMING:
+            if message.get("method") in _OPENING and "id" in message:
+                params = message.get("params")
+                sid = params.get("sessionId") if isinstance(params, dict) else None
+                self._opening[message["id"]] = sid
+            return None
+        if "method" in message or message.get("id") not in self._opening:
+            return None
+        sid = self._opening.pop(message["id"])
+        result = message.get("result")
+        if isinstance(result, dict):
+            sid = result.get("sessionId", sid)
+        commands = self._after_open.pop(sid, ()) if isinstance(sid, str) else ()
+        if not commands or not isinstance(sid, str):
+            return None
+        return self._link().send_update(sid, to_wire(AvailableCommandsUpdated(commands)))
+
+
+@contextmanager
+def _mapped_errors(session_id: str | None = None) -> Iterator[None]:
+    """The session layer's errors as JSON-RPC errors."""
+    try:
+        yield
+    except SessionNotFound as err:
+        raise _not_found(session_id, err) from err
+    except ConfigError as err:
+        raise RequestError.invalid_params({"details": str(err)}) from err
+    except SessionBusy as err:
+        raise RequestError.invalid_request({"details": str(err)}) from err
+
+
+def _not_found(session_id: str | None, err: Exception) -> RequestError:
+    return RequestError(
+        -32002, "Resource not found", {"sessionId": session_id, "details": str(err)}
+    )
+
+
+def _refusal(method: str, kind: str) -> Callable[..., Awaitable[None]]:
+    async def refuse(self: LoopdAgent, *args: Any, **kwargs: Any) -> None:
+        if kind == "request":
+            raise RequestError.method_not_found(method)
+        log.debug("ignoring notification %s", method)
+
+    return refuse
+
+
+def _refuse_the_rest() -> None:
+    """Every route the SDK knows that `LoopdAgent` does not implement (the unstable
+    ones: fork, providers, nes, document sync, mcp tunnelling) refuses explicitly,
+    including routes a future SDK adds."""
+    for attr, member in inspect.getmembers(Agent):
+        route = getattr(member, "__route__", None)
+        if route is not None and attr not in LoopdAgent.__dict__:
+            setattr(LoopdAgent, attr, _refusal(route.method, route.kind))
+
+
+_refuse_the_rest()

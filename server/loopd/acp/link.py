@@ -1,0 +1,62 @@
+"""`AcpLink`: one ACP connection as the session layer sees it (a `ClientLink`).
+
+Updates go out as `session/update` notifications (the session layer's wire JSON,
+validated into the SDK's model so a malformed update fails here, loudly, not in the
+editor); approvals go out as `session/request_permission` with the four option kinds.
+The link also owns what this connection's client advertised, so file and terminal
+access through the editor is only ever offered when the client said it can.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from acp.interfaces import Client
+from acp.schema import ClientCapabilities
+
+from loopd.acp.client_io import AcpFiles, AcpTerminals, TextFiles
+from loopd.acp.translate import (
+    PERMISSION_OPTIONS,
+    decision_of,
+    permission_tool_call,
+    update_model,
+)
+from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
+
+
+@dataclass(eq=False, slots=True)
+class AcpLink:
+    client: Client
+    capabilities: ClientCapabilities | None = None
+
+    async def send_update(self, session_id: str, update: Mapping[str, Any]) -> None:
+        await self.client.session_update(session_id, update_model(session_id, update))
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        response = await self.client.request_permission(
+            session_id=request.session_id,
+            tool_call=permission_tool_call(request),
+            options=list(PERMISSION_OPTIONS),
+        )
+        return decision_of(response)
+
+    def files(self, session_id: str, roots: Sequence[str], local: TextFiles) -> AcpFiles:
+        """File access for a session's tools: the editor's buffers inside `roots`
+        when the client advertised `fs`, `local` otherwise."""
+        fs = self.capabilities.fs if self.capabilities else None
+        return AcpFiles(
+            self.client,
+            session_id,
+            tuple(roots),
+            local,
+            can_read=bool(fs and fs.read_text_file),
+            can_write=bool(fs and fs.write_text_file),
+        )
+
+    def terminals(self, session_id: str) -> AcpTerminals | None:
+        """Commands in the editor's terminals, or None when the client has none."""
+        if not (self.capabilities and self.capabilities.terminal):
+            return None
+        return AcpTerminals(self.client, session_id)

@@ -1,0 +1,253 @@
+"""Composition root: the one place that names concrete classes.
+
+`build_app` reads configuration and the environment, discovers the runtime catalog,
+opens the shared session store and wires one `SessionManager` whose runtime
+factories come from the catalog: a native engine per provider entry, and the foreign
+CLIs found on this machine. Every frontend (`loopd run`, `loopd acp`, `loopd lsp`)
+is a client of that manager.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from loopd.catalog import (
+    CatalogBuild,
+    CatalogError,
+    RuntimeCatalog,
+    RuntimeEntry,
+    discover_catalog,
+)
+from loopd.config import Config, data_dir, load_config
+from loopd.config.schema import Harness
+from loopd.engine.limits import Limits
+from loopd.engine.loop import EngineConfig
+from loopd.instructions import system_prompt
+from loopd.policy.decide import RulePolicy
+from loopd.policy.modes import DEFAULT_MODE, parse_mode
+from loopd.policy.network import NetworkGrant
+from loopd.policy.rules import RuleSet
+from loopd.protocol.events import PlanEntry, PlanUpdated
+from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
+from loopd.providers.factory import HOW_TO_CONFIGURE, ClosableProvider, make_provider
+from loopd.runtimes.base import RuntimeContext, RuntimeFactory
+from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
+from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
+from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
+from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
+from loopd.sessions.manager import SessionManager
+from loopd.store.sqlite import SqliteStore
+from loopd.tools.env import LocalFiles, RoutedFiles, SystemClock, ToolEnv
+from loopd.tools.registry import ToolRegistry
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(slots=True)
+class App:
+    env: Mapping[str, str]
+    config: Config
+    catalog: CatalogBuild
+    store: SqliteStore
+    manager: SessionManager
+    _providers: list[ClosableProvider] = field(default_factory=list)
+
+    async def aclose(self) -> None:
+        await self.manager.shutdown()
+        for provider in self._providers:
+            await provider.aclose()
+        self.store.close()
+
+
+def build_app(env: Mapping[str, str], cwd: str) -> App:
+    config = load_config(env, Path(cwd))
+    catalog = discover_catalog(config, env)
+    store = SqliteStore(data_dir(env) / "sessions.db")
+    providers: list[ClosableProvider] = []
+    factories: dict[str, RuntimeFactory] = {}
+    probe = LazyProbe(env)
+    for entry in catalog.catalog:
+        factory = _factory(entry, env, config, store, providers, probe)
+        if factory is not None:
+            factories[entry.name] = factory
+    manager = SessionManager(
+        store=store,
+        runtimes=factories,
+        default_runtime=catalog.catalog.default or "",
+        now=utc_now,
+        no_runtime_help=f"{HOW_TO_CONFIGURE}, or put the claude or codex CLI on PATH "
+        "(`loopd doctor` shows what was found)",
+        identify=functools.partial(_identity, catalog.catalog),
+    )
+    return App(env, config, catalog, store, manager, providers)
+
+
+def _identity(catalog: RuntimeCatalog, name: str, config: Mapping[str, str]) -> dict[str, Any]:
+    """The catalog's identity for a session's runtime and model; a model the catalog
+    does not list (an open-model server) is recorded as chosen."""
+    try:
+        identity: dict[str, Any] = dict(catalog.resolve(name).identity().to_json())
+    except CatalogError:
+        identity = {"runtime": name}
+    model = config.get("model")
+    return identity | ({"model": model} if model else {})
+
+
+def _factory(
+    entry: RuntimeEntry,
+    env: Mapping[str, str],
+    config: Config,
+    store: SqliteStore,
+    providers: list[ClosableProvider],
+    probe: LazyProbe,
+) -> RuntimeFactory | None:
+    """The factory for a catalog entry; None for a harness this build cannot run."""
+    models = tuple(m.id for m in entry.models)
+    match entry.harness:
+        case Harness.NATIVE:
+            wiring = _native_wiring(entry, env, config, providers, probe)
+            return NativeRuntimeFactory(entry.name, wiring, store)
+        case Harness.CLAUDE:
+            claude = ClaudeSettings(
+                binary=entry.command,
+                env=dict(entry.env),
+                models=models,
+                default_model=entry.default_model,
+            )
+            return ClaudeRuntimeFactory(claude)
+        case Harness.CODEX:
+            codex = CodexSettings(
+                binary=entry.command,
+                env=dict(entry.env),
+                models=models,
+                default_model=entry.default_model,
+            )
+            return CodexRuntimeFactory(codex)
+        case Harness.ACP:
+            return None
+
+
+def _native_wiring(
+    entry: RuntimeEntry,
+    env: Mapping[str, str],
+    config: Config,
+    providers: list[ClosableProvider],
+    probe: LazyProbe,
+) -> NativeWiring:
+    ref = entry.provider
+    assert ref is not None, "a native entry always has a provider"
+    api_key = env.get(ref.api_key_env, "") if ref.api_key_env else ""
+    provider = make_provider(
+        ref.kind.value,
+        base_url=ref.base_url,
+        api_key=api_key,
+        anthropic_version=ref.anthropic_version or DEFAULT_ANTHROPIC_VERSION,
+    )
+    providers.append(provider)
+    models = tuple(m.id for m in entry.models)
+    default_model = entry.resolve_model(None) if entry.default_model else None
+    default_model = default_model or (models[0] if models else "default")
+    rules = RuleSet.from_config(_rules_table(config))
+    return NativeWiring(
+        provider_for=lambda model: provider,
+        parts_for=functools.partial(GuardedParts.open, env=env, probe=probe, rules=rules),
+        system_for=lambda ctx: system_prompt(ctx.cwd, ctx.roots),
+        clock=SystemClock(),
+        default_mode=config.defaults.mode or DEFAULT_MODE.value,
+        models=models or (default_model,),
+        default_model=default_model,
+        engine=EngineConfig(model=default_model, limits=_limits(config)),
+        open_models=entry.open_models,
+    )
+
+
+def _rules_table(config: Config) -> dict[str, Any]:
+    a = config.approvals
+    return {"allow": list(a.allow), "ask": list(a.ask), "deny": list(a.deny)}
+
+
+def _limits(config: Config) -> Limits:
+    c = config.limits
+    return Limits(
+        max_iterations=c.max_iterations,
+        max_tool_calls=c.max_tool_calls,
+        max_parallel=c.max_parallel,
+        max_result_bytes=c.max_result_bytes,
+        max_identical_calls=c.max_identical_calls,
+        max_turn_tokens=c.turn_token_ceiling,
+    )
+
+
+class LazyProbe:
+    """The sandbox probe runs once per process, when the first session needs it:
+    `loopd acp` answers `initialize` before paying for it."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._env = env
+        self._probe: SandboxProbe | None = None
+
+    def get(self) -> SandboxProbe:
+        if self._probe is None:
+            self._probe = probe_sandbox(env=dict(self._env))
+        return self._probe
+
+
+@dataclass(eq=False)
+class GuardedParts:
+    """A native session's tools and policy over one safety state: the mode, the
+    sandbox chosen for it, and the network grant both consult."""
+
+    env: Mapping[str, str]
+    probe: SandboxProbe
+    grant: NetworkGrant
+    tool_env: ToolEnv
+    tools: ToolRegistry
+    policy: RulePolicy
+
+    @classmethod
+    def open(
+        cls,
+        ctx: RuntimeContext,
+        mode: str,
+        remembered: Mapping[str, Any],
+        *,
+        env: Mapping[str, str],
+        probe: LazyProbe,
+        rules: RuleSet,
+    ) -> GuardedParts:
+        found, grant, parsed = probe.get(), NetworkGrant(), parse_mode(mode)
+
+        async def on_plan(entries: tuple[PlanEntry, ...]) -> None:
+            await ctx.emitter.emit(PlanUpdated(entries))
+
+        sandbox = select_sandbox(parsed, found, ctx.roots, grant, env)
+        files = RoutedFiles(ctx.editor_files, LocalFiles())
+        tool_env = ToolEnv(roots=ctx.roots, files=files, sandbox=sandbox, on_plan=on_plan)
+        policy = RulePolicy(
+            mode=parsed,
+            roots=ctx.roots,
+            tier=found.best,
+            network=grant,
+            rules=rules,
+            remembered=RuleSet.from_json(remembered),
+        )
+        return cls(env, found, grant, tool_env, ToolRegistry(tool_env), policy)
+
+    def set_mode(self, mode: str) -> None:
+        parsed = parse_mode(mode)
+        self.policy.mode = parsed
+        roots = self.tool_env.roots
+        self.tool_env.sandbox = select_sandbox(parsed, self.probe, roots, self.grant, self.env)
+
+    def remembered(self) -> Mapping[str, Any]:
+        return self.policy.remembered.to_json()
+
+    async def aclose(self) -> None:
+        await self.tool_env.aclose()

@@ -1,0 +1,219 @@
+"""The runtime catalog: an immutable set of entries, resolution, identity.
+
+Resolution is deterministic and never guesses: an omitted selector takes the default
+at its level (the catalog's default entry, the entry's default model and effort); an
+explicit selector is checked only within the entry already chosen, and a miss is a
+typed error, never a fallback to some other runtime or model. A runtime selector may
+name an entry or a harness (`--runtime claude` with only `claude-work` configured):
+a harness picks the catalog default if it has that harness, else the first entry of
+that harness by name.
+
+The digest is the SHA-256 of the canonical JSON of the secret-free projection
+(entries sorted by name, keys sorted). It changes when anything a person could
+notice changes, and never with the order entries or keys were given in. Model and
+effort lists keep their order, because that order is what a client shows.
+
+A session records a `RuntimeIdentity` (what it resolved to, plus the digest of the
+catalog that authorised it) and keeps it when loaded; a different digest on load
+tells the session layer the catalog changed underneath it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, get_args
+
+from loopd.catalog.entry import RuntimeEntry, SelectionKind, Source
+from loopd.catalog.errors import InvalidCatalog, UnknownHarness, UnknownRuntime
+from loopd.config.schema import Harness
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeCatalog:
+    """Entries sorted by name; `default` names one of them or is `None`. An empty
+    catalog is valid: it is what a session with nothing to delegate to holds."""
+
+    entries: tuple[RuntimeEntry, ...] = ()
+    default: str | None = None
+    _by_name: Mapping[str, RuntimeEntry] = field(init=False, repr=False, compare=False)
+    digest: str = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        entries = tuple(sorted(self.entries, key=lambda entry: entry.name))
+        by_name: dict[str, RuntimeEntry] = {}
+        for entry in entries:
+            if not isinstance(entry, RuntimeEntry):
+                raise InvalidCatalog("catalog", "entries", "holds something not an entry")
+            if entry.name in by_name:
+                raise InvalidCatalog("catalog", "entries", f"two runtimes named {entry.name!r}")
+            by_name[entry.name] = entry
+        if self.default is not None and self.default not in by_name:
+            raise UnknownRuntime(self.default, by_name)
+        object.__setattr__(self, "entries", entries)
+        object.__setattr__(self, "_by_name", MappingProxyType(by_name))
+        object.__setattr__(self, "digest", _digest(self._projection()))
+
+    def __iter__(self) -> Iterator[RuntimeEntry]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._by_name)
+
+    def get(self, name: str) -> RuntimeEntry | None:
+        return self._by_name.get(name)
+
+    def resolve(
+        self, runtime: str | None = None, model: str | None = None, effort: str | None = None
+    ) -> Resolved:
+        """Select a runtime tuple. Raises UnknownRuntime, UnknownHarness, UnknownModel
+        or UnsupportedEffort; never substitutes a choice the caller did not make."""
+        entry = self.select(runtime)
+        return Resolved(
+            entry=entry,
+            model=entry.resolve_model(model),
+            effort=entry.resolve_effort(effort),
+            catalog_digest=self.digest,
+        )
+
+    def scoped(self, allowed: Iterable[str]) -> RuntimeCatalog:
+        """The part of this catalog a session may delegate to: entries named in
+        `allowed` (names not in the catalog grant nothing). The default survives only
+        if it is in scope; otherwise a child must name its runtime explicitly."""
+        keep = set(allowed)
+        entries = tuple(entry for entry in self.entries if entry.name in keep)
+        default = self.default if self.default in keep else None
+        return RuntimeCatalog(entries, default)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self._projection(), "digest": self.digest}
+
+    def _projection(self) -> dict[str, Any]:
+        return {"default": self.default, "entries": [entry.to_json() for entry in self.entries]}
+
+    def select(self, runtime: str | None) -> RuntimeEntry:
+        """The entry `runtime` names (an entry or a harness), or the default."""
+        if runtime is None:
+            if self.default is None:
+                raise UnknownRuntime(None, self.names)
+            return self._by_name[self.default]
+        entry = self._by_name.get(runtime)
+        if entry is not None:
+            return entry
+        if runtime not in {harness.value for harness in Harness}:
+            raise UnknownRuntime(runtime, self.names)
+        candidates = [e for e in self.entries if e.harness == runtime]
+        if not candidates:
+            raise UnknownHarness(runtime, self.names)
+        preferred = [e for e in candidates if e.name == self.default]
+        return (preferred or candidates)[0]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resolved:
+    """The tuple a session runs on. `model` is the concrete id (aliases resolved), or
+    `None` for a harness-managed entry whose CLI picks its own model; `effort` is
+    `None` when neither the caller nor the entry chose one (the runtime's default)."""
+
+    entry: RuntimeEntry
+    model: str | None
+    effort: str | None
+    catalog_digest: str
+
+    @property
+    def runtime(self) -> str:
+        return self.entry.name
+
+    @property
+    def harness(self) -> Harness:
+        return self.entry.harness
+
+    def identity(self) -> RuntimeIdentity:
+        return RuntimeIdentity(
+            runtime=self.entry.name,
+            harness=self.entry.harness,
+            profile=self.entry.profile,
+            source=self.entry.source,
+            selection=self.entry.selection,
+            model=self.model,
+            effort=self.effort,
+            catalog_digest=self.catalog_digest,
+        )
+
+
+_IDENTITY_FIELDS = (
+    "runtime",
+    "harness",
+    "profile",
+    "source",
+    "selection",
+    "model",
+    "effort",
+    "catalog_digest",
+)
+_OPTIONAL_FIELDS = frozenset({"model", "effort"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimeIdentity:
+    """What a session records about its runtime: secret-free, JSON round-trippable.
+    Re-resolve it on load with `catalog.resolve(i.runtime, i.model, i.effort)`."""
+
+    runtime: str
+    harness: Harness
+    profile: str
+    source: Source
+    selection: SelectionKind
+    model: str | None
+    effort: str | None
+    catalog_digest: str
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "runtime": self.runtime,
+            "harness": self.harness.value,
+            "profile": self.profile,
+            "source": self.source,
+            "selection": self.selection,
+            "model": self.model,
+            "effort": self.effort,
+            "catalog_digest": self.catalog_digest,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RuntimeIdentity:
+        """Inverse of `to_json`. Raises `InvalidCatalog` for a malformed record."""
+        for name in _IDENTITY_FIELDS:
+            value = data.get(name)
+            if not isinstance(value, str) and not (value is None and name in _OPTIONAL_FIELDS):
+                raise InvalidCatalog("runtime identity", name, "missing or not a string")
+        for name, allowed in (("source", Source), ("selection", SelectionKind)):
+            if data[name] not in get_args(allowed):
+                raise InvalidCatalog("runtime identity", name, f"unknown value {data[name]!r}")
+        if data["harness"] not in {harness.value for harness in Harness}:
+            raise InvalidCatalog("runtime identity", "harness", f"unknown {data['harness']!r}")
+        return cls(
+            runtime=data["runtime"],
+            harness=Harness(data["harness"]),
+            profile=data["profile"],
+            source=data["source"],
+            selection=data["selection"],
+            model=data["model"],
+            effort=data["effort"],
+            catalog_digest=data["catalog_digest"],
+        )
+
+
+def _digest(projection: Mapping[str, Any]) -> str:
+    canonical = json.dumps(projection, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()

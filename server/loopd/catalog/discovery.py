@@ -1,0 +1,70 @@
+"""The real machine behind `build_catalog`'s injected lookups: PATH search and
+`<cli> --version`. This is the only part of the catalog that touches the system.
+
+The version probe runs the binary with a timeout and an unchanged environment; a
+binary that hangs, crashes or prints nothing recognisable still gets an entry, just
+without a version (it may work for turns even when `--version` misbehaves).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from loopd.catalog.build import CatalogBuild, Which, build_catalog
+from loopd.config.load import Env
+from loopd.config.schema import Config
+
+log = logging.getLogger(__name__)
+
+VERSION_TIMEOUT = 10.0
+_VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-+.][0-9A-Za-z.-]+)?")
+
+
+def path_which(search_path: str | None) -> Which:
+    """A `which` over `search_path` (a PATH string), not the process's own PATH.
+    A command with a slash is checked as a path, as shells do. No PATH at all means
+    the system default (`os.defpath`), never the process's PATH."""
+    search = search_path if search_path is not None else os.defpath
+
+    def which(command: str) -> str | None:
+        found = shutil.which(command, path=search)
+        return str(Path(found).absolute()) if found else None
+
+    return which
+
+
+def parse_version(output: str) -> str | None:
+    """The first version number in a `--version` output (`2.1.197 (Claude Code)`,
+    `codex-cli 0.171.0`)."""
+    match = _VERSION_RE.search(output)
+    return match.group(0) if match else None
+
+
+def cli_version(command: str, *, timeout: float = VERSION_TIMEOUT) -> str | None:
+    """Run `command --version` and parse its answer; `None` when that fails."""
+    try:
+        done = subprocess.run(
+            [command, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.warning("%s --version failed: %s", command, exc)
+        return None
+    if done.returncode != 0:
+        log.warning("%s --version exited with %d", command, done.returncode)
+        return None
+    return parse_version(done.stdout) or parse_version(done.stderr)
+
+
+def discover_catalog(config: Config, env: Env) -> CatalogBuild:
+    """`build_catalog` against this machine: PATH from `env`, real version probes."""
+    return build_catalog(config, env, which=path_which(env.get("PATH")), version_of=cli_version)

@@ -1,0 +1,194 @@
+"""The CLI subcommands, each a thin client of the app built in `loopd.app`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from loopd.protocol.errors import ConfigError
+from loopd.protocol.events import Prompt, TextBlock
+from loopd.protocol.turns import Outcome
+
+EXIT_CODES = {"end_turn": 0, "cancelled": 130}
+
+
+def run(args: argparse.Namespace) -> int:
+    text = args.prompt if args.prompt is not None else sys.stdin.read()
+    if not text.strip():
+        raise ConfigError("no prompt: pass one as an argument or on stdin")
+    from loopd.terminal import TerminalLink, tty_prompter
+
+    link = TerminalLink(
+        sys.stdout,
+        sys.stderr,
+        as_json=args.json,
+        assume_yes=args.yes,
+        prompter=None if args.yes else tty_prompter(),
+    )
+    config = {k: v for k, v in (("mode", args.mode), ("model", args.model)) if v}
+    cwd = os.path.realpath(args.cwd)
+    outcome = asyncio.run(_run_turn(dict(os.environ), cwd, text, link, args.runtime, config))
+    if args.json:
+        print(json.dumps({"stopReason": outcome.stop_reason, "turnId": outcome.turn_id}))
+    return EXIT_CODES.get(outcome.stop_reason, 1)
+
+
+async def _run_turn(
+    env: dict[str, str],
+    cwd: str,
+    text: str,
+    link: Any,
+    runtime: str | None,
+    config: dict[str, str],
+) -> Outcome:
+    from loopd.app import build_app
+
+    app = build_app(env, cwd)
+    try:
+        if runtime is not None:
+            config["runtime"] = app.catalog.catalog.select(runtime).name
+        view = await app.manager.new_session(cwd, link, config=config)
+        for option_id, value in config.items():
+            if option_id != "runtime":
+                await app.manager.set_config(view.id, option_id, value)
+        loop = asyncio.get_running_loop()
+        cancel = lambda: asyncio.ensure_future(app.manager.cancel(view.id))  # noqa: E731
+        loop.add_signal_handler(signal.SIGINT, cancel)
+        try:
+            return await app.manager.prompt(view.id, Prompt((TextBlock(text),)), link)
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+    finally:
+        await app.aclose()
+
+
+def acp() -> int:
+    from loopd.acp.server import protect_stdout, serve_stdio
+
+    out = protect_stdout()  # before anything else can print: stdout is the protocol's
+
+    async def main() -> None:
+        from loopd.app import build_app
+
+        app = build_app(dict(os.environ), os.getcwd())
+        try:
+            await serve_stdio(app.manager, out)
+        finally:
+            await app.aclose()
+
+    asyncio.run(main())
+    return 0
+
+
+def lsp(tcp: str | None) -> int:
+    from loopd.app import build_app
+    from loopd.lsp.server import serve
+
+    address = None
+    if tcp is not None:
+        host, _, port = tcp.rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigError(f"--tcp wants HOST:PORT, got {tcp!r}")
+        address = (host, int(port))
+
+    async def main() -> None:
+        app = build_app(dict(os.environ), os.getcwd())
+        try:
+            await serve(app.manager, address)
+        finally:
+            await app.aclose()
+
+    asyncio.run(main())
+    return 0
+
+
+def catalog(as_json: bool) -> int:
+    from loopd.catalog import catalog_to_json, catalog_to_text, discover_catalog
+    from loopd.config import load_config
+
+    env = dict(os.environ)
+    build = discover_catalog(load_config(env, Path.cwd()), env)
+    if as_json:
+        print(json.dumps(catalog_to_json(build.catalog, build.skipped), indent=2))
+    else:
+        print(catalog_to_text(build.catalog, build.skipped))
+    return 0
+
+
+def sessions(action: str, session_id: str | None, cwd: str | None, as_json: bool) -> int:
+    from loopd.config import data_dir
+    from loopd.store.sqlite import SqliteStore
+
+    store = SqliteStore(data_dir(os.environ) / "sessions.db")
+    try:
+        if action == "list":
+            page = store.list_sessions(os.path.realpath(cwd) if cwd else None, limit=1000)
+            rows = [
+                {"id": s.id, "cwd": s.cwd, "title": s.title, "updatedAt": s.updated_at}
+                for s in page.sessions
+            ]
+            if as_json:
+                print(json.dumps(rows, indent=2))
+            for row in [] if as_json else rows:
+                print(f"{row['id']}  {row['updatedAt']}  {row['cwd']}  {row['title'] or ''}")
+            return 0
+        if session_id is None:
+            raise ConfigError(f"`loopd sessions {action}` needs a session id")
+        if action == "delete":
+            if not store.delete(session_id):
+                raise ConfigError(f"no session {session_id!r}")
+            return 0
+        record = store.get(session_id)
+        if record is None:
+            raise ConfigError(f"no session {session_id!r}")
+        events = store.events(session_id)
+        if as_json:
+            print(json.dumps({"id": record.id, "cwd": record.cwd, "events": events}, indent=2))
+        else:
+            print(_transcript(record.title, events))
+        return 0
+    finally:
+        store.close()
+
+
+def _transcript(title: str | None, events: list[dict[str, Any]]) -> str:
+    lines = [f"# {title or '(untitled)'}"]
+    last = ""
+    for event in events:
+        kind = event.get("sessionUpdate")
+        if kind in ("user_message_chunk", "agent_message_chunk"):
+            who = "You" if kind == "user_message_chunk" else "loopd"
+            if kind != last:
+                lines.append(f"\n## {who}\n")
+            lines[-1] += event["content"].get("text", "")
+        elif kind == "tool_call":
+            lines.append(f"→ {event.get('title', '')}")
+        last = kind or ""
+    return "\n".join(lines)
+
+
+def doctor() -> int:
+    from loopd import __version__
+    from loopd.catalog import catalog_to_text, discover_catalog
+    from loopd.config import data_dir, load_config
+    from loopd.sandbox.probe import probe_sandbox
+
+    env = dict(os.environ)
+    print(f"loopd {__version__} (Python {sys.version.split()[0]})")
+    print(f"data: {data_dir(env)}")
+    build = discover_catalog(load_config(env, Path.cwd()), env)
+    print(catalog_to_text(build.catalog, build.skipped))
+    print(probe_sandbox(env=env).report())
+    return 0
+
+
+def demo() -> int:
+    from loopd.demo import run_demo
+
+    return run_demo()

@@ -1,0 +1,270 @@
+"""Turn a merged TOML document into a validated `Config`.
+
+Validation is strict on shape (unknown keys, wrong types, bad enum values all fail
+with the file and dotted key named) and leaves meaning to the layer that owns it:
+whether `default_model` names one of `models` is the catalog's check, because the
+catalog also has built-in model lists the file may rely on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+from loopd.config.merge import KeyPath, Merged
+from loopd.config.schema import (
+    Approvals,
+    Choices,
+    Config,
+    ConfigFileError,
+    Defaults,
+    Harness,
+    Limits,
+    ModelSpec,
+    ProviderConfig,
+    ProviderKind,
+    RuntimeConfig,
+)
+
+E = TypeVar("E", bound=StrEnum)
+
+# Names of providers and runtimes: what a person types after `--runtime`.
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+_CHOICE_KEYS = {"models", "default_model", "efforts", "default_effort", "open_models"}
+_PROVIDER_KEYS = {"kind", "base_url", "api_key_env", "anthropic_version", "description"}
+_RUNTIME_KEYS = {"harness", "command", "args", "env", "profile", "provider", "description"}
+
+
+class _Table:
+    """One TOML table being read, with enough context to blame the right file."""
+
+    def __init__(self, merged: Merged, data: Mapping[str, Any], key: KeyPath) -> None:
+        self._merged = merged
+        self._data = data
+        self.key = key
+
+    def fail(self, key: str | None, problem: str) -> NoReturn:
+        path = self.key if key is None else (*self.key, key)
+        raise ConfigFileError(self._merged.origin(path), ".".join(path), problem)
+
+    def only(self, allowed: set[str]) -> None:
+        for key in sorted(self._data):
+            if key not in allowed:
+                self.fail(key, f"unknown key (expected one of: {', '.join(sorted(allowed))})")
+
+    def has(self, key: str) -> bool:
+        return key in self._data
+
+    def text(self, key: str) -> str | None:
+        return self.required_text(key) if key in self._data else None
+
+    def required_text(self, key: str) -> str:
+        value = self._data.get(key)
+        if value is None:
+            self.fail(key, "is required")
+        if not isinstance(value, str) or not value.strip():
+            self.fail(key, "must be a non-empty string")
+        return value
+
+    def name(self, key: str) -> str | None:
+        value = self.text(key)
+        if value is not None and not NAME_RE.match(value):
+            self.fail(key, "must be a name of letters, digits, '.', '_' or '-'")
+        return value
+
+    def enum(self, key: str, kind: type[E]) -> E:
+        value = self.required_text(key)
+        try:
+            return kind(value)
+        except ValueError:
+            choices = ", ".join(member.value for member in kind)
+            self.fail(key, f"unknown value {value!r} (expected one of: {choices})")
+
+    def texts(self, key: str) -> tuple[str, ...] | None:
+        value = self._data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            self.fail(key, "must be a list of non-empty strings")
+        return tuple(value)
+
+    def number(self, key: str, default: int) -> int:
+        value = self._data.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            self.fail(key, "must be a whole number, zero or more")
+        return value
+
+    def flag(self, key: str) -> bool | None:
+        value = self._data.get(key)
+        if value is not None and not isinstance(value, bool):
+            self.fail(key, "must be true or false")
+        return value
+
+    def table(self, key: str) -> _Table:
+        value = self._data.get(key, {})
+        if not isinstance(value, Mapping):
+            self.fail(key, "must be a table")
+        return _Table(self._merged, value, (*self.key, key))
+
+    def tables(self) -> Iterator[tuple[str, _Table]]:
+        """Each sub-table, in name order; every value must be a table with a valid name."""
+        for name in sorted(self._data):
+            if not NAME_RE.match(name):
+                self.fail(name, "must be a name of letters, digits, '.', '_' or '-'")
+            yield name, self.table(name)
+
+    def child(self, label: str, data: Mapping[str, Any]) -> _Table:
+        """A table nested in a list (a model spec), read with this table's origin."""
+        return _Table(self._merged, data, (*self.key, label))
+
+    def items(self) -> list[tuple[str, Any]]:
+        return sorted(self._data.items())
+
+    def array(self, key: str) -> list[Any] | None:
+        value = self._data.get(key)
+        if value is not None and not isinstance(value, list):
+            self.fail(key, "must be a list")
+        return value
+
+
+def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
+    """Validate a merged document. Raises `ConfigFileError` naming file and key."""
+    root = _Table(merged, merged.data, ())
+    root.only({"defaults", "providers", "runtimes", "limits", "approvals"})
+    providers = {name: _provider(name, t) for name, t in root.table("providers").tables()}
+    runtimes = {name: _runtime(name, t) for name, t in root.table("runtimes").tables()}
+    return Config(
+        defaults=_defaults(root.table("defaults")),
+        providers=providers,
+        runtimes=runtimes,
+        limits=_limits(root.table("limits")),
+        approvals=_approvals(root.table("approvals")),
+        sources=sources,
+    )
+
+
+def _defaults(t: _Table) -> Defaults:
+    t.only({"runtime", "model", "effort", "mode"})
+    return Defaults(
+        runtime=t.name("runtime"),
+        model=t.text("model"),
+        effort=t.text("effort"),
+        mode=t.text("mode"),
+    )
+
+
+def _provider(name: str, t: _Table) -> ProviderConfig:
+    t.only(_PROVIDER_KEYS | _CHOICE_KEYS)
+    kind = t.enum("kind", ProviderKind)
+    if t.has("anthropic_version") and kind is not ProviderKind.ANTHROPIC:
+        t.fail("anthropic_version", 'only applies to kind = "anthropic"')
+    return ProviderConfig(
+        name=name,
+        kind=kind,
+        base_url=_url(t, "base_url"),
+        api_key_env=_env_name(t, "api_key_env"),
+        anthropic_version=t.text("anthropic_version"),
+        description=t.text("description") or "",
+        choices=_choices(t),
+    )
+
+
+def _runtime(name: str, t: _Table) -> RuntimeConfig:
+    t.only(_RUNTIME_KEYS | _CHOICE_KEYS)
+    harness = t.enum("harness", Harness)
+    if harness is Harness.NATIVE:
+        if t.has("command") or t.has("args"):
+            t.fail("command", "a native runtime runs in-process; name a provider instead")
+        if not t.has("provider"):
+            t.fail("provider", 'is required for harness = "native"')
+    elif t.has("provider"):
+        t.fail("provider", f'only applies to harness = "native", not {harness.value!r}')
+    if harness is Harness.ACP and not t.has("command"):
+        t.fail("command", 'is required for harness = "acp"')
+    return RuntimeConfig(
+        name=name,
+        harness=harness,
+        command=t.text("command"),
+        args=t.texts("args") or (),
+        env=_env_table(t.table("env")),
+        profile=t.name("profile"),
+        provider=t.name("provider"),
+        description=t.text("description") or "",
+        choices=_choices(t),
+    )
+
+
+def _choices(t: _Table) -> Choices:
+    return Choices(
+        models=_models(t),
+        default_model=t.text("default_model"),
+        efforts=t.texts("efforts"),
+        default_effort=t.text("default_effort"),
+        open_models=t.flag("open_models"),
+    )
+
+
+def _models(t: _Table) -> tuple[ModelSpec, ...] | None:
+    """`models` holds ids (`"gpt-5"`) or tables (`{ id = "...", aliases = [...] }`)."""
+    items = t.array("models")
+    if items is None:
+        return None
+    specs = []
+    for index, item in enumerate(items):
+        if isinstance(item, str) and item:
+            specs.append(ModelSpec(id=item))
+            continue
+        if not isinstance(item, Mapping):
+            t.fail(f"models[{index}]", "must be a model id or a table with an `id`")
+        entry = t.child(f"models[{index}]", item)
+        entry.only({"id", "aliases", "description"})
+        specs.append(
+            ModelSpec(
+                id=entry.required_text("id"),
+                aliases=entry.texts("aliases") or (),
+                description=entry.text("description") or "",
+            )
+        )
+    return tuple(specs)
+
+
+def _limits(t: _Table) -> Limits:
+    defaults = Limits()
+    names = [name for name in Limits.__dataclass_fields__]
+    t.only(set(names))
+    return Limits(**{name: t.number(name, getattr(defaults, name)) for name in names})
+
+
+def _approvals(t: _Table) -> Approvals:
+    t.only({"allow", "ask", "deny"})
+    return Approvals(
+        allow=t.texts("allow") or (), ask=t.texts("ask") or (), deny=t.texts("deny") or ()
+    )
+
+
+def _url(t: _Table, key: str) -> str | None:
+    value = t.text(key)
+    if value is not None and not value.startswith(("http://", "https://")):
+        t.fail(key, "must start with http:// or https://")
+    return value
+
+
+def _env_name(t: _Table, key: str) -> str | None:
+    value = t.text(key)
+    if value is not None and not _ENV_NAME_RE.match(value):
+        t.fail(key, "must be an environment variable name")
+    return value
+
+
+def _env_table(t: _Table) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for key, value in t.items():
+        if not _ENV_NAME_RE.match(key) or not isinstance(value, str):
+            t.fail(key, 'must be NAME = "string" with an environment variable name')
+        env[key] = value
+    return env

@@ -1,0 +1,208 @@
+"""`RulePolicy`: the one place that decides whether a tool call runs, asks or is refused.
+
+The order is the one Codex and Claude Code agree on, and it is not negotiable by mode:
+
+1. deny: configured deny rules, remembered "reject always" answers, and the built-in
+   denials (reading a secret; any file write in plan mode);
+2. ask: configured ask rules;
+3. allow: configured allow rules and remembered "allow always" answers;
+4. the safe list: read-only commands, reads inside the session roots;
+5. sandboxed auto-allow: a command the active sandbox tier can contain (it confines
+   writes to the roots and the network to the grant), or an edit inside the roots when
+   the mode accepts edits;
+6. ask the person.
+
+Fail closed: a tool whose declaration names no effect it understands asks. Under the
+`never` approval policy (full auto) every "ask" becomes a denial with the same reason.
+An ASK that reaches an engine with no approver (or a dropped client, or no answer in
+time) must become a denial there: the Approver port's contract, not this class's.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Sequence
+
+from loopd.engine.ports import Declaration, PolicyDecision, ToolCall, Verdict
+from loopd.policy.commands import command_prefix, is_safe_command, split_command
+from loopd.policy.modes import ApprovalPolicy, Mode, SandboxMode
+from loopd.policy.network import NetworkGrant
+from loopd.policy.paths import PathIssue, PathPolicy
+from loopd.policy.rules import MatchContext, Rule, RuleAction, RuleSet, escape_glob, first_match
+from loopd.protocol.approvals import ApprovalDecision
+from loopd.sandbox.tiers import Tier
+
+NO_RULES = RuleSet()
+HARMLESS_KINDS = frozenset({"think", "switch_mode"})
+_SEVERITY = {Verdict.ALLOW: 0, Verdict.ASK: 1, Verdict.DENY: 2}
+
+
+def _allow(reason: str) -> PolicyDecision:
+    return PolicyDecision(Verdict.ALLOW, reason)
+
+
+class RulePolicy:
+    """Implements the engine's `Policy` port for one session. `mode` may be changed
+    between calls; `remembered` is what the session store persists (`to_json`)."""
+
+    def __init__(
+        self,
+        *,
+        mode: Mode,
+        roots: Sequence[str],
+        tier: Tier,
+        network: NetworkGrant,
+        rules: RuleSet = NO_RULES,
+        remembered: RuleSet = NO_RULES,
+        home: str | None = None,
+        sandbox_mode: SandboxMode | None = None,
+        extra_secrets: Sequence[str] = (),
+    ) -> None:
+        self.mode = mode
+        self.tier = tier
+        self.network = network
+        self.rules = rules
+        self.remembered = remembered
+        self.sandbox_override = sandbox_mode
+        home = os.path.realpath(home or os.path.expanduser("~"))
+        canonical_roots = tuple(os.path.realpath(r) for r in roots)
+        self.paths = PathPolicy(canonical_roots, home, tuple(extra_secrets))
+        self._ctx = MatchContext(canonical_roots, home)
+
+    @property
+    def sandbox_mode(self) -> SandboxMode:
+        return self.sandbox_override or self.mode.sandbox
+
+    @property
+    def approval(self) -> ApprovalPolicy:
+        return self.mode.approval
+
+    def decide(self, call: ToolCall, declaration: Declaration) -> PolicyDecision:
+        decl = self._canonical(declaration)
+        for action in (RuleAction.DENY, RuleAction.ASK, RuleAction.ALLOW):
+            rule = first_match(self._rules(action), action, call.name, decl, self._ctx)
+            if rule is not None:
+                return self._by_rule(action, rule)
+            if action is RuleAction.DENY and (denial := self._builtin_denial(decl)) is not None:
+                return denial
+        return self._by_mode(call, decl)
+
+    def remember(
+        self, call: ToolCall, declaration: Declaration, decision: ApprovalDecision
+    ) -> None:
+        """Keeps an "always" answer as a rule: per command prefix (`git push:*`) or exact
+        command, per path, or for the whole tool when it declared neither. "Allow
+        always" on a call that needs the network also grants the network."""
+        if not decision.remembered:
+            return
+        rules = self._rules_for(call, self._canonical(declaration))
+        if decision is ApprovalDecision.ALLOW_ALWAYS:
+            self.remembered = self.remembered | RuleSet(allow=rules)
+            if declaration.network:
+                self.network.grant()
+        else:
+            self.remembered = self.remembered | RuleSet(deny=rules)
+
+    # -- steps ------------------------------------------------------------------------
+
+    def _rules(self, action: RuleAction) -> tuple[Rule, ...]:
+        return self.rules.rules(action) + self.remembered.rules(action)
+
+    def _by_rule(self, action: RuleAction, rule: Rule) -> PolicyDecision:
+        match action:
+            case RuleAction.DENY:
+                return PolicyDecision(Verdict.DENY, f"denied by the rule {rule}")
+            case RuleAction.ASK:
+                return self._ask(f"the rule {rule} asks first")
+            case RuleAction.ALLOW:
+                return _allow(f"allowed by the rule {rule}")
+
+    def _builtin_denial(self, decl: Declaration) -> PolicyDecision | None:
+        for path in decl.reads:
+            verdict = self.paths.check_read(path)
+            if verdict.issue is PathIssue.SECRET:
+                return PolicyDecision(Verdict.DENY, f"reading is refused: {verdict.reason}")
+        if decl.writes and decl.command is None and self.sandbox_mode is SandboxMode.READ_ONLY:
+            return PolicyDecision(Verdict.DENY, "plan mode is read-only: no file changes")
+        return None
+
+    def _by_mode(self, call: ToolCall, decl: Declaration) -> PolicyDecision:
+        if decl.command is not None:
+            return self._command(decl.command, decl.network)
+        decisions = [self._write(p) for p in decl.writes] + [self._read(p) for p in decl.reads]
+        if decl.network:
+            decisions.append(self._network(call.name))
+        if not decisions:
+            if decl.kind in HARMLESS_KINDS:
+                return _allow("no effects outside the conversation")
+            return self._ask(f"{call.name} does not say what it touches")
+        return max(decisions, key=lambda d: _SEVERITY[d.verdict])
+
+    def _command(self, command: str, network: bool) -> PolicyDecision:
+        full_access = self.sandbox_mode is SandboxMode.FULL_ACCESS
+        contained = self.tier.contains_writes and not full_access
+        if network and not (self.network.granted or full_access):
+            return self._ask("the command needs network access, which is off")
+        if is_safe_command(command, sandboxed=contained):
+            return _allow("a read-only command")
+        if full_access:
+            return _allow("full access: commands run without a sandbox")
+        if contained and self.approval is not ApprovalPolicy.UNTRUSTED:
+            return _allow(f"runs inside the {self.tier} sandbox")
+        if contained:
+            return self._ask("plan mode runs only read-only commands without asking")
+        return self._ask(f"not a read-only command, and the {self.tier} sandbox cannot contain it")
+
+    def _read(self, path: str) -> PolicyDecision:
+        verdict = self.paths.check_read(path)
+        if verdict.ok or self.sandbox_mode is SandboxMode.FULL_ACCESS:
+            return _allow("a read")
+        return self._ask(verdict.reason)
+
+    def _write(self, path: str) -> PolicyDecision:
+        verdict = self.paths.check_write(path)
+        full_access = self.sandbox_mode is SandboxMode.FULL_ACCESS
+        if verdict.issue is PathIssue.PROTECTED or not (verdict.ok or full_access):
+            return self._ask(verdict.reason)
+        if full_access or self.approval in (ApprovalPolicy.ON_FAILURE, ApprovalPolicy.NEVER):
+            return _allow(f"{self.mode.spec.name} mode accepts edits in the workspace")
+        return self._ask(f"edits need approval in {self.mode.spec.name} mode")
+
+    def _network(self, tool: str) -> PolicyDecision:
+        if self.network.granted or self.sandbox_mode is SandboxMode.FULL_ACCESS:
+            return _allow("network access is granted")
+        return self._ask(f"{tool} needs network access, which is off")
+
+    def _ask(self, reason: str) -> PolicyDecision:
+        if self.approval is ApprovalPolicy.NEVER:
+            return PolicyDecision(Verdict.DENY, f"{reason} (full auto never asks)")
+        return PolicyDecision(Verdict.ASK, reason)
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _canonical(self, decl: Declaration) -> Declaration:
+        reads = tuple(self.paths.canonical(p) for p in decl.reads)
+        writes = tuple(self.paths.canonical(p) for p in decl.writes)
+        if reads == decl.reads and writes == decl.writes:
+            return decl
+        return Declaration(
+            decl.title, decl.kind, reads, writes, decl.command, decl.network, decl.locations
+        )
+
+    def _rules_for(self, call: ToolCall, decl: Declaration) -> tuple[Rule, ...]:
+        if decl.command is not None:
+            segments = split_command(decl.command)
+            if segments is None:
+                return (Rule(call.name, " ".join(decl.command.split())),)
+            return tuple(dict.fromkeys(Rule(call.name, _prefix_spec(s)) for s in segments))
+        paths = decl.writes or decl.reads
+        if not paths:
+            return (Rule(call.name),)
+        return tuple(Rule(call.name, escape_glob(p)) for p in paths)
+
+
+def _prefix_spec(segment: tuple[str, ...]) -> str:
+    words, is_prefix = command_prefix(segment)
+    spec = shlex.join(words)
+    return f"{spec}:*" if is_prefix else spec

@@ -1,0 +1,198 @@
+"""Path policy for the in-process file tools: canonicalise, then decide.
+
+The file tools run inside loopd, so no OS sandbox stands behind them; this module is
+the boundary. Every path is first made absolute (against a root) and resolved with
+`realpath`, so `..` and symlinks are judged by where they really lead. Then, in order:
+
+- secrets are never read (`.env*` but not its examples, keys and certificates,
+  credential files, `~/.ssh` and friends, loopd's own configuration); the match is
+  case-insensitive, because some filesystems are;
+- a path outside every session root needs the person;
+- a write to a protected path needs the person even inside a root: `.git/hooks`,
+  `.git/config` and other files git executes or trusts, `.loopd/`, shell rc files,
+  editor task folders. Writing them is how an agent would turn one approved edit into
+  code that runs later, outside any sandbox.
+
+The verdict is advice for `RulePolicy`; the tools must still open files with
+`loopd.policy.beneath` (re-exported here), because a symlink can be swapped between
+this check and the open.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from loopd.policy.beneath import (
+    DEFAULT_MAX_READ_BYTES,
+    DEFAULT_MAX_WRITE_BYTES,
+    FileTooLarge,
+    PathEscapeError,
+    open_beneath,
+    read_bytes_beneath,
+    read_text_beneath,
+    write_text_beneath,
+)
+
+__all__ = [
+    "DEFAULT_MAX_READ_BYTES",
+    "DEFAULT_MAX_WRITE_BYTES",
+    "FileTooLarge",
+    "PathEscapeError",
+    "PathIssue",
+    "PathPolicy",
+    "PathVerdict",
+    "open_beneath",
+    "read_bytes_beneath",
+    "read_text_beneath",
+    "write_text_beneath",
+]
+
+# Directories whose whole content is secret wherever they appear.
+SECRET_DIR_NAMES = frozenset({".ssh", ".gnupg", ".aws", ".azure", ".kube", ".password-store"})
+# Secret locations under the home directory (files or directories).
+HOME_SECRETS = (
+    ".ssh", ".gnupg", ".aws", ".azure", ".kube", ".config/gcloud", ".config/gh",
+    ".docker/config.json", ".netrc", ".npmrc", ".pypirc", ".git-credentials", ".pgpass",
+    ".config/loopd", ".local/share/loopd",
+)  # fmt: skip
+SECRET_FILE_GLOBS = (
+    ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
+    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", ".npmrc", ".pypirc",
+    ".git-credentials", ".pgpass", "*credentials*.json", "*.kdbx",
+)  # fmt: skip
+SECRET_EXCEPTIONS = frozenset({".env.example", ".env.sample", ".env.template"})
+
+# Written only with the person's consent, even inside a root.
+PROTECTED_DIRS = (".git/hooks", ".loopd", ".vscode", ".idea")
+PROTECTED_FILES = (
+    ".git/config", ".git/commondir", ".git/config.worktree", ".git", ".gitmodules",
+    ".gitconfig", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+    ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".envrc", ".ripgreprc", ".mcp.json",
+)  # fmt: skip
+
+
+class PathIssue(StrEnum):
+    SECRET = "secret"
+    OUTSIDE_ROOTS = "outside_roots"
+    PROTECTED = "protected"
+
+
+@dataclass(frozen=True, slots=True)
+class PathVerdict:
+    """The canonical path and, when it may not be used freely, why (`reason` is written
+    for the person). `root` is the session root containing the path."""
+
+    path: str
+    issue: PathIssue | None = None
+    reason: str = ""
+    root: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.issue is None
+
+
+_SECRET_NAME = re.compile("|".join(fnmatch.translate(g) for g in SECRET_FILE_GLOBS), re.I)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a file name alone marks a secret (case-insensitive)."""
+    return name.lower() not in SECRET_EXCEPTIONS and _SECRET_NAME.match(name) is not None
+
+
+def contains(root: str, path: str) -> bool:
+    """Whether canonical `path` is `root` or below it (by whole components)."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _lower_parts(path: str) -> list[str]:
+    return [p.lower() for p in path.split("/") if p]
+
+
+def _has_run(parts: list[str], run: list[str]) -> bool:
+    n = len(run)
+    return any(parts[i : i + n] == run for i in range(len(parts) - n + 1))
+
+
+def secret_reason(path: str, home: str, extra: Iterable[str] = ()) -> str | None:
+    """Why a canonical path is a secret, or None."""
+    parts = _lower_parts(path)
+    name = parts[-1] if parts else ""
+    if is_secret_name(name):
+        return f"{os.path.basename(path)} looks like a secret (keys, tokens or credentials)"
+    if any(p in SECRET_DIR_NAMES for p in parts[:-1]) or name in SECRET_DIR_NAMES:
+        return f"{path} is inside a directory that holds keys or credentials"
+    home_lower = home.lower().rstrip("/")
+    for location in (*(f"{home_lower}/{h}" for h in HOME_SECRETS), *(e.lower() for e in extra)):
+        if contains(location, path.lower()):
+            return f"{path} holds credentials or loopd's own configuration"
+    return None
+
+
+def protected_reason(path: str, root: str) -> str | None:
+    """Why writing canonical `path` (inside `root`) needs the person, or None."""
+    parts = _lower_parts(path[len(root) :])
+    for entry in PROTECTED_DIRS:
+        if _has_run(parts, entry.split("/")):
+            return f"{entry}/ is protected: files there configure or run programs"
+    for entry in PROTECTED_FILES:
+        run = entry.split("/")
+        if parts[-len(run) :] == run:
+            return f"{entry} is protected: it configures programs that run later"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PathPolicy:
+    """Decides file-tool paths for one session. `roots` are canonical absolute
+    directories, the first being where relative paths start."""
+
+    roots: tuple[str, ...]
+    home: str
+    extra_secrets: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.roots:
+            raise ValueError("a path policy needs at least one root")
+
+    def canonical(self, path: str, base: str | None = None) -> str:
+        """Absolute and resolved: `~` is the home directory, relative paths start at
+        `base` (default: the first root), symlinks and `..` are resolved."""
+        if path == "~" or path.startswith("~/"):
+            path = self.home + path[1:]
+        joined = os.path.join(base or self.roots[0], path)
+        return os.path.realpath(joined)
+
+    def root_of(self, path: str) -> str | None:
+        return next((r for r in self.roots if contains(r, path)), None)
+
+    def check_read(self, path: str) -> PathVerdict:
+        canonical = self.canonical(path)
+        reason = secret_reason(canonical, self.home, self.extra_secrets)
+        if reason is not None:
+            return PathVerdict(canonical, PathIssue.SECRET, reason, self.root_of(canonical))
+        return self._contained(canonical)
+
+    def check_write(self, path: str) -> PathVerdict:
+        canonical = self.canonical(path)
+        verdict = self._contained(canonical)
+        if verdict.root is None:
+            return verdict
+        reason = secret_reason(canonical, self.home, self.extra_secrets) or protected_reason(
+            canonical, verdict.root
+        )
+        if reason is not None:
+            return PathVerdict(canonical, PathIssue.PROTECTED, reason, verdict.root)
+        return verdict
+
+    def _contained(self, canonical: str) -> PathVerdict:
+        root = self.root_of(canonical)
+        if root is None:
+            reason = f"{canonical} is outside the session's folders"
+            return PathVerdict(canonical, PathIssue.OUTSIDE_ROOTS, reason)
+        return PathVerdict(canonical, root=root)

@@ -1,0 +1,264 @@
+"""Anthropic Messages API, streamed (`POST {base}/v1/messages`).
+
+Requests stay inside what both `anthropic-version` 2023-06-01 and 2026-10-21
+accept, so switching versions is a setting: never temperature/top_p/top_k, no
+documents in assistant turns. Prompt caching is three `cache_control` breakpoints
+(the API allows four): the last tool, the system prompt and the latest user turn,
+which together cache the whole prefix of a tool loop. Signed thinking blocks are
+echoed back verbatim, as the API requires in tool loops; unsigned ones (from another
+provider) are dropped because Anthropic would reject them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, assert_never
+
+import httpx
+
+from loopd.protocol.messages import (
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolResultPart,
+    ToolUsePart,
+)
+from loopd.protocol.model import (
+    ModelRequest,
+    ModelStop,
+    ResponseDone,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ThinkingLevel,
+    ToolCallBegin,
+    Usage,
+)
+from loopd.providers.classify import error_from_payload
+from loopd.providers.sse import (
+    DEFAULT_IDLE_TIMEOUT,
+    JsonObject,
+    SseEndpoint,
+    decode,
+    incomplete,
+    load_event,
+    parse_tool_input,
+)
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_VERSION = "2023-06-01"
+PATH = "/v1/messages"
+_CACHE = {"type": "ephemeral"}
+# Thinking budgets per level. The budget counts within max_tokens and must be at
+# least 1024: it is capped at half of max_tokens (the answer needs room too) and
+# thinking is left off when that is below 1024.
+_BUDGETS: Mapping[ThinkingLevel, int] = {"off": 0, "low": 4096, "medium": 10_000, "high": 32_000}
+_STOPS: Mapping[str, ModelStop] = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+    "pause_turn": "pause_turn",
+}
+
+
+class AnthropicProvider:
+    """Streams replies from the Messages API. `bearer=True` sends
+    `Authorization: Bearer` instead of `x-api-key`, for gateways that want it."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str = DEFAULT_BASE_URL,
+        version: str = DEFAULT_VERSION,
+        bearer: bool = False,
+        client: httpx.AsyncClient | None = None,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    ) -> None:
+        auth = {"authorization": f"Bearer {api_key}"} if bearer else {"x-api-key": api_key}
+        headers = {**auth, "anthropic-version": version}
+        self._endpoint = SseEndpoint(base_url, headers, client=client, idle_timeout=idle_timeout)
+
+    async def aclose(self) -> None:
+        await self._endpoint.aclose()
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        return decode(self._endpoint.events(PATH, request_body(request)), _Decoder())
+
+
+# ---- request ----
+
+
+def request_body(request: ModelRequest) -> JsonObject:
+    body: JsonObject = {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "stream": True,
+        "messages": _messages(request.messages),
+    }
+    if request.system:
+        body["system"] = [{"type": "text", "text": request.system, "cache_control": _CACHE}]
+    if request.tools:
+        tools = [
+            {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
+            for t in request.tools
+        ]
+        tools[-1]["cache_control"] = _CACHE
+        body["tools"] = tools
+    budget = min(_BUDGETS[request.thinking], request.max_tokens // 2)
+    if budget >= 1024:
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    return body
+
+
+def _messages(history: tuple[Message, ...]) -> list[JsonObject]:
+    wire: list[JsonObject] = [
+        {"role": m.role, "content": blocks}
+        for m in history
+        if (blocks := [b for p in m.parts if (b := _block(p)) is not None])
+    ]
+    latest_user = next((m for m in reversed(wire) if m["role"] == "user"), None)
+    if latest_user is not None:
+        latest_user["content"][-1]["cache_control"] = _CACHE
+    return wire
+
+
+def _block(part: Part) -> JsonObject | None:
+    match part:
+        case TextPart(text):
+            return {"type": "text", "text": text} if text else None
+        case ImagePart(media_type, data):
+            source = {"type": "base64", "media_type": media_type, "data": data}
+            return {"type": "image", "source": source}
+        case ThinkingPart(text, signature, redacted):
+            if redacted:
+                return {"type": "redacted_thinking", "data": redacted}
+            if not signature:
+                return None
+            return {"type": "thinking", "thinking": text, "signature": signature}
+        case ToolUsePart(id_, name, input_):
+            return {"type": "tool_use", "id": id_, "name": name, "input": dict(input_)}
+        case ToolResultPart(tool_use_id, content, is_error):
+            return {
+                "type": "tool_result",
+                "tool_use_id": tool_use_id,
+                "content": content,
+                "is_error": is_error,
+            }
+        case _:
+            assert_never(part)
+
+
+# ---- response ----
+
+
+@dataclass(slots=True)
+class _Block:
+    kind: str
+    text: list[str] = field(default_factory=list)
+    signature: str = ""
+    redacted: str = ""
+    id: str = ""
+    name: str = ""
+
+    def part(self) -> Part | None:
+        joined = "".join(self.text)
+        match self.kind:
+            case "text":
+                return TextPart(joined) if joined else None
+            case "thinking":
+                return ThinkingPart(joined, signature=self.signature)
+            case "redacted_thinking":
+                return ThinkingPart("", redacted=self.redacted)
+            case "tool_use":
+                return ToolUsePart(self.id, self.name, parse_tool_input(joined))
+        return None  # server tools and block types newer than this code
+
+
+class _Decoder:
+    """Assembles content blocks by index. `message_delta` usage is cumulative, so it
+    overwrites what `message_start` reported, field by field."""
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, _Block] = {}
+        self._usage: dict[str, int] = {}
+        self._stop = ""
+        self.done = False
+
+    def feed(self, event: str, data: str) -> Iterator[StreamEvent]:
+        payload = load_event(data)
+        if payload is None:
+            return
+        match payload.get("type", event):
+            case "message_start":
+                self._take_usage(payload.get("message", {}).get("usage"))
+            case "content_block_start":
+                yield from self._start(payload["index"], payload.get("content_block", {}))
+            case "content_block_delta":
+                yield from self._delta(payload["index"], payload.get("delta", {}))
+            case "message_delta":
+                self._stop = payload.get("delta", {}).get("stop_reason") or self._stop
+                self._take_usage(payload.get("usage"))
+            case "message_stop":
+                self.done = True
+            case "error":
+                raise error_from_payload(payload)
+
+    def finish(self) -> ResponseDone:
+        if not self.done:
+            raise incomplete("message_stop")
+        parts = tuple(
+            part for _, b in sorted(self._blocks.items()) if (part := b.part()) is not None
+        )
+        stop = _STOPS.get(self._stop, "end_turn")
+        if stop == "end_turn" and any(isinstance(p, ToolUsePart) for p in parts):
+            stop = "tool_use"
+        u = self._usage
+        usage = Usage(
+            input_tokens=u.get("input_tokens", 0),
+            output_tokens=u.get("output_tokens", 0),
+            cache_read_tokens=u.get("cache_read_input_tokens", 0),
+            cache_write_tokens=u.get("cache_creation_input_tokens", 0),
+        )
+        return ResponseDone(parts, stop, usage)
+
+    def _start(self, index: int, block: Mapping[str, Any]) -> Iterator[StreamEvent]:
+        kind = str(block.get("type", ""))
+        new = _Block(kind, id=block.get("id", ""), name=block.get("name", ""))
+        new.redacted = block.get("data", "") if kind == "redacted_thinking" else ""
+        for key in ("text", "thinking"):
+            if block.get(key):
+                new.text.append(block[key])
+        if kind == "tool_use" and block.get("input"):  # whole input up front, no deltas
+            new.text.append(json.dumps(block["input"]))
+        self._blocks[index] = new
+        if kind == "tool_use":
+            yield ToolCallBegin(new.id, new.name)
+
+    def _delta(self, index: int, delta: Mapping[str, Any]) -> Iterator[StreamEvent]:
+        block = self._blocks.get(index)
+        if block is None:
+            return
+        match delta.get("type"):
+            case "text_delta":
+                block.text.append(delta["text"])
+                yield TextDelta(delta["text"])
+            case "thinking_delta":
+                block.text.append(delta["thinking"])
+                yield ThinkingDelta(delta["thinking"])
+            case "signature_delta":
+                block.signature += delta["signature"]
+            case "input_json_delta":
+                block.text.append(delta.get("partial_json", ""))
+
+    def _take_usage(self, usage: Mapping[str, Any] | None) -> None:
+        for key, value in (usage or {}).items():
+            if isinstance(value, int):
+                self._usage[key] = value

@@ -1,0 +1,225 @@
+"""OpenAI Responses API, streamed (`POST {base}/responses`).
+
+Stateless on purpose: every request carries the whole history with `store: false`,
+never `previous_response_id`, so a session survives a restart and can move between
+providers. Reasoning is kept as a ThinkingPart whose `signature` is the item's
+`encrypted_content`, and only such signed reasoning is sent back. Following Codex,
+only `response.output_item.done` items are final (deltas are for the screen), the
+stream must end in `response.completed` or `response.incomplete`, and
+`response.failed` is classified by its code (`context_length_exceeded` is an
+overflow, not a retry).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+
+import httpx
+
+from loopd.protocol.errors import Transient
+from loopd.protocol.messages import (
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolResultPart,
+    ToolUsePart,
+)
+from loopd.protocol.model import (
+    ModelRequest,
+    ModelStop,
+    ResponseDone,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallBegin,
+)
+from loopd.providers.classify import error_from_payload
+from loopd.providers.openai_chat import DEFAULT_BASE_URL, openai_usage
+from loopd.providers.sse import (
+    DEFAULT_IDLE_TIMEOUT,
+    JsonObject,
+    SseEndpoint,
+    data_url,
+    decode,
+    incomplete,
+    load_event,
+    parse_tool_input,
+)
+
+PATH = "/responses"
+_THINKING_EVENTS = frozenset(
+    {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
+)
+_INCOMPLETE: Mapping[str, ModelStop] = {"content_filter": "refusal"}
+
+
+class OpenAIResponsesProvider:
+    """Streams replies from the Responses API. `base_url` includes the `/v1`."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str = DEFAULT_BASE_URL,
+        client: httpx.AsyncClient | None = None,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    ) -> None:
+        headers = {"authorization": f"Bearer {api_key}"}
+        self._endpoint = SseEndpoint(base_url, headers, client=client, idle_timeout=idle_timeout)
+
+    async def aclose(self) -> None:
+        await self._endpoint.aclose()
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        return decode(self._endpoint.events(PATH, request_body(request)), _Decoder())
+
+
+# ---- request ----
+
+
+def request_body(request: ModelRequest) -> JsonObject:
+    body: JsonObject = {
+        "model": request.model,
+        "input": [item for m in request.messages for item in _items(m)],
+        "stream": True,
+        "store": False,
+        "max_output_tokens": request.max_tokens,
+    }
+    if request.system:
+        body["instructions"] = request.system
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": dict(t.input_schema),
+                "strict": False,
+            }
+            for t in request.tools
+        ]
+    if request.thinking != "off":
+        body["reasoning"] = {"effort": request.thinking, "summary": "auto"}
+        body["include"] = ["reasoning.encrypted_content"]
+    return body
+
+
+def _items(message: Message) -> Iterator[JsonObject]:
+    """Input items in the message's order; consecutive text and images share one
+    message item."""
+    role = message.role
+    content: list[JsonObject] = []
+    for part in message.parts:
+        item = _item(part)
+        if item is None:
+            content.extend(_content(role, part))
+            continue
+        if content:
+            yield {"role": role, "content": content}
+            content = []
+        yield item
+    if content:
+        yield {"role": role, "content": content}
+
+
+def _item(part: Part) -> JsonObject | None:
+    match part:
+        case ToolUsePart(id_, name, input_):
+            arguments = json.dumps(dict(input_))
+            return {"type": "function_call", "call_id": id_, "name": name, "arguments": arguments}
+        case ToolResultPart(tool_use_id, content, _):
+            return {"type": "function_call_output", "call_id": tool_use_id, "output": content}
+        case ThinkingPart(text, signature, _) if signature:
+            summary = [{"type": "summary_text", "text": text}] if text else []
+            return {"type": "reasoning", "summary": summary, "encrypted_content": signature}
+    return None
+
+
+def _content(role: str, part: Part) -> list[JsonObject]:
+    if isinstance(part, TextPart) and part.text:
+        kind = "output_text" if role == "assistant" else "input_text"
+        return [{"type": kind, "text": part.text}]
+    if isinstance(part, ImagePart):
+        return [{"type": "input_image", "image_url": data_url(part.media_type, part.data)}]
+    return []  # unsigned thinking: nothing the API would accept
+
+
+# ---- response ----
+
+
+class _Decoder:
+    def __init__(self) -> None:
+        self._items: dict[int, Mapping[str, Any]] = {}
+        self._final: Mapping[str, Any] | None = None
+
+    @property
+    def done(self) -> bool:
+        return self._final is not None
+
+    def feed(self, event: str, data: str) -> Iterator[StreamEvent]:
+        payload = load_event(data)
+        if payload is None:
+            return
+        kind = payload.get("type", event)
+        if kind in _THINKING_EVENTS:
+            yield ThinkingDelta(payload.get("delta", ""))
+        match kind:
+            case "response.output_text.delta":
+                yield TextDelta(payload.get("delta", ""))
+            case "response.output_item.added":
+                item = payload.get("item") or {}
+                if item.get("type") == "function_call":
+                    yield ToolCallBegin(item.get("call_id", ""), item.get("name", ""))
+            case "response.output_item.done":
+                self._items[payload.get("output_index", len(self._items))] = payload["item"]
+            case "response.completed" | "response.incomplete":
+                self._final = payload.get("response") or {}
+            case "response.failed":
+                error = (payload.get("response") or {}).get("error")
+                raise error_from_payload(error) if error else Transient("response.failed")
+            case "error":
+                raise error_from_payload(payload)
+
+    def finish(self) -> ResponseDone:
+        if self._final is None:
+            raise incomplete("response.completed")
+        items = [item for _, item in sorted(self._items.items())]
+        parts = [p for item in items or self._final.get("output") or () for p in _parts(item)]
+        return ResponseDone(
+            tuple(parts),
+            self._stop(parts),
+            openai_usage(
+                self._final.get("usage"), prompt="input_tokens", completion="output_tokens"
+            ),
+        )
+
+    def _stop(self, parts: list[Part]) -> ModelStop:
+        if any(isinstance(p, ToolUsePart) for p in parts):
+            return "tool_use"
+        if self._final and self._final.get("status") == "incomplete":
+            reason = (self._final.get("incomplete_details") or {}).get("reason", "")
+            return _INCOMPLETE.get(reason, "max_tokens")
+        return "end_turn"
+
+
+def _parts(item: Mapping[str, Any]) -> Iterator[Part]:
+    match item.get("type"):
+        case "message":
+            text = "".join(
+                c.get("text") or c.get("refusal") or "" for c in item.get("content") or ()
+            )
+            if text:
+                yield TextPart(text)
+        case "function_call":
+            arguments = item.get("arguments") or ""
+            yield ToolUsePart(
+                item.get("call_id", ""), item.get("name", ""), parse_tool_input(arguments)
+            )
+        case "reasoning":
+            texts = [s.get("text", "") for s in item.get("summary") or ()]
+            texts += [c.get("text", "") for c in item.get("content") or ()]
+            yield ThinkingPart("\n\n".join(texts), signature=item.get("encrypted_content") or "")

@@ -1,0 +1,156 @@
+"""The HTTP + SSE plumbing every provider shares.
+
+`SseEndpoint.events` posts one JSON request and yields the server-sent events of a
+successful reply. It owns the three things that are the same for every format:
+a non-2xx status is read as a JSON error body and classified *before* any SSE
+parsing (httpx-sse refuses a non-event-stream content type, which would hide the
+real error); every read has an idle timeout (httpx's read timeout applies per read,
+not to the whole stream, so a long healthy stream never times out but a stalled one
+does); and transport failures become `Transient` (or `IncompleteStream` once events
+have arrived). Recognising the terminal event is
+the format's job: the decoders raise `IncompleteStream` when it never came.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from contextlib import aclosing
+from typing import Any, Protocol
+
+import httpx
+from httpx_sse import SSEError, aconnect_sse
+
+from loopd.protocol.errors import BadRequest, IncompleteStream, Transient
+from loopd.protocol.model import INVALID_JSON_KEY, ResponseDone, StreamEvent
+from loopd.providers.classify import error_from_response
+
+log = logging.getLogger(__name__)
+
+DEFAULT_IDLE_TIMEOUT = 120.0
+"""Seconds without a byte before a stream counts as stalled. Thinking models can be
+quiet for a while, but servers send pings well within this."""
+
+JsonObject = dict[str, Any]
+
+
+def new_client() -> httpx.AsyncClient:
+    """The client providers share: connection pooling across requests and providers.
+    Timeouts are set per request, so one client serves endpoints with different idle
+    timeouts."""
+    return httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=10.0))
+
+
+class SseEndpoint:
+    """One model endpoint: base URL, fixed headers and the (possibly shared) client.
+
+    A client passed in is borrowed and left open by `aclose`; without one the
+    endpoint makes its own and closes it."""
+
+    def __init__(
+        self,
+        base_url: str,
+        headers: Mapping[str, str],
+        *,
+        client: httpx.AsyncClient | None = None,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.headers = {"accept": "text/event-stream", **headers}
+        self._client = client or new_client()
+        self._owns_client = client is None
+        self._timeout = httpx.Timeout(30.0, connect=10.0, read=idle_timeout)
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def events(self, path: str, body: JsonObject) -> AsyncGenerator[tuple[str, str], None]:
+        """POST `body` to `path` and yield `(event name, data)` for each SSE event.
+        Raises a classified `ProviderError` for an error status, a timeout or a
+        broken connection."""
+        url = self.base_url + path
+        started = False
+        try:
+            async with aconnect_sse(
+                self._client, "POST", url, json=body, headers=self.headers, timeout=self._timeout
+            ) as source:
+                response = source.response
+                if not response.is_success:
+                    await response.aread()
+                    raise error_from_response(
+                        response.status_code, response.headers, response.content
+                    )
+                async for sse in source.aiter_sse():
+                    started = True
+                    yield sse.event, sse.data
+        except httpx.TimeoutException as exc:
+            raise Transient(f"{url}: no data for {self._timeout.read}s ({exc!r})") from exc
+        except httpx.TransportError as exc:
+            if started:
+                raise IncompleteStream(f"{url}: connection lost mid-stream ({exc!r})") from exc
+            raise Transient(f"{url}: connection failed ({exc!r})") from exc
+        except SSEError as exc:
+            raise BadRequest(f"{url}: expected an event stream ({exc})") from exc
+
+
+def load_event(data: str) -> JsonObject | None:
+    """Parse one event's data. Empty data and non-object JSON are skipped (logged),
+    never fatal: servers add keep-alives and the formats grow."""
+    if not data:
+        return None
+    try:
+        value = json.loads(data)
+    except ValueError:
+        log.warning("ignoring an event that is not JSON: %.80r", data)
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def parse_tool_input(raw: str) -> dict[str, Any]:
+    """A tool call's arguments, parsed. Empty means no arguments; anything that is
+    not a JSON object (truncated by max_tokens, say) comes back under
+    `INVALID_JSON_KEY` so the engine can report it as a tool error."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {INVALID_JSON_KEY: raw}
+    return value if isinstance(value, dict) else {INVALID_JSON_KEY: raw}
+
+
+def data_url(media_type: str, data: str) -> str:
+    return f"data:{media_type};base64,{data}"
+
+
+class Decoder(Protocol):
+    """One format's stream assembly: fed each event in order, it yields the deltas;
+    `done` says the terminal event came (stop reading); `finish` assembles the reply
+    when the stream ends, raising `IncompleteStream` if it ended too early."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def feed(self, event: str, data: str) -> Iterable[StreamEvent]: ...
+
+    def finish(self) -> ResponseDone: ...
+
+
+async def decode(
+    events: AsyncGenerator[tuple[str, str], None], decoder: Decoder
+) -> AsyncIterator[StreamEvent]:
+    """Run `decoder` over `events`, stop reading at the terminal event, and end with
+    exactly one `ResponseDone`."""
+    async with aclosing(events):
+        async for event, data in events:
+            for item in decoder.feed(event, data):
+                yield item
+            if decoder.done:
+                break
+    yield decoder.finish()
+
+
+def incomplete(terminal: str) -> IncompleteStream:
+    return IncompleteStream(f"the stream closed before {terminal}")

@@ -1,0 +1,135 @@
+"""What a command sandbox must hide or freeze in the workspace, found before each run.
+
+The lists come from `loopd.policy.paths`, so the file tools and the OS sandbox agree on
+what a secret and a protected path are. The scan is bounded (depth, entry count, and a
+few directories known to be huge and harmless) because it runs before every command;
+a file created *during* a command is not masked by it. The file tools' own deny-read
+check still applies to such files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from loopd.policy.paths import (
+    HOME_SECRETS,
+    PROTECTED_DIRS,
+    PROTECTED_FILES,
+    SECRET_DIR_NAMES,
+    contains,
+    is_secret_name,
+)
+
+MAX_DEPTH = 6
+MAX_ENTRIES = 20_000
+SKIP_DIRS = frozenset(
+    {
+        "node_modules",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".tox",
+        ".ruff_cache",
+    }
+)
+GIT_PROTECTED = ("hooks", "config", "commondir", "config.worktree")
+_PROTECTED_NAMES = frozenset(p.rsplit("/", 1)[-1] for p in PROTECTED_DIRS + PROTECTED_FILES) - {
+    "hooks",
+    "config",
+    "commondir",
+    "config.worktree",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Masks:
+    """Canonical paths: `secret_files` read as empty, `secret_dirs` as empty folders,
+    `protected` stay read-only, `missing_hooks` become empty read-only folders."""
+
+    secret_files: tuple[str, ...] = ()
+    secret_dirs: tuple[str, ...] = ()
+    protected: tuple[str, ...] = ()
+    missing_hooks: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class _Found:
+    secret_files: dict[str, None]
+    secret_dirs: dict[str, None]
+    protected: dict[str, None]
+    missing_hooks: dict[str, None]
+
+
+def scan(
+    roots: Iterable[str], writable: Iterable[str], home: str, extra_secrets: Iterable[str] = ()
+) -> Masks:
+    """Secrets under the roots and the home directory; protected paths under the
+    writable roots (only those need freezing: everything else is read-only already)."""
+    found = _Found({}, {}, {}, {})
+    writable = tuple(writable)
+    for path in (*(os.path.join(home, h) for h in HOME_SECRETS), *extra_secrets):
+        _add_secret(found, path)
+    for root in dict.fromkeys((*roots, *writable)):
+        _walk(found, root, writable)
+    return Masks(
+        tuple(found.secret_files),
+        tuple(found.secret_dirs),
+        tuple(found.protected),
+        tuple(found.missing_hooks),
+    )
+
+
+def _add_secret(found: _Found, path: str) -> None:
+    if not os.path.lexists(path):
+        return
+    real = os.path.realpath(path)
+    if os.path.isdir(real):
+        found.secret_dirs[real] = None
+    elif os.path.exists(real):
+        found.secret_files[real] = None
+
+
+def _add_protected(found: _Found, path: str, writable: tuple[str, ...]) -> None:
+    real = os.path.realpath(path)
+    if os.path.exists(real) and any(contains(w, real) for w in writable):
+        found.protected[real] = None
+
+
+def _walk(found: _Found, root: str, writable: tuple[str, ...]) -> None:
+    guarded = any(contains(w, root) for w in writable)
+    seen = 0
+    for current, dirs, files in os.walk(root):
+        depth = current[len(root) :].count("/")
+        seen += len(dirs) + len(files)
+        for name in files:
+            path = os.path.join(current, name)
+            if is_secret_name(name):
+                _add_secret(found, path)
+            elif guarded and (name in _PROTECTED_NAMES or name == ".git"):
+                _add_protected(found, path, writable)
+        for name in list(dirs):
+            path = os.path.join(current, name)
+            if name.lower() in SECRET_DIR_NAMES:
+                _add_secret(found, path)
+            elif name == ".git" and guarded:
+                _git_dir(found, path, writable)
+            elif guarded and name in _PROTECTED_NAMES:
+                _add_protected(found, path, writable)
+            else:
+                continue
+            dirs.remove(name)
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+        if depth >= MAX_DEPTH or seen >= MAX_ENTRIES:
+            dirs.clear()
+
+
+def _git_dir(found: _Found, git: str, writable: tuple[str, ...]) -> None:
+    for name in GIT_PROTECTED:
+        _add_protected(found, os.path.join(git, name), writable)
+    hooks = os.path.join(git, "hooks")
+    if not os.path.lexists(hooks):
+        found.missing_hooks[hooks] = None

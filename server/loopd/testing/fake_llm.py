@@ -1,0 +1,309 @@
+"""A loopback fake LLM server speaking the real streaming wire formats.
+
+`FakeLLMServer` listens on 127.0.0.1 (port 0 by default) and answers
+
+    POST /v1/messages           Anthropic Messages (SSE)
+    POST /v1/chat/completions   OpenAI Chat Completions (SSE, `data: [DONE]`)
+    POST /v1/responses          OpenAI Responses (SSE)
+
+from a queue of scripted steps per route (see `loopd.testing.llm_script`), falling
+back to the shared queue `"*"`, whose steps are rendered in the format of whichever
+route asked: one script drives any provider. Every request is recorded (path,
+lower-cased headers, JSON body) so tests assert what was sent. An exhausted queue
+answers 400 with a message saying so. Point providers at `base_url` (Anthropic) or
+`base_url + "/v1"` (OpenAI).
+
+Two control routes serve tests in another process: `GET /_fake/requests` returns
+the recorded requests as JSON, `POST /_fake/release/NAME` releases a gate.
+
+From another process::
+
+    python -m loopd.testing.fake_llm --script FILE.json [--port N]
+
+prints its base URL as the first line of stdout, then serves until killed. The
+script file maps a route (or `"*"`) to a list of steps::
+
+    {
+      "*": [
+        {"thinking": "Look first.", "tool_calls": [{"name": "read", "input": {"path": "a.py"}}]},
+        {"text": "Done.", "chunk": 1, "pings": true}
+      ],
+      "/v1/messages": [
+        {"error": "rate_limited", "retry_after": 2},
+        {"text": "Partial", "fail": "overloaded"},
+        {"text": "slow", "pause_after": 2, "gate": "go"},
+        {"raw": [["ping", {"type": "ping"}], [null, "[DONE]"]]}
+      ]
+    }
+
+A reply step takes the `Reply` fields (`text`, `thinking`, `signature`,
+`tool_calls` [{`name`, `input`, `id`, `raw_arguments`}], `stop`, `input_tokens`,
+`output_tokens`, `cached_tokens`, and delivery: `chunk`, `pings`, `unknown_events`,
+`fail`, `drop_after`, `pause_after`, `gate`, `stall`). An error step is
+`{"error": KIND}` plus `status`, `retry_after`, `retry_after_ms`, `message`, with
+KIND one of rate_limited, overloaded, server_error, context_overflow, auth,
+bad_request. A raw step is `{"raw": [[event or null, data], ...], "chunk": N}`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import threading
+from collections import defaultdict, deque
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from loopd.testing.llm_script import (
+    HttpError,
+    RawStream,
+    Reply,
+    ScriptedCall,
+    Step,
+    steps_from_json,
+)
+from loopd.testing.llm_wire import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, WIRES, Wire, sse
+
+ANY_ROUTE = "*"
+
+
+@dataclass(slots=True)
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    disconnected: bool = False
+    """The client closed the connection before the reply was fully written."""
+
+
+class FakeLLMServer:
+    """Scripted loopback LLM endpoint. Use as a context manager (sync, so it also
+    works inside async tests) or call `start` and `close`."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._queues: dict[str, deque[Step]] = defaultdict(deque)
+        self._requests: list[RecordedRequest] = []
+        self._gates: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+        self.closing = threading.Event()
+        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._serve, name="fake-llm", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.base_url + "/v1"
+
+    def script(self, route: str, *steps: Step) -> None:
+        with self._lock:
+            self._queues[route].extend(steps)
+
+    def load(self, script: Mapping[str, Sequence[Step]]) -> None:
+        for route, steps in script.items():
+            self.script(route, *steps)
+
+    def release(self, gate: str) -> None:
+        self.gate(gate).set()
+
+    def gate(self, name: str) -> threading.Event:
+        with self._lock:
+            return self._gates.setdefault(name, threading.Event())
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def pending(self, route: str = ANY_ROUTE) -> int:
+        with self._lock:
+            return len(self._queues[route])
+
+    def start(self) -> FakeLLMServer:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self.closing.set()
+        for event in list(self._gates.values()):
+            event.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def next_step(self, route: str) -> Step | None:
+        with self._lock:
+            for queue in (self._queues[route], self._queues[ANY_ROUTE]):
+                if queue:
+                    return queue.popleft()
+        return None
+
+    def _serve(self) -> None:
+        self._httpd.serve_forever(poll_interval=0.01)
+
+
+def _handler_for(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(_Handler):
+        server_fake = fake
+
+    return Handler
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_fake: FakeLLMServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: tests read the recorded requests instead."""
+
+    def do_GET(self) -> None:
+        if self.path != "/_fake/requests":
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        self._json(200, [asdict(r) for r in self.server_fake.requests])
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if self.path.startswith("/_fake/release/"):
+            self.server_fake.release(self.path.removeprefix("/_fake/release/"))
+            self._json(200, {})
+            return
+        body = json.loads(raw) if raw else {}
+        request = RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        self.server_fake.record(request)
+        route = self.path.split("?", 1)[0]  # Claude Code posts /v1/messages?beta=true
+        wire_type = WIRES.get(route)
+        if wire_type is None:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        wire = wire_type(str(body.get("model") or "fake-model"))
+        try:
+            self._answer(wire, self.server_fake.next_step(route))
+        except (BrokenPipeError, ConnectionResetError):
+            request.disconnected = True
+        self.close_connection = True
+
+    def _answer(self, wire: Wire, step: Step | None) -> None:
+        match step:
+            case None:
+                message = f"fake LLM: no scripted reply left for {self.path}"
+                self._json(*wire.error_body("bad_request", message))
+            case HttpError():
+                status, body = wire.error_body(step.kind, step.message)
+                self._json(step.status or status, body, _retry_headers(step))
+            case Reply():
+                self._stream(wire.render(step), step)
+            case RawStream(events, chunk):
+                self._stream([sse(e, d) for e, d in events], Reply(chunk=chunk))
+
+    def _stream(self, frames: list[str], reply: Reply) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")  # the body ends when the connection does
+        self.end_headers()
+        self.wfile.flush()
+        stop = len(frames) if reply.drop_after is None else reply.drop_after
+        for i, frame in enumerate(frames[:stop]):
+            if i == reply.pause_after:
+                self._pause(reply)
+            self._write(frame.encode(), reply.chunk)
+        if reply.pause_after >= stop:
+            self._pause(reply)
+
+    def _pause(self, reply: Reply) -> None:
+        fake = self.server_fake
+        if reply.gate:
+            fake.gate(reply.gate).wait()
+        if reply.stall:
+            fake.closing.wait(reply.stall)
+
+    def _write(self, data: bytes, chunk: int) -> None:
+        step = chunk or len(data)
+        for i in range(0, len(data), step):
+            self.wfile.write(data[i : i + step])
+            self.wfile.flush()
+
+    def _json(self, status: int, body: object, headers: Mapping[str, str] | None = None) -> None:
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(raw)))
+        self.send_header("connection", "close")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+def _retry_headers(error: HttpError) -> dict[str, str]:
+    headers = {}
+    if error.retry_after is not None:
+        headers["retry-after"] = f"{error.retry_after:g}"
+    if error.retry_after_ms is not None:
+        headers["retry-after-ms"] = str(error.retry_after_ms)
+    return headers
+
+
+def load_script(path: Path) -> dict[str, list[Step]]:
+    """Read a JSON script file (format in the module docstring)."""
+    data = json.loads(path.read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected an object mapping routes to lists of steps")
+    return {route: steps_from_json(steps) for route, steps in data.items()}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m loopd.testing.fake_llm")
+    parser.add_argument("--script", type=Path, help="JSON script (see the module docstring)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    fake = FakeLLMServer(args.host, args.port)
+    if args.script:
+        fake.load(load_script(args.script))
+    with fake:
+        sys.stdout.write(fake.base_url + "\n")
+        sys.stdout.flush()
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+    return 0
+
+
+__all__ = [
+    "ANTHROPIC",
+    "ANY_ROUTE",
+    "OPENAI_CHAT",
+    "OPENAI_RESPONSES",
+    "FakeLLMServer",
+    "HttpError",
+    "RawStream",
+    "RecordedRequest",
+    "Reply",
+    "ScriptedCall",
+    "Step",
+    "load_script",
+    "main",
+]
+
+if __name__ == "__main__":
+    sys.exit(main())

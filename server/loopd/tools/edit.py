@@ -1,0 +1,167 @@
+"""`write` and `edit`: the two ways a file changes, both shown as a diff.
+
+The diff travels twice. In the declaration (`preview`) it is what the person
+approves; in the result (`content`) it is what actually happened, which can differ
+when the file moved on in between. Old and new texts are whole files, which is what
+ACP's diff content expects.
+
+`edit` is an exact replacement on purpose: the old text must appear exactly once, so
+the model cannot change a place it did not mean to. Its declaration never refuses a
+non-matching edit, because several edits to one file in one step are all declared
+before the first runs, and the second may only match once the first has applied.
+The preview is shown when it can be computed, and the check that counts is in `run`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from loopd.engine.ports import Declaration, ToolProgress, ToolResult
+from loopd.protocol.errors import ToolInputError
+from loopd.protocol.events import DiffContent, Location, ToolContent, ToolKind
+from loopd.tools.base import Args, count_lines, failure, line_of, read_existing
+from loopd.tools.env import ToolEnv
+
+_PATH = {
+    "type": "string",
+    "minLength": 1,
+    "description": "File path, relative to the working directory or absolute.",
+}
+
+
+class Write:
+    name = "write"
+    kind: ToolKind = "edit"
+    description = (
+        "Create a file, or replace a file's whole content. Missing parent directories are "
+        "created. To change part of an existing file, use edit instead."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "path": _PATH,
+            "content": {"type": "string", "description": "The complete new content."},
+        },
+        "required": ["path", "content"],
+        "additionalProperties": False,
+    }
+
+    async def declare(self, args: Args, env: ToolEnv) -> Declaration:
+        path = env.resolve(args["path"])
+        old = await read_existing(env, path)
+        verb = "Create" if old is None else "Write"
+        return Declaration(
+            title=f"{verb} {env.display(path)}",
+            kind=self.kind,
+            writes=(path,),
+            locations=(Location(path, 1),),
+            preview=(DiffContent(path, old, args["content"]),),
+        )
+
+    async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
+        path = env.resolve(args["path"])
+        old = await read_existing(env, path)
+        new: str = args["content"]
+        await env.files.write_text(path, new)
+        verb = "Created" if old is None else "Wrote"
+        return ToolResult(
+            output=f"{verb} {env.display(path)} ({count_lines(new)} lines).",
+            content=(DiffContent(path, old, new),),
+            locations=(Location(path, 1),),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Replacement:
+    old_text: str
+    new_text: str
+    count: int
+    line: int  # of the first match
+
+
+class Edit:
+    name = "edit"
+    kind: ToolKind = "edit"
+    description = (
+        "Replace exact text in a file. old_string must match the file exactly, including "
+        "whitespace and indentation, and must occur exactly once unless replace_all is "
+        "true; include enough surrounding lines to make it unique. Read the file first. "
+        "Line-number prefixes from read are not part of the file."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "path": _PATH,
+            "old_string": {"type": "string", "minLength": 1, "description": "Text to replace."},
+            "new_string": {"type": "string", "description": "Replacement text."},
+            "replace_all": {
+                "type": "boolean",
+                "description": "Replace every occurrence instead of exactly one.",
+            },
+        },
+        "required": ["path", "old_string", "new_string"],
+        "additionalProperties": False,
+    }
+
+    async def declare(self, args: Args, env: ToolEnv) -> Declaration:
+        path = env.resolve(args["path"])
+        if args["old_string"] == args["new_string"]:
+            raise ToolInputError("old_string and new_string are identical; nothing would change")
+        old = await read_existing(env, path)
+        change = None if old is None else _replace(old, args)
+        preview: tuple[ToolContent, ...] = ()
+        if change is not None and (change.count == 1 or args.get("replace_all", False)):
+            preview = (DiffContent(path, change.old_text, change.new_text),)
+        return Declaration(
+            title=f"Edit {env.display(path)}",
+            kind=self.kind,
+            reads=(path,),
+            writes=(path,),
+            locations=(Location(path, change.line if change else None),),
+            preview=preview,
+        )
+
+    async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
+        path = env.resolve(args["path"])
+        shown = env.display(path)
+        if args["old_string"] == args["new_string"]:
+            raise ToolInputError("old_string and new_string are identical; nothing would change")
+        old = await read_existing(env, path)
+        if old is None:
+            return failure(f"{shown} does not exist; use write to create a file")
+        change = _replace(old, args)
+        if change is None:
+            return failure(
+                f"old_string was not found in {shown}. It must match exactly, including "
+                "whitespace and indentation; read the file and copy the text from it."
+            )
+        if change.count > 1 and not args.get("replace_all", False):
+            return failure(
+                f"old_string occurs {change.count} times in {shown}; include more surrounding "
+                "context to make it unique, or set replace_all to true to change all of them."
+            )
+        await env.files.write_text(path, change.new_text)
+        where = f"line {change.line}" if change.count == 1 else f"first at line {change.line}"
+        plural = "occurrence" if change.count == 1 else "occurrences"
+        return ToolResult(
+            output=f"Edited {env.display(path)}: replaced {change.count} {plural} ({where}).",
+            content=(DiffContent(path, change.old_text, change.new_text),),
+            locations=(Location(path, change.line),),
+        )
+
+
+def _replace(text: str, args: Args) -> _Replacement | None:
+    """Every occurrence of old_string in `text` replaced; None when there is none.
+    Callers use `new_text` only when that is what was asked: one match, or
+    replace_all."""
+    old_string: str = args["old_string"]
+    new_string: str = args["new_string"]
+    if "\r\n" in text and "\r" not in old_string:
+        # `read` shows lines without their CR; match the file's own line endings.
+        old_string, new_string = (s.replace("\n", "\r\n") for s in (old_string, new_string))
+    first = text.find(old_string)
+    if first < 0:
+        return None
+    new_text = text.replace(old_string, new_string)
+    return _Replacement(text, new_text, text.count(old_string), line_of(text, first))

@@ -1,0 +1,197 @@
+"""What the tools of one session share: roots, file access, the command sandbox, the
+session's background processes, the plan, and limits.
+
+One `ToolEnv` per session, closed with the session. Everything effectful a tool does
+goes through a field of it, so the session layer decides the mechanisms (the ACP
+adapter swaps `files` for the editor's buffers, the policy layer picks the sandbox)
+and the tools stay the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from loopd.engine.ports import Clock
+from loopd.protocol.errors import ToolInputError
+from loopd.protocol.events import PlanEntry
+from loopd.sandbox.base import CommandSandbox, Unsandboxed
+from loopd.tools.processes import BackgroundProcesses
+
+
+class NotText(Exception):
+    """The file is binary (or not UTF-8) and cannot be handled as text."""
+
+
+class FileTooLarge(Exception):
+    def __init__(self, path: str, size: int, limit: int) -> None:
+        super().__init__(f"{path} is {size} bytes, over the {limit}-byte limit")
+        self.size = size
+        self.limit = limit
+
+
+class FileAccess(Protocol):
+    """How tools read and write text files.
+
+    A port because the editor may hold a newer version of a file than the disk (an
+    unsaved buffer): the ACP adapter implements it over `fs/read_text_file` and
+    `fs/write_text_file`. Paths are absolute. `read_text` raises `FileNotFoundError`,
+    `IsADirectoryError`, `NotText` or `FileTooLarge`; `write_text` creates missing
+    parent directories.
+    """
+
+    async def read_text(self, path: str) -> str: ...
+
+    async def write_text(self, path: str, text: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LocalFiles:
+    """`FileAccess` on the local disk, UTF-8, refusing files over `max_bytes` so one
+    careless read cannot pull a whole disk image into memory."""
+
+    max_bytes: int = 32 * 1024 * 1024
+
+    async def read_text(self, path: str) -> str:
+        return await asyncio.to_thread(self._read, path)
+
+    async def write_text(self, path: str, text: str) -> None:
+        await asyncio.to_thread(self._write, path, text)
+
+    def _read(self, path: str) -> str:
+        with Path(path).open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > self.max_bytes:
+                raise FileTooLarge(path, size, self.max_bytes)
+            data = f.read()
+        if b"\0" in data[:8192]:
+            raise NotText(path)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise NotText(path) from e
+
+    def _write(self, path: str, text: str) -> None:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(text.encode("utf-8"))
+
+
+@dataclass(frozen=True, slots=True)
+class RoutedFiles:
+    """File access decided per call: `route(local)` names the access to use now (the
+    prompting editor's, which may change between turns, or `local`)."""
+
+    route: Callable[[FileAccess], FileAccess]
+    local: FileAccess
+
+    async def read_text(self, path: str) -> str:
+        return await self.route(self.local).read_text(path)
+
+    async def write_text(self, path: str, text: str) -> None:
+        await self.route(self.local).write_text(path, text)
+
+
+class SystemClock:
+    """The real clock, the default for a `ToolEnv`."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLimits:
+    """Caps that keep one tool result from flooding the model's context. Sizes are in
+    characters of text handed to the model unless the name says bytes."""
+
+    read_default_lines: int = 2000
+    read_max_line_chars: int = 2000
+    read_max_chars: int = 100_000
+    output_max_chars: int = 30_000  # bash output for the model, head + tail
+    # bash output kept for the UI: all of it up to here, then head + tail. Bounded
+    # because each progress update carries the whole text so far.
+    stream_max_chars: int = 2 * 1024 * 1024
+    bash_default_timeout: float = 120.0
+    bash_max_timeout: float = 600.0
+    kill_grace: float = 2.0  # seconds between SIGTERM and SIGKILL
+    glob_max_results: int = 500
+    grep_max_matches: int = 200
+    grep_max_line_chars: int = 300
+
+
+PlanListener = Callable[[tuple[PlanEntry, ...]], Awaitable[None]]
+
+
+@dataclass(eq=False)
+class ToolEnv:
+    """The per-session state tools run against. `roots` are the session's workspace
+    roots, canonicalised, the first being the working directory. `on_plan` is set by
+    the session layer to turn plan updates into `PlanUpdated` events. Close it with
+    `aclose()`: that stops every background process the session started."""
+
+    roots: tuple[str, ...]
+    files: FileAccess = field(default_factory=LocalFiles)
+    sandbox: CommandSandbox = field(default_factory=lambda: Unsandboxed(os.environ))
+    clock: Clock = field(default_factory=SystemClock)
+    limits: ToolLimits = field(default_factory=ToolLimits)
+    network: bool = False  # whether commands may reach the network
+    on_plan: PlanListener | None = None
+    plan: tuple[PlanEntry, ...] = ()
+    processes: BackgroundProcesses = field(init=False)
+    _scratch: str | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if not self.roots:
+            raise ValueError("a ToolEnv needs at least one root (the working directory)")
+        self.roots = tuple(os.path.realpath(r) for r in self.roots)
+        self.processes = BackgroundProcesses(self.clock, self.limits.kill_grace)
+
+    @property
+    def cwd(self) -> str:
+        return self.roots[0]
+
+    def resolve(self, path: str) -> str:
+        """An argument path made absolute (relative to the cwd) and canonical
+        (symlinks resolved), which is the form declarations and policy compare."""
+        if not path.strip():
+            raise ToolInputError("the path is empty; give a file path relative to the cwd")
+        if "\0" in path:
+            raise ToolInputError("the path contains a NUL character")
+        return os.path.realpath(os.path.join(self.cwd, os.path.expanduser(path)))
+
+    def display(self, path: str) -> str:
+        """A canonical path as people and the model read it: relative to the cwd when
+        inside it, absolute otherwise."""
+        if path == self.cwd:
+            return "."
+        if path.startswith(self.cwd.rstrip(os.sep) + os.sep):
+            return os.path.relpath(path, self.cwd)
+        return path
+
+    def scratch_dir(self) -> str:
+        """A private directory for this session's own files (background logs),
+        removed on close."""
+        if self._scratch is None:
+            self._scratch = tempfile.mkdtemp(prefix="loopd-")
+        return self._scratch
+
+    async def set_plan(self, entries: tuple[PlanEntry, ...]) -> None:
+        self.plan = entries
+        if self.on_plan is not None:
+            await self.on_plan(entries)
+
+    async def aclose(self) -> None:
+        await self.processes.aclose()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None

@@ -1,0 +1,231 @@
+"""`grep`: search file contents by regular expression.
+
+Two backends, one result. ripgrep (`rg --json`) is used when it is on PATH because
+it is fast and respects .gitignore; a pure-Python walk stands in otherwise. Both
+visit files in the same order (depth first, each directory's entries sorted by
+name, which is what `rg --sort path` does), skip hidden, symlinked and binary files,
+and stop after one match more than the cap, so the text the model gets has one
+format and one order whichever ran. What still differs: the fallback does not read
+.gitignore, and its regex dialect is Python's rather than Rust's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import fnmatch
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from loopd.engine.ports import Declaration, ToolProgress, ToolResult
+from loopd.protocol.errors import ToolInputError
+from loopd.protocol.events import Location, ToolKind
+from loopd.tools.base import Args, failure
+from loopd.tools.env import ToolEnv
+from loopd.tools.glob import SEARCH_ROOT, search_root
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    pattern: str
+    root: str
+    glob: str | None
+    ignore_case: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    path: str
+    line: int
+    text: str
+
+
+class GrepFailed(Exception):
+    pass
+
+
+class Grep:
+    """`rg` is the ripgrep executable to use, or None for the Python fallback."""
+
+    name = "grep"
+    kind: ToolKind = "search"
+    description = (
+        "Search file contents with a regular expression, under path (a directory or a "
+        "file; default the working directory). Prints `path:line: text` for each "
+        "matching line, sorted by path then line, capped. glob filters files (`*.py`, "
+        "`src/**/*.ts`); hidden and binary files are skipped. Prefer this to grep in bash."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "minLength": 1, "description": "Regular expression."},
+            "path": SEARCH_ROOT,
+            "glob": {"type": "string", "minLength": 1, "description": "File filter."},
+            "case_insensitive": {"type": "boolean", "description": "Ignore case."},
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    }
+
+    def __init__(self, rg: str | None) -> None:
+        self.rg = rg
+
+    async def declare(self, args: Args, env: ToolEnv) -> Declaration:
+        root = search_root(args, env)
+        return Declaration(
+            title=f"Search for `{args['pattern']}` in {env.display(root)}",
+            kind=self.kind,
+            reads=(root,),
+            locations=(Location(root),),
+        )
+
+    async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
+        query = Query(
+            args["pattern"],
+            search_root(args, env),
+            args.get("glob"),
+            args.get("case_insensitive", False),
+        )
+        if not await asyncio.to_thread(os.path.exists, query.root):
+            return failure(f"{env.display(query.root)} does not exist")
+        want = env.limits.grep_max_matches + 1
+        try:
+            if self.rg is None:
+                found = await asyncio.to_thread(_python_search, query, want)
+            else:
+                found = await _rg_search(self.rg, query, want)
+        except GrepFailed as e:
+            return failure(f"grep failed: {e}")
+        return ToolResult(output=_render(found, query, env))
+
+
+def _render(found: list[Match], query: Query, env: ToolEnv) -> str:
+    if not found:
+        return f"No matches for `{query.pattern}` in {env.display(query.root)}."
+    cap, width = env.limits.grep_max_matches, env.limits.grep_max_line_chars
+    lines = []
+    for m in found[:cap]:
+        text = m.text if len(m.text) <= width else m.text[:width] + " [...]"
+        lines.append(f"{env.display(m.path)}:{m.line}: {text}")
+    if len(found) > cap:
+        lines.append(f"[Showing the first {cap} matches; there are more. Narrow the search.]")
+    return "\n".join(lines)
+
+
+# -- ripgrep ---------------------------------------------------------------------------
+
+
+async def _rg_search(rg: str, query: Query, want: int) -> list[Match]:
+    argv = [rg, "--json", "--no-config", "--sort", "path", "--regexp", query.pattern]
+    if query.ignore_case:
+        argv.append("--ignore-case")
+    if query.glob:
+        argv += ["--glob", query.glob]
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        "--",
+        query.root,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        limit=64 * 1024 * 1024,  # one JSON line per matching line, however long
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    errors = asyncio.ensure_future(proc.stderr.read())
+    found: list[Match] = []
+    try:
+        async for raw in proc.stdout:
+            event = json.loads(raw)
+            if event["type"] == "match":
+                found.append(_rg_match(event["data"]))
+                if len(found) >= want:
+                    break
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        code = await proc.wait()
+        message = (await errors).decode("utf-8", "replace").strip()
+    if code == 2 and not found:
+        raise GrepFailed(message or "ripgrep exited with status 2")
+    return found
+
+
+def _rg_match(data: dict[str, Any]) -> Match:
+    return Match(
+        _rg_text(data["path"]), data["line_number"], _rg_text(data["lines"]).rstrip("\r\n")
+    )
+
+
+def _rg_text(field: dict[str, str]) -> str:
+    """ripgrep sends UTF-8 as `text` and anything else base64 in `bytes`."""
+    if "text" in field:
+        return field["text"]
+    return base64.b64decode(field["bytes"]).decode("utf-8", "replace")
+
+
+# -- Python fallback -------------------------------------------------------------------
+
+
+def _python_search(query: Query, want: int) -> list[Match]:
+    try:
+        regex = re.compile(query.pattern, re.IGNORECASE if query.ignore_case else 0)
+    except re.error as e:
+        raise ToolInputError(f"invalid regular expression {query.pattern!r}: {e}") from None
+    found: list[Match] = []
+    for path in _walk(query):
+        for number, line in enumerate(_text_lines(path), start=1):
+            if regex.search(line):
+                found.append(Match(path, number, line))
+                if len(found) >= want:
+                    return found
+    return found
+
+
+def _walk(query: Query) -> Iterator[str]:
+    """Files under the root in `rg --sort path` order; the root itself if a file."""
+    if os.path.isdir(query.root):
+        yield from _walk_dir(query.root, query)
+    else:
+        yield query.root
+
+
+def _walk_dir(directory: str, query: Query) -> Iterator[str]:
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+    except OSError:
+        return  # unreadable directories are skipped, as ripgrep does
+    for entry in entries:
+        if entry.is_symlink():
+            continue
+        if entry.is_dir():
+            yield from _walk_dir(entry.path, query)
+        elif _selected(entry.path, query):
+            yield entry.path
+
+
+def _text_lines(path: str) -> list[str]:
+    """The file's lines, or none for a binary or unreadable file."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return []
+    if b"\0" in data:
+        return []
+    lines = data.decode("utf-8", "replace").split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
+def _selected(path: str, query: Query) -> bool:
+    if query.glob is None:
+        return True
+    target = os.path.relpath(path, query.root) if "/" in query.glob else os.path.basename(path)
+    return fnmatch.fnmatchcase(target, query.glob)

@@ -1,0 +1,79 @@
+"""`ToolRegistry`: the engine's `ToolBox` over a set of tools and one session's env.
+
+The registry owns the two rules every tool would otherwise repeat: arguments are
+checked against the tool's schema before the tool sees them (so a bad call fails
+with a message the model can act on, before anything is shown to the person), and
+`run` never raises anything but `CancelledError`: a tool failure is a result the
+model reads and recovers from, not an exception that ends the turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Sequence
+
+from loopd.engine.ports import Declaration, ToolCall, ToolProgress, ToolResult
+from loopd.protocol.errors import ToolInputError
+from loopd.protocol.model import INVALID_JSON_KEY, ToolSpec
+from loopd.tools.base import Tool, failure
+from loopd.tools.bash import Bash
+from loopd.tools.edit import Edit, Write
+from loopd.tools.env import FileTooLarge, NotText, ToolEnv
+from loopd.tools.glob import Glob
+from loopd.tools.grep import Grep
+from loopd.tools.plan import Plan
+from loopd.tools.read import Read
+from loopd.tools.schema import validate
+
+log = logging.getLogger(__name__)
+
+
+def builtin_tools() -> tuple[Tool, ...]:
+    """The core tools, in the order they are offered to the model."""
+    return (Read(), Write(), Edit(), Bash(), Glob(), Grep(shutil.which("rg")), Plan())
+
+
+class ToolRegistry:
+    def __init__(self, env: ToolEnv, tools: Sequence[Tool] | None = None) -> None:
+        self.env = env
+        chosen = builtin_tools() if tools is None else tuple(tools)
+        self._tools = {t.name: t for t in chosen}
+        if len(self._tools) != len(chosen):
+            raise ValueError("two tools share a name")
+
+    def specs(self) -> Sequence[ToolSpec]:
+        return [ToolSpec(t.name, t.description, t.input_schema) for t in self._tools.values()]
+
+    async def declare(self, call: ToolCall) -> Declaration:
+        return await self._checked(call).declare(call.input, self.env)
+
+    async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
+        try:
+            return await self._checked(call).run(call.input, self.env, progress)
+        except ToolInputError as e:
+            return failure(str(e))
+        except FileNotFoundError as e:
+            return failure(f"No such file or directory: {e.filename or e}")
+        except FileTooLarge as e:
+            return failure(f"{e}; use offset and limit, or grep, to look at part of it")
+        except NotText as e:
+            return failure(f"{e} is a binary or non-UTF-8 file; it cannot be handled as text")
+        except OSError as e:
+            return failure(f"{e.strerror or e}: {e.filename or ''}".rstrip(": "))
+        except Exception as e:
+            log.exception("tool %s failed", call.name)
+            return failure(f"The {call.name} tool failed unexpectedly: {type(e).__name__}: {e}")
+
+    def _checked(self, call: ToolCall) -> Tool:
+        tool = self._tools.get(call.name)
+        if tool is None:
+            names = ", ".join(self._tools)
+            raise ToolInputError(f"there is no tool named {call.name!r}; the tools are: {names}")
+        if INVALID_JSON_KEY in call.input:
+            raise ToolInputError(
+                "the arguments were not valid JSON (possibly cut off by the output limit); "
+                "send the call again with complete arguments"
+            )
+        validate(call.input, tool.input_schema)
+        return tool

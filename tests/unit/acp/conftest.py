@@ -1,0 +1,122 @@
+"""An in-process ACP client wired to `LoopdAgent` through the SDK over a socket pair,
+so every message crosses the real NDJSON framing and the real routers."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp import PROTOCOL_VERSION, Client, connect_to_agent
+from acp.client.connection import ClientSideConnection
+from acp.connection import StreamDirection, StreamEvent
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    Implementation,
+    PermissionOption,
+    RequestPermissionResponse,
+    TextContentBlock,
+    ToolCallUpdate,
+)
+
+from loopd.acp.agent import LoopdAgent
+from loopd.acp.server import serve
+from loopd.sessions.manager import SessionManager
+
+
+@dataclass
+class RecordingClient(Client):
+    """Records every update; answers permission requests with the queued option
+    kinds in order, or, with none queued, holds the request until `release` is set
+    and then answers `cancelled` (a person who pressed Stop)."""
+
+    answers: list[str] = field(default_factory=list)
+    updates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    permissions: list[tuple[ToolCallUpdate, list[PermissionOption]]] = field(default_factory=list)
+    asked: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append(
+            (session_id, update.model_dump(mode="json", by_alias=True, exclude_none=True))
+        )
+
+    async def request_permission(
+        self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **kw: Any
+    ) -> RequestPermissionResponse:
+        self.permissions.append((tool_call, options))
+        self.asked.set()
+        if not self.answers:
+            await self.release.wait()
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        kind = self.answers.pop(0)
+        option = next(o for o in options if o.kind == kind)
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=option.option_id)
+        )
+
+    def kinds(self) -> list[str]:
+        return [u["sessionUpdate"] for _, u in self.updates]
+
+    def text(self, kind: str = "agent_message_chunk") -> str:
+        return "".join(u["content"]["text"] for _, u in self.updates if u["sessionUpdate"] == kind)
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [u for _, u in self.updates if u["sessionUpdate"] == kind]
+
+
+@dataclass
+class Wire:
+    """Every raw message the agent wrote, in order."""
+
+    received: list[dict[str, Any]] = field(default_factory=list)
+
+    def observe(self, event: StreamEvent) -> None:
+        if event.direction is StreamDirection.INCOMING:
+            self.received.append(event.message)
+
+
+@dataclass
+class Session:
+    conn: ClientSideConnection
+    agent: LoopdAgent
+    wire: Wire
+
+    async def raw(self, method: str, params: Any) -> Any:
+        return await self.conn._conn.send_request(method, params)
+
+
+@asynccontextmanager
+async def connected(
+    manager: SessionManager,
+    client: Client,
+    capabilities: ClientCapabilities | None = None,
+) -> AsyncIterator[Session]:
+    """A live, initialized connection; closing it lets `serve` finish."""
+    agent_sock, client_sock = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_sock)
+    client_reader, client_writer = await asyncio.open_connection(sock=client_sock)
+    agent = LoopdAgent(manager)
+    served = asyncio.create_task(serve(agent, agent_writer, agent_reader))
+    wire = Wire()
+    conn = connect_to_agent(client, client_writer, client_reader, observers=[wire.observe])
+    await conn.initialize(
+        protocol_version=PROTOCOL_VERSION,
+        client_capabilities=capabilities or ClientCapabilities(),
+        client_info=Implementation(name="test-client", version="0"),
+    )
+    try:
+        yield Session(conn, agent, wire)
+    finally:
+        await conn.close()
+        client_writer.close()
+        await asyncio.wait_for(served, 5)
+
+
+def text(value: str) -> list[TextContentBlock]:
+    return [TextContentBlock(type="text", text=value)]

@@ -1,0 +1,90 @@
+"""What `loopd catalog [--json]` and `loopd doctor` print."""
+
+from __future__ import annotations
+
+import json
+
+from loopd.catalog import (
+    ModelOption,
+    ProviderRef,
+    RuntimeCatalog,
+    RuntimeEntry,
+    Skipped,
+    catalog_to_json,
+    catalog_to_text,
+)
+from loopd.config import Harness, ProviderKind
+
+
+def sample() -> RuntimeCatalog:
+    native = RuntimeEntry(
+        name="anthropic",
+        harness=Harness.NATIVE,
+        credential="api_key",
+        provider=ProviderRef(
+            kind=ProviderKind.ANTHROPIC,
+            base_url="https://user:pw@api.anthropic.com",
+            api_key_env="ANTHROPIC_API_KEY",
+        ),
+        models=(ModelOption(id="claude-sonnet-4-5", aliases=("sonnet",)), ModelOption(id="x")),
+        default_model="sonnet",
+        efforts=("off", "high"),
+        default_effort="off",
+    )
+    codex = RuntimeEntry(
+        name="codex",
+        harness=Harness.CODEX,
+        source="discovered",
+        credential="cli_login",
+        selection="harness_managed",
+        command="/usr/bin/codex",
+        version="0.171.0",
+        env={"OPENAI_API_KEY": "sk-live"},
+    )
+    return RuntimeCatalog((codex, native), default="anthropic")
+
+
+SKIPPED = (Skipped("claude", "command 'claude' not found"),)
+
+
+def test_json_carries_entries_default_digest_and_skipped() -> None:
+    catalog = sample()
+    data = catalog_to_json(catalog, SKIPPED)
+    assert json.loads(json.dumps(data)) == data
+    assert (data["default"], data["digest"]) == ("anthropic", catalog.digest)
+    assert [e["name"] for e in data["entries"]] == ["anthropic", "codex"]
+    codex = data["entries"][1]
+    assert (codex["selection"], codex["version"], codex["models"]) == (
+        "harness_managed",
+        "0.171.0",
+        [],
+    )
+    assert codex["env_keys"] == ["OPENAI_API_KEY"]
+    assert data["entries"][0]["models"][0] == {
+        "id": "claude-sonnet-4-5",
+        "aliases": ["sonnet"],
+        "description": "",
+    }
+    assert data["skipped"] == [{"name": "claude", "reason": "command 'claude' not found"}]
+    text = json.dumps(data)
+    assert "sk-live" not in text and "pw@" not in text
+
+
+def test_text_is_a_table_with_the_default_marked() -> None:
+    catalog = sample()
+    text = catalog_to_text(catalog, SKIPPED)
+    lines = text.splitlines()
+    assert lines[0].split() == ["RUNTIME", "HARNESS", "SOURCE", "MODELS", "EFFORTS", "DETAILS"]
+    assert lines[1].startswith("anthropic *")
+    assert "claude-sonnet-4-5*, x" in lines[1] and "off*, high" in lines[1]
+    assert "anthropic https://api.anthropic.com key $ANTHROPIC_API_KEY" in lines[1]
+    assert lines[2].startswith("codex ") and "(chosen by the CLI)" in lines[2]
+    assert "/usr/bin/codex (0.171.0)" in lines[2]
+    assert lines[1].index("native") == lines[0].index("HARNESS")  # columns line up
+    assert "skipped claude: command 'claude' not found" in lines
+    assert lines[-1] == f"digest {catalog.digest}"
+    assert "sk-live" not in text and "pw@" not in text
+
+
+def test_text_for_an_empty_catalog_says_so() -> None:
+    assert catalog_to_text(RuntimeCatalog()).splitlines()[0] == "no runtimes available"

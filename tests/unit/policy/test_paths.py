@@ -1,0 +1,123 @@
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loopd.policy.paths import PathIssue, PathPolicy, contains, is_secret_name
+
+COMPONENTS = ["a", "b", "..", ".", "in_link", "out_link", "etc_link", ".env", ".env.example",
+              "x.pem", ".ssh", "id_rsa", ".git", "hooks", "config", ".loopd", "f.txt"]  # fmt: skip
+relative_paths = st.lists(st.sampled_from(COMPONENTS), min_size=1, max_size=8).map("/".join)
+fixture_ok = settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=150)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> PathPolicy:
+    """A workspace with symlinks that stay inside, leave it, and point at /etc."""
+    ws = tmp_path / "ws"
+    (ws / "a" / "b").mkdir(parents=True)
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "home" / ".ssh").mkdir(parents=True)
+    (ws / "in_link").symlink_to("a")
+    (ws / "a" / "out_link").symlink_to(tmp_path / "outside")
+    (ws / "a" / "etc_link").symlink_to("/etc")
+    (ws / "a" / "b" / "in_link").symlink_to("../../.git")
+    return PathPolicy((str(ws.resolve()),), str((tmp_path / "home").resolve()))
+
+
+@fixture_ok
+@given(rel=relative_paths)
+def test_an_allowed_read_always_resolves_inside_a_root(tree: PathPolicy, rel: str) -> None:
+    verdict = tree.check_read(rel)
+    assert verdict.path == os.path.realpath(os.path.join(tree.roots[0], rel))
+    if verdict.ok:
+        assert contains(tree.roots[0], verdict.path)
+        assert verdict.root == tree.roots[0]
+    else:
+        assert verdict.reason
+
+
+@fixture_ok
+@given(rel=relative_paths)
+def test_secrets_are_always_refused_wherever_the_path_leads(tree: PathPolicy, rel: str) -> None:
+    verdict = tree.check_read(rel)
+    name = os.path.basename(verdict.path)
+    in_secret_dir = ".ssh" in verdict.path.split("/")
+    if is_secret_name(name) or in_secret_dir:
+        assert verdict.issue is PathIssue.SECRET
+
+
+@fixture_ok
+@given(rel=relative_paths)
+def test_an_allowed_write_is_inside_a_root_and_not_protected(tree: PathPolicy, rel: str) -> None:
+    verdict = tree.check_write(rel)
+    if verdict.ok:
+        inside = verdict.path[len(tree.roots[0]) :]
+        assert contains(tree.roots[0], verdict.path)
+        assert "/.git/hooks" not in inside and not inside.endswith("/.git/config")
+        assert "/.loopd" not in inside
+    elif not contains(tree.roots[0], verdict.path):
+        assert verdict.issue is PathIssue.OUTSIDE_ROOTS
+
+
+@pytest.mark.parametrize(
+    "name",
+    [".env", ".ENV", ".env.local", ".env.production", "server.pem", "tls.key", "id_rsa",
+     "id_ed25519.pub", "cert.p12", ".netrc", ".npmrc", ".pypirc", ".git-credentials",
+     "aws-credentials.json", "credentials.json"],
+)  # fmt: skip
+def test_secret_names(name: str) -> None:
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize(
+    "name", [".env.example", ".env.sample", ".env.template", "environment.py", "keys.py", "monkey"]
+)
+def test_not_secret_names(name: str) -> None:
+    assert not is_secret_name(name)
+
+
+@pytest.mark.parametrize(
+    "rel", ["~/.ssh/id_ed25519", "~/.aws/config", "~/.gnupg/x", "~/.config/loopd/config.toml",
+            "~/.docker/config.json", "~/.kube/config"],
+)  # fmt: skip
+def test_home_secrets(tree: PathPolicy, rel: str) -> None:
+    assert tree.check_read(rel).issue is PathIssue.SECRET
+
+
+@pytest.mark.parametrize(
+    ("rel", "protected"),
+    [
+        (".git/hooks/pre-commit", True),
+        (".git/config", True),
+        (".GIT/Hooks/x", True),
+        ("sub/repo/.git/hooks/post-checkout", True),
+        (".gitmodules", True),
+        (".loopd/config.toml", True),
+        (".vscode/tasks.json", True),
+        (".bashrc", True),
+        (".envrc", True),
+        (".mcp.json", True),
+        (".git/index", False),
+        (".git/refs/heads/main", False),
+        ("src/config", False),
+        ("hooks/x", False),
+    ],
+)
+def test_protected_writes_inside_the_workspace(tree: PathPolicy, rel: str, protected: bool) -> None:
+    verdict = tree.check_write(rel)
+    assert (verdict.issue is PathIssue.PROTECTED) is protected
+    assert contains(tree.roots[0], verdict.path)
+
+
+def test_extra_secret_locations(tmp_path: Path) -> None:
+    policy = PathPolicy((str(tmp_path),), "/nonexistent-home", (str(tmp_path / "store"),))
+    assert policy.check_read("store/sessions.db").issue is PathIssue.SECRET
+
+
+def test_a_policy_needs_a_root() -> None:
+    with pytest.raises(ValueError, match="root"):
+        PathPolicy((), "/home/x")

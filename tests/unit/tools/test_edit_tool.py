@@ -1,0 +1,127 @@
+# ruff: noqa: ASYNC240 -- tests read the files they made in tmp_path
+from pathlib import Path
+
+import pytest
+from tooltest import Call, RecordingProgress
+
+from loopd.engine.ports import ToolCall
+from loopd.protocol.errors import ToolInputError
+from loopd.protocol.events import DiffContent, Location
+from loopd.tools import ToolEnv, ToolRegistry
+
+
+async def test_write_creates_parent_dirs_and_previews_a_new_file(
+    call: Call, env: ToolEnv, tmp_path: Path
+) -> None:
+    out = await call("write", path="a/b/new.py", content="x = 1\n")
+    path = f"{env.cwd}/a/b/new.py"
+    assert (tmp_path / "a/b/new.py").read_text() == "x = 1\n"
+    assert out.declaration.title == "Create a/b/new.py"
+    assert out.declaration.kind == "edit"
+    assert out.declaration.writes == (path,)
+    assert out.declaration.preview == (DiffContent(path, None, "x = 1\n"),)
+    assert out.result.content == (DiffContent(path, None, "x = 1\n"),)
+    assert out.result.output == "Created a/b/new.py (1 lines)."
+
+
+async def test_write_over_a_file_previews_old_to_new(
+    call: Call, env: ToolEnv, tmp_path: Path
+) -> None:
+    (tmp_path / "f.txt").write_text("old\n")
+    out = await call("write", path="f.txt", content="new\n")
+    path = f"{env.cwd}/f.txt"
+    assert out.declaration.title == "Write f.txt"
+    assert out.declaration.preview == (DiffContent(path, "old\n", "new\n"),)
+    assert (tmp_path / "f.txt").read_text() == "new\n"
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    path = tmp_path / "m.py"
+    path.write_text("def f():\n    return 1\n\n\ndef g():\n    return 1\n")
+    return path
+
+
+async def test_edit_replaces_exactly_one_match_with_a_diff_and_line(
+    call: Call, env: ToolEnv, source: Path
+) -> None:
+    before = source.read_text()
+    out = await call(
+        "edit",
+        path="m.py",
+        old_string="def g():\n    return 1",
+        new_string="def g():\n    return 2",
+    )
+    after = source.read_text()
+    path = f"{env.cwd}/m.py"
+    assert after == "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
+    assert out.declaration.title == "Edit m.py"
+    assert out.declaration.reads == (path,)
+    assert out.declaration.writes == (path,)
+    assert out.declaration.preview == (DiffContent(path, before, after),)
+    assert out.declaration.locations == (Location(path, 5),)
+    assert out.result.content == (DiffContent(path, before, after),)
+    assert out.result.locations == (Location(path, 5),)
+    assert out.result.output == "Edited m.py: replaced 1 occurrence (line 5)."
+
+
+async def test_edit_with_no_match_fails_and_changes_nothing(call: Call, source: Path) -> None:
+    before = source.read_text()
+    out = await call("edit", path="m.py", old_string="return 3", new_string="return 4")
+    assert out.result.is_error
+    assert "old_string was not found in m.py" in out.result.output
+    assert "including whitespace and indentation" in out.result.output
+    assert out.declaration.preview == ()
+    assert source.read_text() == before
+
+
+async def test_edit_with_two_matches_fails_naming_the_count(call: Call, source: Path) -> None:
+    before = source.read_text()
+    out = await call("edit", path="m.py", old_string="return 1", new_string="return 2")
+    assert out.result.is_error
+    assert "old_string occurs 2 times in m.py" in out.result.output
+    assert "replace_all" in out.result.output
+    assert out.declaration.preview == ()
+    assert source.read_text() == before
+
+
+async def test_edit_replace_all_changes_every_match(call: Call, source: Path) -> None:
+    out = await call(
+        "edit", path="m.py", old_string="return 1", new_string="return 0", replace_all=True
+    )
+    assert source.read_text().count("return 0") == 2
+    assert out.result.output == "Edited m.py: replaced 2 occurrences (first at line 2)."
+    assert len(out.declaration.preview) == 1
+
+
+async def test_edit_of_a_missing_file_points_at_write(call: Call) -> None:
+    out = await call("edit", path="ghost.py", old_string="a", new_string="b")
+    assert out.result.is_error
+    assert "ghost.py does not exist; use write to create a file" in out.result.output
+
+
+async def test_edit_with_identical_strings_is_bad_input(tools: ToolRegistry, source: Path) -> None:
+    call = ToolCall("c1", "edit", {"path": "m.py", "old_string": "f", "new_string": "f"})
+    with pytest.raises(ToolInputError, match="identical"):
+        await tools.declare(call)
+
+
+async def test_edit_declared_before_an_earlier_edit_applies_still_runs(
+    tools: ToolRegistry, source: Path
+) -> None:
+    """Two edits in one step are both declared before either runs."""
+    first = ToolCall("c1", "edit", {"path": "m.py", "old_string": "def g", "new_string": "def h"})
+    second = ToolCall("c2", "edit", {"path": "m.py", "old_string": "def h", "new_string": "def k"})
+    assert (await tools.declare(first)).preview
+    assert (await tools.declare(second)).preview == ()
+    assert not (await tools.run(first, RecordingProgress())).is_error
+    assert not (await tools.run(second, RecordingProgress())).is_error
+    assert "def k():" in source.read_text()
+
+
+async def test_edit_keeps_a_crlf_file_crlf(call: Call, tmp_path: Path) -> None:
+    path = tmp_path / "dos.txt"
+    path.write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    out = await call("edit", path="dos.txt", old_string="one\ntwo", new_string="1\n2")
+    assert not out.result.is_error
+    assert path.read_bytes() == b"1\r\n2\r\nthree\r\n"

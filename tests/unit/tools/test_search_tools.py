@@ -1,0 +1,139 @@
+import shutil
+from pathlib import Path
+
+import pytest
+from tooltest import Call, RecordingProgress
+
+from loopd.engine.ports import ToolCall, ToolResult
+from loopd.protocol.events import Location
+from loopd.tools import ToolEnv, ToolLimits, ToolRegistry
+from loopd.tools.grep import Grep
+
+RG = shutil.which("rg")
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    files = {
+        "a.txt": "alpha\nBeta\nalphabet\n",
+        "a/b.txt": "alpha in a/b\n",
+        "b.py": "x = 'alpha'\n",
+        "sub/deep/d.py": "ALPHA\n",
+        ".hidden/c.txt": "alpha\n",
+        ".secret.txt": "alpha\n",
+        ".git/config.py": "alpha\n",
+        "wide.txt": "alpha " + "w" * 400 + "\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    (tmp_path / "bin.dat").write_bytes(b"alpha\x00\x01\x02")
+    return tmp_path
+
+
+@pytest.fixture(params=["ripgrep", "python"])
+def grep(request: pytest.FixtureRequest, env: ToolEnv) -> ToolRegistry:
+    if request.param == "ripgrep" and RG is None:
+        pytest.skip("ripgrep (rg) is not on PATH; CI installs it via scripts/setup.sh")
+    return ToolRegistry(env, [Grep(RG if request.param == "ripgrep" else None)])
+
+
+async def run_grep(tools: ToolRegistry, **args: object) -> ToolResult:
+    return await tools.run(ToolCall("c1", "grep", args), RecordingProgress())
+
+
+async def test_grep_lists_matches_in_path_order_skipping_hidden_and_binary(
+    grep: ToolRegistry, tree: Path
+) -> None:
+    result = await run_grep(grep, pattern="alpha")
+    assert result.output.splitlines()[:4] == [
+        "a/b.txt:1: alpha in a/b",
+        "a.txt:1: alpha",
+        "a.txt:3: alphabet",
+        "b.py:1: x = 'alpha'",
+    ]
+    assert result.output.splitlines()[4] == "wide.txt:1: alpha " + "w" * 294 + " [...]"
+    assert len(result.output.splitlines()) == 5
+    assert not result.is_error
+
+
+async def test_grep_case_flag_glob_filter_and_file_path(grep: ToolRegistry, tree: Path) -> None:
+    result = await run_grep(grep, pattern="alpha", case_insensitive=True, glob="*.py")
+    assert result.output == "b.py:1: x = 'alpha'\nsub/deep/d.py:1: ALPHA"
+    result = await run_grep(grep, pattern="^alpha", path="a.txt")
+    assert result.output == "a.txt:1: alpha\na.txt:3: alphabet"
+    result = await run_grep(grep, pattern="alpha", path="sub", case_insensitive=True)
+    assert result.output == "sub/deep/d.py:1: ALPHA"
+
+
+async def test_grep_caps_matches_and_says_there_are_more(env: ToolEnv, tree: Path) -> None:
+    for rg in ([RG] if RG else []) + [None]:
+        capped = ToolEnv(roots=env.roots, limits=ToolLimits(grep_max_matches=2))
+        result = await run_grep(ToolRegistry(capped, [Grep(rg)]), pattern="alpha")
+        assert result.output == (
+            "a/b.txt:1: alpha in a/b\na.txt:1: alpha\n"
+            "[Showing the first 2 matches; there are more. Narrow the search.]"
+        )
+
+
+async def test_grep_reports_no_match_and_bad_input(grep: ToolRegistry, tree: Path) -> None:
+    none = await run_grep(grep, pattern="omega")
+    assert none.output == "No matches for `omega` in .."
+    assert not none.is_error
+    bad = await run_grep(grep, pattern="(unclosed")
+    assert bad.is_error
+    missing = await run_grep(grep, pattern="a", path="nowhere")
+    assert missing.is_error
+    assert "nowhere does not exist" in missing.output
+
+
+async def test_both_backends_give_identical_results(env: ToolEnv, tree: Path) -> None:
+    if RG is None:
+        pytest.skip("ripgrep (rg) is not on PATH; CI installs it via scripts/setup.sh")
+    for args in ({"pattern": "alpha"}, {"pattern": "a", "case_insensitive": True}):
+        fast = await run_grep(ToolRegistry(env, [Grep(RG)]), **args)
+        slow = await run_grep(ToolRegistry(env, [Grep(None)]), **args)
+        assert fast.output == slow.output
+
+
+async def test_grep_declares_a_search_of_its_root(call: Call, env: ToolEnv, tree: Path) -> None:
+    out = await call("grep", pattern="alpha", path="sub")
+    root = f"{env.cwd}/sub"
+    assert out.declaration.title == "Search for `alpha` in sub"
+    assert out.declaration.kind == "search"
+    assert out.declaration.reads == (root,)
+    assert out.declaration.locations == (Location(root),)
+
+
+async def test_glob_lists_sorted_matches_without_git(call: Call, env: ToolEnv, tree: Path) -> None:
+    out = await call("glob", pattern="**/*.py")
+    assert out.result.output == "b.py\nsub/deep/d.py"
+    assert out.declaration.title == "Find `**/*.py` in ."
+    assert out.declaration.kind == "search"
+    assert out.declaration.reads == (env.cwd,)
+    everything = await call("glob", pattern="**/*")
+    assert ".git" not in everything.result.output
+    assert "sub/\n" in everything.result.output  # directories end with a slash
+    assert ".hidden/c.txt" in everything.result.output
+
+
+async def test_glob_relative_to_a_path_and_capped(tree: Path) -> None:
+    env = ToolEnv(roots=(str(tree),), limits=ToolLimits(glob_max_results=2))
+    tools = ToolRegistry(env)
+    result = await tools.run(ToolCall("c1", "glob", {"pattern": "*.txt"}), RecordingProgress())
+    assert result.output == (
+        ".secret.txt\na.txt\n[Showing the first 2 of 3 matches; narrow the pattern or path.]"
+    )
+    result = await tools.run(
+        ToolCall("c1", "glob", {"pattern": "*", "path": "sub/deep"}), RecordingProgress()
+    )
+    assert result.output == "sub/deep/d.py"
+    await env.aclose()
+
+
+async def test_glob_errors_and_empty_results(call: Call, tree: Path) -> None:
+    none = await call("glob", pattern="*.rs")
+    assert none.result.output == "No files match `*.rs` in .."
+    not_dir = await call("glob", pattern="*", path="a.txt")
+    assert not_dir.result.is_error
+    assert "a.txt is not a directory" in not_dir.result.output
