@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,12 +74,16 @@ def scripted_manager(
     provider: ScriptedProvider,
     tools: ToolBox | None = None,
     policy: ScriptedPolicy | None = None,
+    tools_for: Callable[[RuntimeContext], ToolBox] | None = None,
 ) -> SessionManager:
+    """`tools_for` builds each session's tools (to hand them the session's
+    `editor_files`, say); without it every session shares `tools` (or a fake)."""
     store = SqliteStore(data_dir / "sessions.db")
     ticks = itertools.count()
 
-    def parts_for(_: RuntimeContext, mode: str, remembered: Mapping[str, Any]) -> ScriptedParts:
-        return ScriptedParts(tools or FakeToolBox(), policy or ScriptedPolicy(), [mode])
+    def parts_for(ctx: RuntimeContext, mode: str, remembered: Mapping[str, Any]) -> ScriptedParts:
+        chosen = tools_for(ctx) if tools_for is not None else tools or FakeToolBox()
+        return ScriptedParts(chosen, policy or ScriptedPolicy(), [mode])
 
     wiring = NativeWiring(
         provider_for=lambda model: provider,
