@@ -207,8 +207,9 @@ def _sandbox_notes(
             )
     if tier in _MASKING_TIERS and _mentions_secret(command):
         notes.append(
-            f"Secret files (.env, keys, ~/.ssh and other credentials) read as empty in the "
-            f"{tier} sandbox: loopd does not let commands read them."
+            f"Secret files (.env, keys, ~/.ssh and other credentials) are hidden from "
+            f"commands in the {tier} sandbox (empty or unreadable); do not try to read them "
+            "another way: ask the user for what you need."
         )
     return "\n".join(notes)
 
