@@ -176,7 +176,8 @@ def _status(finished: Finished, timeout: float) -> str:
 _FS_DENIALS = re.compile(r"read-only file system|permission denied|operation not permitted", re.I)
 _NET_DENIALS = re.compile(
     r"network is unreachable|connection refused|could not resolve|name or service not known"
-    r"|temporary failure in name resolution|no address associated|couldn't connect",
+    r"|temporary failure in name resolution|no address associated|couldn't connect"
+    r"|(?:connect\w*|/dev/(?:tcp|udp)/\S+):? (?:permission denied|operation not permitted)",
     re.I,
 )
 _CONTAINING_TIERS = ("bwrap", "bwrap+landlock", "landlock", "netns")
@@ -190,15 +191,17 @@ def _sandbox_notes(
     result: a failure that looks like its refusal, and secrets it masked."""
     if tier not in _CONTAINING_TIERS:
         return ""
-    text = output.render(64 * 1024)
+    lines = output.render(64 * 1024).splitlines()
+    network = [line for line in lines if _NET_DENIALS.search(line)]
+    files = [line for line in lines if _FS_DENIALS.search(line) and line not in network]
     notes: list[str] = []
     if finished.exit_code not in (0, None):
-        if not grant.network and _NET_DENIALS.search(text):
+        if network and not grant.network:
             notes.append(
                 f"The {tier} sandbox has the network off. If the command needs it, run it "
                 'again with "network": true; the user may be asked.'
             )
-        if _FS_DENIALS.search(text):
+        if files:
             notes.append(
                 f"This failure looks like the {tier} sandbox refusing it: outside the "
                 "workspace, and in .git/hooks, .git/config and .loopd, files are read-only. "
