@@ -19,8 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from loopd.engine.guard import LoopGuard
-from loopd.engine.limits import Limits
-from loopd.engine.limits import truncate_result
+from loopd.engine.limits import Limits, truncate_result
 from loopd.engine.ports import (
     Approver,
     Clock,
@@ -55,7 +54,6 @@ from loopd.protocol.messages import (
 )
 from loopd.protocol.model import ModelRequest, ModelStop, ThinkingLevel, Usage
 from loopd.protocol.turns import Outcome, StopReason
-
 
 EXEC_TOOL = "bash"
 """The tool a command typed by the person runs through: through the tool and its

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.unit.engine.test_loop import Rig, ask
-
 from loopd.engine.loop import EXEC_TOOL, exec_message
 from loopd.engine.ports import Verdict
 from loopd.protocol.approvals import ApprovalDecision
@@ -19,6 +17,7 @@ from loopd.testing.fakes import (
     ScriptedPolicy,
     ScriptedProvider,
 )
+from tests.unit.engine.test_loop import Rig, ask
 
 
 def only_message(rig: Rig) -> Message:
