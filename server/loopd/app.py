@@ -29,6 +29,7 @@ from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig
 from loopd.instructions import system_prompt
 from loopd.policy.decide import RulePolicy
+from loopd.policy.grants import CallGrants
 from loopd.policy.modes import DEFAULT_MODE, parse_mode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
@@ -39,10 +40,12 @@ from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
 from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
+from loopd.sandbox.base import Unsandboxed
 from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
-from loopd.tools.env import LocalFiles, RoutedFiles, SystemClock, ToolEnv
+from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv
+from loopd.tools.files import BeneathFiles
 from loopd.tools.registry import ToolRegistry
 
 
@@ -202,7 +205,9 @@ class LazyProbe:
 @dataclass(eq=False)
 class GuardedParts:
     """A native session's tools and policy over one safety state: the mode, the
-    sandbox chosen for it, and the network grant both consult."""
+    sandbox chosen for it, the network grant both consult, and the per-call grants
+    the policy records and the tools check (the local files open beneath the roots;
+    a path the person approved outside them opens only for the call approved)."""
 
     env: Mapping[str, str]
     probe: SandboxProbe
@@ -228,8 +233,6 @@ class GuardedParts:
             await ctx.emitter.emit(PlanUpdated(entries))
 
         sandbox = select_sandbox(parsed, found, ctx.roots, grant, env)
-        files = RoutedFiles(ctx.editor_files, LocalFiles())
-        tool_env = ToolEnv(roots=ctx.roots, files=files, sandbox=sandbox, on_plan=on_plan)
         policy = RulePolicy(
             mode=parsed,
             roots=ctx.roots,
@@ -237,6 +240,15 @@ class GuardedParts:
             network=grant,
             rules=rules,
             remembered=RuleSet.from_json(remembered),
+            grants=CallGrants(),
+        )
+        tool_env = ToolEnv(
+            roots=ctx.roots,
+            files=RoutedFiles(ctx.editor_files, BeneathFiles(policy.paths)),
+            sandbox=sandbox,
+            outside=Unsandboxed(dict(env)),
+            grants=policy.grants,
+            on_plan=on_plan,
         )
         return cls(env, found, grant, tool_env, ToolRegistry(tool_env), policy)
 

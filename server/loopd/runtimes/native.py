@@ -5,6 +5,9 @@ session killed mid-turn resumes consistent) and every message is journaled back 
 the engine appends it. Config options: `mode` (what may run without asking),
 `model` and `thought_level`. Cancellation cancels the task running the turn; the
 engine turns that into a `cancelled` outcome with every tool call paired.
+
+A prompt whose text starts with `!` is a command the person typed: it runs through
+`Engine.exec` (the bash tool, the policy, the sandbox), not through the model.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any, Protocol, cast
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.ports import Clock, Policy, Provider, ToolBox
 from loopd.protocol.errors import ConfigError
-from loopd.protocol.events import ConfigChoice, ConfigOption, ModeChanged, Prompt
+from loopd.protocol.events import ConfigChoice, ConfigOption, ModeChanged, Prompt, TextBlock
 from loopd.protocol.messages import Message
 from loopd.protocol.model import ThinkingLevel
 from loopd.protocol.turns import Outcome
@@ -128,7 +131,9 @@ class NativeRuntime:
         )
 
     async def prompt(self, prompt: Prompt) -> Outcome:
-        self._turn = asyncio.create_task(self.engine.run(prompt))
+        command = typed_command(prompt)
+        work = self.engine.run(prompt) if command is None else self.engine.exec(command)
+        self._turn = asyncio.create_task(work)
         try:
             return await self._turn
         finally:
@@ -178,6 +183,16 @@ class NativeRuntime:
     async def close(self) -> None:
         await self.cancel()
         await self.parts.aclose()
+
+
+def typed_command(prompt: Prompt) -> str | None:
+    """The command in a `!cmd` prompt (one text block starting with `!` and naming a
+    command), or None for a prompt meant for the model."""
+    match prompt.blocks:
+        case (TextBlock(text),) if text.lstrip().startswith("!"):
+            return text.lstrip()[1:].strip() or None
+        case _:
+            return None
 
 
 def _pick_model(value: str | None, wiring: NativeWiring) -> str:
