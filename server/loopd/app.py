@@ -34,6 +34,7 @@ from loopd.policy.modes import DEFAULT_MODE, parse_mode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
 from loopd.protocol.events import PlanEntry, PlanUpdated
+from loopd.protocol.turns import UndoReport
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
 from loopd.providers.factory import HOW_TO_CONFIGURE, ClosableProvider, make_provider
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
@@ -260,6 +261,12 @@ class GuardedParts:
 
     def remembered(self) -> Mapping[str, Any]:
         return self.policy.remembered.to_json()
+
+    def begin_turn(self) -> None:
+        self.tool_env.changes.begin_turn()
+
+    async def undo(self) -> UndoReport:
+        return await self.tool_env.changes.undo(self.tool_env.files)
 
     async def aclose(self) -> None:
         await self.tool_env.aclose()

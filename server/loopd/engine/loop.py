@@ -121,6 +121,11 @@ class Engine:
         self.config = config
         self.ports = ports
 
+    async def note(self, text: str) -> None:
+        """Tell the model something that happened outside any turn (an undo, say), as
+        a user message it reads with the next prompt."""
+        await self._append(Message("user", (TextPart(text),)))
+
     @property
     def history(self) -> tuple[Message, ...]:
         return tuple(self._history)

@@ -16,14 +16,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
 
 from loopd.lsp.server import LoopdServer, rpc
 from loopd.lsp.wire import BadParams, config_options_to_wire, decision_named, field
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import EmbeddedResourceBlock, Prompt, TextBlock
 
-REQUEST_FAILED = -32803  # LSP RequestFailed
 EXPLAIN = "Explain what this code does."
 REFACTOR = "Refactor this code to make it clearer, without changing what it does."
 ASK_DEFAULT = "Help me with this code."
@@ -121,8 +119,17 @@ async def set_model(ls: LoopdServer, args: tuple[Any, ...]) -> dict[str, Any]:
     return await _set(ls, "model", args)
 
 
-async def undo(ls: LoopdServer, *args: Any) -> None:
-    raise JsonRpcException("loopd.undo is not available yet: loopd has no undo", REQUEST_FAILED)
+@rpc
+async def undo(ls: LoopdServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    """Put back the last turn's file edits (open documents through applyEdit)."""
+    session_id = await ls.session_for(field(_arg(args), "sessionId", str, None))
+    report = await ls.manager.undo(session_id)
+    return {
+        "sessionId": session_id,
+        "restored": list(report.restored),
+        "refused": [{"path": path, "reason": why} for path, why in report.refused],
+        "summary": report.summary,
+    }
 
 
 async def status(ls: LoopdServer, *args: Any) -> dict[str, Any]:
@@ -175,9 +182,9 @@ def register(server: LoopdServer) -> None:
         ("loopd.approve", approve),
         ("loopd.setMode", set_mode),
         ("loopd.setModel", set_model),
+        ("loopd.undo", undo),
     ):
         server.command(name)(_spread(handler))
-    server.command("loopd.undo")(undo)
     server.command("loopd.status")(status)
     kinds = [types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite]
     server.feature(

@@ -22,3 +22,20 @@ class Outcome:
     usage: Usage = field(default_factory=Usage)
     context_tokens: int = 0
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UndoReport:
+    """What putting back the last turn's file changes did. `refused` pairs each path
+    left alone with the reason (it changed since, it could not be read before...)."""
+
+    restored: tuple[str, ...] = ()
+    refused: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def summary(self) -> str:
+        if not self.restored and not self.refused:
+            return "Nothing to undo: the last turn changed no files."
+        lines = [f"Restored {p}" for p in self.restored]
+        lines += [f"Left {p} as it is: {why}" for p, why in self.refused]
+        return "\n".join(lines)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from loopd.engine.ports import Approver, Emitter
 from loopd.protocol.events import ConfigOption, Prompt
-from loopd.protocol.turns import Outcome
+from loopd.protocol.turns import Outcome, UndoReport
 from loopd.tools.env import FileAccess
 
 
@@ -57,6 +57,11 @@ class Runtime(Protocol):
         ...
 
     async def cancel(self) -> None: ...
+
+    async def undo(self) -> UndoReport:
+        """Put back the file changes of the last turn that made any (between turns).
+        A runtime that cannot raises `RuntimeFailure` saying so."""
+        ...
 
     async def set_config(self, option_id: str, value: str) -> None: ...
 

@@ -17,13 +17,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
-from loopd.engine.loop import Engine, EngineConfig, EnginePorts
+from loopd.engine.loop import Engine, EngineConfig, EnginePorts, random_id
 from loopd.engine.ports import Clock, Policy, Provider, ToolBox
 from loopd.protocol.errors import ConfigError
-from loopd.protocol.events import ConfigChoice, ConfigOption, ModeChanged, Prompt, TextBlock
+from loopd.protocol.events import (
+    AgentMessageChunk,
+    ConfigChoice,
+    ConfigOption,
+    ModeChanged,
+    Prompt,
+    TextBlock,
+)
 from loopd.protocol.messages import Message
 from loopd.protocol.model import ThinkingLevel
-from loopd.protocol.turns import Outcome
+from loopd.protocol.turns import Outcome, UndoReport
 from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.options import MODES, check_mode, mode_option, model_option
 from loopd.store.reconcile import reconcile_messages
@@ -48,6 +55,14 @@ class SessionParts(Protocol):
 
     def remembered(self) -> Mapping[str, Any]:
         """The person's "always" answers, as JSON the store keeps across restarts."""
+        ...
+
+    def begin_turn(self) -> None:
+        """A turn starts: what the file tools change from here is undone together."""
+        ...
+
+    async def undo(self) -> UndoReport:
+        """Put back the newest turn's file changes that are still as it left them."""
         ...
 
     async def aclose(self) -> None: ...
@@ -142,6 +157,17 @@ class NativeRuntime:
     async def cancel(self) -> None:
         if self._turn is not None:
             self._turn.cancel()
+
+    async def undo(self) -> UndoReport:
+        """The person's undo of the last turn's file edits. The model is told, in the
+        history, what was put back: otherwise it would answer about files that are
+        no longer what it last saw."""
+        report = await self.parts.undo()
+        await self.context.emitter.emit(AgentMessageChunk(report.summary, random_id("msg")))
+        if report.restored:
+            undone = ", ".join(report.restored)
+            await self.engine.note(f"The user undid your last changes to: {undone}")
+        return report
 
     async def set_config(self, option_id: str, value: str) -> None:
         """Raises ConfigError for a value the option does not offer."""

@@ -31,7 +31,7 @@ from loopd.protocol.events import (
     UserMessageChunk,
     to_wire,
 )
-from loopd.protocol.turns import Outcome
+from loopd.protocol.turns import Outcome, UndoReport
 from loopd.runtimes.base import McpServerConfig, RuntimeContext, RuntimeFactory
 from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
 from loopd.store.reconcile import reconcile_events
@@ -205,6 +205,13 @@ class SessionManager:
             live.turn = None
             self._save_after_turn(live)
 
+    async def undo(self, session_id: str) -> UndoReport:
+        """Put back the last turn's file changes, between turns (waits for one that
+        runs). Raises `RuntimeFailure` when the session's runtime cannot undo."""
+        live = self._require(session_id)
+        async with live.lock:
+            return await live.runtime.undo()
+
     async def cancel(self, session_id: str) -> None:
         live = self._live.get(session_id)
         if live is None:
@@ -347,6 +354,9 @@ class _Unopened:
 
     async def cancel(self) -> None:
         return None
+
+    async def undo(self) -> UndoReport:
+        raise RuntimeError("runtime not opened")
 
     async def set_config(self, option_id: str, value: str) -> None:
         raise RuntimeError("runtime not opened")

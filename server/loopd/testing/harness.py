@@ -17,6 +17,7 @@ from typing import Any
 from loopd.engine.loop import EngineConfig
 from loopd.engine.ports import ToolBox
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
+from loopd.protocol.turns import UndoReport
 from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
 from loopd.sessions.manager import SessionManager
@@ -58,9 +59,16 @@ class ScriptedParts:
     tools: ToolBox
     policy: ScriptedPolicy
     modes: list[str] = field(default_factory=list)
+    turns: int = 0
 
     def set_mode(self, mode: str) -> None:
         self.modes.append(mode)
+
+    def begin_turn(self) -> None:
+        self.turns += 1
+
+    async def undo(self) -> UndoReport:
+        return UndoReport(restored=("undone",)) if self.turns else UndoReport()
 
     def remembered(self) -> Mapping[str, Any]:
         return {"remembered": [[name, str(d)] for name, d in self.policy.remembered]}

@@ -64,13 +64,15 @@ class Write:
 
     async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
         path = env.resolve(args["path"])
+        known = True
         try:
             old = await read_existing(env, path)
             verb = "Created" if old is None else "Wrote"
         except PermissionError:  # a secret is written, never read; the write decides
-            old, verb = None, "Wrote"
+            old, verb, known = None, "Wrote", False
         new: str = args["content"]
         await env.files.write_text(path, new)
+        env.changes.record(path, old, new, known)
         return ToolResult(
             output=f"{verb} {env.display(path)} ({count_lines(new)} lines).",
             content=(DiffContent(path, old, new),),
@@ -151,6 +153,7 @@ class Edit:
                 "context to make it unique, or set replace_all to true to change all of them."
             )
         await env.files.write_text(path, change.new_text)
+        env.changes.record(path, old, change.new_text)
         where = f"line {change.line}" if change.count == 1 else f"first at line {change.line}"
         plural = "occurrence" if change.count == 1 else "occurrences"
         return ToolResult(

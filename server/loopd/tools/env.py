@@ -24,6 +24,7 @@ from loopd.policy.grants import CallGrants
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import PlanEntry
 from loopd.sandbox.base import CommandSandbox, Unsandboxed
+from loopd.tools.changes import ChangeLog
 from loopd.tools.processes import BackgroundProcesses
 
 
@@ -158,6 +159,7 @@ class ToolEnv:
     limits: ToolLimits = field(default_factory=ToolLimits)
     on_plan: PlanListener | None = None
     plan: tuple[PlanEntry, ...] = ()
+    changes: ChangeLog = field(default_factory=ChangeLog)
     processes: BackgroundProcesses = field(init=False)
     _scratch: str | None = field(default=None, init=False)
 

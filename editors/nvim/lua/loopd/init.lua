@@ -200,8 +200,9 @@ end
 function M.undo()
   local client = M.client()
   if not client then return end
-  call(client, 'request', 'workspace/executeCommand', { command = 'loopd.undo', arguments = {} }, function(err)
-    if err then notify(err.message, vim.log.levels.WARN) end
+  call(client, 'request', 'workspace/executeCommand', { command = 'loopd.undo', arguments = {} }, function(err, result)
+    if err then return notify(err.message, vim.log.levels.WARN) end
+    notify(result.summary)
   end, 0)
 end
 
