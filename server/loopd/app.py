@@ -210,7 +210,13 @@ class GuardedParts:
 
         sandbox = select_sandbox(parsed, found, ctx.roots, grant, env)
         files = RoutedFiles(ctx.editor_files, LocalFiles())
-        tool_env = ToolEnv(roots=ctx.roots, files=files, sandbox=sandbox, on_plan=on_plan)
+        tool_env = ToolEnv(
+            roots=ctx.roots,
+            files=files,
+            sandbox=sandbox,
+            on_plan=on_plan,
+            editor_terminals=ctx.editor_terminals,
+        )
         policy = RulePolicy(
             mode=parsed,
             roots=ctx.roots,

@@ -84,9 +84,7 @@ def acp() -> int:
     async def main() -> None:
         from loopd.app import build_app
 
-        building = asyncio.create_task(
-            asyncio.to_thread(build_app, dict(os.environ), os.getcwd())
-        )
+        building = asyncio.create_task(asyncio.to_thread(build_app, dict(os.environ), os.getcwd()))
         manager = asyncio.ensure_future(_manager_of(building))
         try:
             await serve_stdio(manager, out)

@@ -87,6 +87,9 @@ class TerminalLink:
     def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> FileAccess:
         return local
 
+    def terminals(self, session_id: str) -> None:
+        return None
+
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         if self.assume_yes:
             self.err.write(f"Allowed ({self.yes_because}): {request.title}\n")

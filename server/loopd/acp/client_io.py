@@ -24,6 +24,8 @@ from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import EnvVariable
 
+from loopd.tools.env import TerminalRun
+
 log = logging.getLogger(__name__)
 
 
@@ -74,14 +76,6 @@ class AcpFiles:
                 raise OSError(f"the editor refused to write {path}: {err}") from err
             return
         await self.local.write_text(path, text)
-
-
-@dataclass(frozen=True, slots=True)
-class TerminalRun:
-    output: str
-    truncated: bool
-    exit_code: int | None
-    signal: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from loopd.engine.ports import Approver, Emitter
 from loopd.protocol.events import ConfigOption, Prompt
 from loopd.protocol.turns import Outcome
-from loopd.tools.env import FileAccess
+from loopd.tools.env import EditorTerminals, FileAccess
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +44,8 @@ class RuntimeContext:
     editor_files: Callable[[FileAccess], FileAccess] = field(default=lambda local: local)
     """Given the local file access, the one to use right now: the prompting editor's
     (its unsaved buffers, its review UI) when it offers one."""
+    editor_terminals: Callable[[], EditorTerminals | None] = field(default=lambda: None)
+    """The prompting editor's terminals right now, or None when it has none."""
 
     @property
     def roots(self) -> tuple[str, ...]:

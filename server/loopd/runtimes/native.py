@@ -200,6 +200,12 @@ class NativeRuntime:
             ),
         )
 
+    async def clear_context(self) -> None:
+        """`/clear`: the next turn starts from no history. The stored messages go too,
+        so a restart does not bring them back; mode, model and approvals stay."""
+        self.journal.store.clear_messages(self.context.session_id)
+        self.engine = Engine(self.context.session_id, self._engine_config(), self._ports(), ())
+
     def state(self) -> Mapping[str, Any]:
         return {"approvals": dict(self.parts.remembered())}
 

@@ -19,7 +19,7 @@ from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import SessionEvent, SessionInfoUpdated, to_wire
 from loopd.runtimes.base import Runtime
 from loopd.store.sqlite import SessionRecord, SqliteStore
-from loopd.tools.env import FileAccess
+from loopd.tools.env import EditorTerminals, FileAccess
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,10 @@ class ClientLink(Protocol):
     def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> FileAccess:
         """How this editor reads and writes the session's files: its own buffers
         (unsaved edits included) and review UI where it offers them, else `local`."""
+        ...
+
+    def terminals(self, session_id: str) -> EditorTerminals | None:
+        """Where shell commands can run in this editor's terminals; None if nowhere."""
         ...
 
 

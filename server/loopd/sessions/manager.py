@@ -21,6 +21,8 @@ from typing import Any
 
 from loopd.protocol.errors import ConfigError, LoopdError
 from loopd.protocol.events import (
+    AgentMessageChunk,
+    AvailableCommandsUpdated,
     Command,
     ConfigChoice,
     ConfigOption,
@@ -33,10 +35,16 @@ from loopd.protocol.events import (
 )
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import McpServerConfig, RuntimeContext, RuntimeFactory
+from loopd.sessions.commands import (
+    CLEARED_NOTE,
+    ContextClearing,
+    commands_for,
+    slash_command,
+)
 from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
 from loopd.store.reconcile import reconcile_events
 from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
-from loopd.tools.env import FileAccess
+from loopd.tools.env import EditorTerminals, FileAccess
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +178,8 @@ class SessionManager:
             async with live.lock:
                 if live.generation != generation:
                     return Outcome(turn_id="", stop_reason="cancelled")
+                if slash_command(prompt, live.runtime) == "clear":
+                    return await self._clear(live, prompt)
                 return await self._run_turn(live, prompt, link)
         finally:
             live.queued -= 1
@@ -198,6 +208,19 @@ class SessionManager:
             live.asker = None
             live.turn = None
             self._save_after_turn(live)
+
+    async def _clear(self, live: LiveSession, prompt: Prompt) -> Outcome:
+        """`/clear`, journaled like a turn: the prompt, then a note of what happened."""
+        emitter = self._emitter(live)
+        message_id = f"user_{uuid.uuid4().hex[:12]}"
+        for block in prompt.blocks:
+            emitter.store.append_event(live.id, _user_chunk(block, message_id))
+        runtime = live.runtime
+        assert isinstance(runtime, ContextClearing), "slash_command checked it"
+        await runtime.clear_context()
+        await emitter.emit(AgentMessageChunk(CLEARED_NOTE, f"msg_{uuid.uuid4().hex[:12]}"))
+        self.store.update(live.id, updated_at=self.now())
+        return Outcome(turn_id="", stop_reason="end_turn")
 
     async def cancel(self, session_id: str) -> None:
         live = self._live.get(session_id)
@@ -231,6 +254,8 @@ class SessionManager:
         live.record = replace(live.record, runtime={"name": name}, runtime_state={})
         self.store.update(live.id, runtime={"name": name}, runtime_state={})
         live.runtime = await self._factory(name).open(self._context(live, ()))
+        commands = commands_for(live.runtime)
+        await self._emitter(live).show(to_wire(AvailableCommandsUpdated(commands)))
 
     # -- internals -----------------------------------------------------------------------
 
@@ -259,6 +284,7 @@ class SessionManager:
             mcp_servers=tuple(mcp),
             state=dict(record.runtime_state),
             editor_files=functools.partial(_editor_files, live),
+            editor_terminals=functools.partial(_editor_terminals, live),
         )
 
     def _emitter(self, live: LiveSession) -> SessionEmitter:
@@ -302,7 +328,8 @@ class SessionManager:
             tuple(ConfigChoice(n, n) for n in names),
             "Who runs this session's turns",
         )
-        return SessionView(live.id, (*live.runtime.config_options(), runtime_option))
+        options = (*live.runtime.config_options(), runtime_option)
+        return SessionView(live.id, options, commands_for(live.runtime))
 
 
 def _user_chunk(block: ContentBlock, message_id: str) -> dict[str, Any]:
@@ -314,6 +341,11 @@ def _editor_files(live: LiveSession, local: FileAccess) -> FileAccess:
     if link is None:
         return local
     return link.files(live.id, (live.record.cwd, *live.record.additional_dirs), local)
+
+
+def _editor_terminals(live: LiveSession) -> EditorTerminals | None:
+    link = live.asker
+    return None if link is None else link.terminals(live.id)
 
 
 def _attached(live: LiveSession, link: ClientLink) -> bool:

@@ -47,6 +47,9 @@ class RecordingLink:
     def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> FileAccess:
         return local
 
+    def terminals(self, session_id: str) -> None:
+        return None
+
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         self.asked.append(request)
         if self.answers:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,10 +17,8 @@ from acp.schema import (
 )
 
 from loopd.acp.agent import LoopdAgent
-from loopd.protocol.events import Command
 from loopd.protocol.messages import ImagePart, TextPart
-from loopd.sessions.live import LiveSession
-from loopd.sessions.manager import SessionManager, SessionView
+from loopd.sessions.commands import CLEAR
 from loopd.store.sqlite import SessionRecord
 from loopd.testing.fakes import Reply, ScriptedProvider
 from loopd.testing.harness import scripted_manager
@@ -207,16 +204,8 @@ async def test_close_and_delete(tmp_path: Path) -> None:
         manager.view(one.session_id)
 
 
-class CommandingManager(SessionManager):
-    """A manager whose sessions offer one command: what the adapter must announce."""
-
-    def _view(self, live: LiveSession) -> SessionView:
-        return replace(SessionManager._view(self, live), commands=(Command("compact", "Compact"),))
-
-
 async def test_available_commands_follow_the_session_new_response(tmp_path: Path) -> None:
-    base = scripted_manager(tmp_path, ScriptedProvider.of())
-    manager = CommandingManager(base.store, base.runtimes, base.default_runtime, base.now)
+    manager = scripted_manager(tmp_path, ScriptedProvider.of())
     client = RecordingClient()
     async with connected(manager, client) as s:
         new = await s.conn.new_session(cwd=str(tmp_path), mcp_servers=[])
@@ -230,15 +219,6 @@ async def test_available_commands_follow_the_session_new_response(tmp_path: Path
     )
     assert response < update
     assert client.of("available_commands_update")[0]["availableCommands"] == [
-        {"name": "compact", "description": "Compact"}
+        {"name": CLEAR.name, "description": CLEAR.description}
     ]
     assert wire[update]["params"]["sessionId"] == new.session_id
-
-
-async def test_a_manager_without_commands_announces_none(tmp_path: Path) -> None:
-    manager = scripted_manager(tmp_path, ScriptedProvider.of())
-    client = RecordingClient()
-    async with connected(manager, client) as s:
-        await s.conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        await s.conn.list_sessions()
-    assert client.of("available_commands_update") == []
