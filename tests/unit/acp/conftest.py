@@ -96,7 +96,7 @@ class Session:
 
 @asynccontextmanager
 async def connected(
-    manager: SessionManager,
+    manager: SessionManager | asyncio.Future[SessionManager],
     client: Client,
     capabilities: ClientCapabilities | None = None,
 ) -> AsyncIterator[Session]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from pathlib import Path
 
@@ -17,8 +18,10 @@ from acp.schema import (
 )
 
 from loopd.acp.agent import LoopdAgent
+from loopd.protocol.errors import ConfigError
 from loopd.protocol.messages import ImagePart, TextPart
 from loopd.sessions.commands import CLEAR
+from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SessionRecord
 from loopd.testing.fakes import Reply, ScriptedProvider
 from loopd.testing.harness import scripted_manager
@@ -222,3 +225,24 @@ async def test_available_commands_follow_the_session_new_response(tmp_path: Path
         {"name": CLEAR.name, "description": CLEAR.description}
     ]
     assert wire[update]["params"]["sessionId"] == new.session_id
+
+
+async def test_initialize_does_not_wait_for_the_manager(tmp_path: Path) -> None:
+    starting: asyncio.Future[SessionManager] = asyncio.get_running_loop().create_future()
+    # `connected` initializes: it would hang here if initialize waited for the manager.
+    async with connected(starting, RecordingClient()) as s:
+        opening = asyncio.create_task(s.conn.new_session(cwd=str(tmp_path), mcp_servers=[]))
+        starting.set_result(scripted_manager(tmp_path, ScriptedProvider.of()))
+        assert (await opening).session_id
+
+
+async def test_a_failed_start_is_every_request_s_answer(tmp_path: Path) -> None:
+    failed: asyncio.Future[SessionManager] = asyncio.get_running_loop().create_future()
+    failed.set_exception(ConfigError("bad config.toml: line 3"))
+    async with connected(failed, RecordingClient()) as s:
+        with pytest.raises(RequestError) as err:
+            await s.conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        await s.conn.cancel(session_id="any")  # a notification: nothing to answer
+        with pytest.raises(RequestError):
+            await s.conn.list_sessions()
+    assert err.value.data == {"details": "loopd could not start: bad config.toml: line 3"}
