@@ -22,6 +22,7 @@ from loopd.protocol.messages import Message
 from loopd.protocol.model import ThinkingLevel
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.compact import summarise
 from loopd.store.reconcile import reconcile_messages
 from loopd.store.sqlite import SqliteStore
 
@@ -115,7 +116,7 @@ class NativeRuntime:
         remembered = context.state.get("approvals", {})
         self.parts = wiring.parts_for(context, self.values["mode"], remembered)
         self.engine = Engine(context.session_id, self._engine_config(), self._ports(), history)
-        self._turn: asyncio.Task[Outcome] | None = None
+        self._turn: asyncio.Task[Any] | None = None
 
     def _engine_config(self) -> EngineConfig:
         thinking = cast(ThinkingLevel, self.values["thought_level"])
@@ -137,9 +138,10 @@ class NativeRuntime:
         )
 
     async def prompt(self, prompt: Prompt) -> Outcome:
-        self._turn = asyncio.create_task(self.engine.run(prompt))
+        turn = asyncio.create_task(self.engine.run(prompt))
+        self._turn = turn
         try:
-            return await self._turn
+            return await turn
         finally:
             self._turn = None
 
@@ -203,8 +205,38 @@ class NativeRuntime:
     async def clear_context(self) -> None:
         """`/clear`: the next turn starts from no history. The stored messages go too,
         so a restart does not bring them back; mode, model and approvals stay."""
-        self.journal.store.clear_messages(self.context.session_id)
-        self.engine = Engine(self.context.session_id, self._engine_config(), self._ports(), ())
+        self._replace_history(())
+
+    async def compact_context(self) -> str | None:
+        """`/compact`: the history becomes one model-written summary of it. Returns the
+        summary ("" when there was nothing to compact), None when `cancel` stopped it;
+        a provider failure raises and leaves the history as it was."""
+        history = self.engine.history
+        if not history:
+            return ""
+        config = self._engine_config()
+        provider = self.wiring.provider_for(config.model)
+        specs = self.parts.tools.specs()
+        task = asyncio.create_task(summarise(provider, config.model, config.system, history, specs))
+        self._turn = task
+        try:
+            compacted = await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # our caller gave up, not `cancel`
+            return None
+        finally:
+            self._turn = None
+        self._replace_history(compacted)
+        return compacted[1].text
+
+    def _replace_history(self, history: Sequence[Message]) -> None:
+        session_id = self.context.session_id
+        self.journal.store.clear_messages(session_id)
+        for message in history:
+            self.journal.store.append_message(session_id, message)
+        self.engine = Engine(session_id, self._engine_config(), self._ports(), history)
 
     def state(self) -> Mapping[str, Any]:
         return {"approvals": dict(self.parts.remembered())}

@@ -1,10 +1,11 @@
 """Slash commands the session layer runs itself, whatever the editor.
 
-A prompt whose text is `/clear` (optionally followed by words, ignored) does not go
-to the model: it starts a fresh model context in the same session. The journal keeps
-the prompt and a note saying what happened, so a replay shows where the context
-restarted. A command is offered (`available_commands_update`) only when the
-session's runtime can really do it.
+A prompt whose text starts with a command's name (`/clear`, `/compact`; words after
+it are ignored) does not start a turn. `/clear` starts a fresh model context in the
+same session; `/compact` has the model summarise the conversation and continues from
+that summary alone. The journal keeps the prompt and a note saying what happened, so
+a replay shows where the context changed. A command is offered
+(`available_commands_update`) only when the session's runtime can really do it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Protocol, runtime_checkable
 from loopd.protocol.events import Command, Prompt
 
 CLEAR = Command("clear", "Start a fresh model context; the conversation so far stays visible")
+COMPACT = Command("compact", "Replace the model context with a summary of it, to free room")
 CLEARED_NOTE = "Started a fresh context: earlier messages are no longer sent to the model."
 
 
@@ -24,8 +26,27 @@ class ContextClearing(Protocol):
     async def clear_context(self) -> None: ...
 
 
+@runtime_checkable
+class ContextCompacting(Protocol):
+    """A runtime that can replace its model context with a summary of it."""
+
+    async def compact_context(self) -> str | None:
+        """The summary ("" if there was nothing to compact), None if cancelled."""
+        ...
+
+
 def commands_for(runtime: object) -> tuple[Command, ...]:
-    return (CLEAR,) if isinstance(runtime, ContextClearing) else ()
+    offered = (
+        (CLEAR, isinstance(runtime, ContextClearing)),
+        (COMPACT, isinstance(runtime, ContextCompacting)),
+    )
+    return tuple(command for command, works in offered if works)
+
+
+def compacted_note(summary: str) -> str:
+    if not summary:
+        return "Nothing to compact yet."
+    return f"Compacted the context. The model continues from this summary:\n\n{summary}"
 
 
 def slash_command(prompt: Prompt, runtime: object) -> str | None:
@@ -36,3 +57,14 @@ def slash_command(prompt: Prompt, runtime: object) -> str | None:
         return None
     name = words[0][1:]
     return name if name in {c.name for c in commands_for(runtime)} else None
+
+
+async def run_command(runtime: object, name: str) -> str | None:
+    """Run a command `slash_command` found; the note to show, None if cancelled."""
+    if name == CLEAR.name and isinstance(runtime, ContextClearing):
+        await runtime.clear_context()
+        return CLEARED_NOTE
+    if name == COMPACT.name and isinstance(runtime, ContextCompacting):
+        summary = await runtime.compact_context()
+        return None if summary is None else compacted_note(summary)
+    raise AssertionError(f"/{name} is not a command of this runtime")

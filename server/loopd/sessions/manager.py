@@ -35,12 +35,7 @@ from loopd.protocol.events import (
 )
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import McpServerConfig, RuntimeContext, RuntimeFactory
-from loopd.sessions.commands import (
-    CLEARED_NOTE,
-    ContextClearing,
-    commands_for,
-    slash_command,
-)
+from loopd.sessions.commands import commands_for, run_command, slash_command
 from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
 from loopd.store.reconcile import reconcile_events
 from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
@@ -178,8 +173,9 @@ class SessionManager:
             async with live.lock:
                 if live.generation != generation:
                     return Outcome(turn_id="", stop_reason="cancelled")
-                if slash_command(prompt, live.runtime) == "clear":
-                    return await self._clear(live, prompt)
+                command = slash_command(prompt, live.runtime)
+                if command is not None:
+                    return await self._run_command(live, command, prompt)
                 return await self._run_turn(live, prompt, link)
         finally:
             live.queued -= 1
@@ -209,16 +205,20 @@ class SessionManager:
             live.turn = None
             self._save_after_turn(live)
 
-    async def _clear(self, live: LiveSession, prompt: Prompt) -> Outcome:
-        """`/clear`, journaled like a turn: the prompt, then a note of what happened."""
+    async def _run_command(self, live: LiveSession, name: str, prompt: Prompt) -> Outcome:
+        """A session command, journaled like a turn: the prompt, then a note of what
+        happened (or why it did not)."""
         emitter = self._emitter(live)
         message_id = f"user_{uuid.uuid4().hex[:12]}"
         for block in prompt.blocks:
             emitter.store.append_event(live.id, _user_chunk(block, message_id))
-        runtime = live.runtime
-        assert isinstance(runtime, ContextClearing), "slash_command checked it"
-        await runtime.clear_context()
-        await emitter.emit(AgentMessageChunk(CLEARED_NOTE, f"msg_{uuid.uuid4().hex[:12]}"))
+        try:
+            note = await run_command(live.runtime, name)
+        except LoopdError as err:
+            note = f"/{name} failed: {err}"
+        if note is None:
+            return Outcome(turn_id="", stop_reason="cancelled")
+        await emitter.emit(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}"))
         self.store.update(live.id, updated_at=self.now())
         return Outcome(turn_id="", stop_reason="end_turn")
 

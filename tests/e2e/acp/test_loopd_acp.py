@@ -20,7 +20,8 @@ from acp.schema import (
     TextContentBlock,
 )
 
-from loopd.sessions.commands import CLEAR
+from loopd.runtimes.compact import COMPACT_REQUEST
+from loopd.sessions.commands import CLEAR, COMPACT
 from loopd.testing.llm_script import Reply, ScriptedCall
 from tests.e2e.acp.conftest import LOOPD, Home
 from tests.e2e.acp.editor import EDITOR_SECRET, EditorClient
@@ -68,7 +69,7 @@ async def test_a_text_turn_streams_and_the_commands_follow_the_new_session(home:
     assert shown_while_streaming and shown_while_streaming != client.text()
     assert client.text() == "Hello from the model, in words."
     commands = client.of("available_commands_update")[0]["availableCommands"]
-    assert commands == [{"name": CLEAR.name, "description": CLEAR.description}]
+    assert commands == [{"name": c.name, "description": c.description} for c in (CLEAR, COMPACT)]
     assert "hi" in sent_to_model(home, 0)
 
 
@@ -175,15 +176,25 @@ async def test_a_fresh_process_loads_and_replays_the_session(home: Home) -> None
     assert "first question" in second and "first answer" in second
 
 
-async def test_clear_starts_a_fresh_context(home: Home) -> None:
-    home.fake.script("*", Reply(text="remembered"), Reply(text="fresh"))
+async def test_clear_and_compact_change_what_the_model_gets(home: Home) -> None:
+    home.fake.script(
+        "*",
+        Reply(text="remembered"),
+        Reply(text="fresh"),
+        Reply(text="SUMMARY: the person asked about giraffes."),
+        Reply(text="continued"),
+    )
     client = RecordingClient()
     async with loopd_acp(home, client) as conn:
         new = await conn.new_session(cwd=str(home.work), mcp_servers=[])
-        await conn.prompt(session_id=new.session_id, prompt=text("zebra question"))
-        cleared = await conn.prompt(session_id=new.session_id, prompt=text("/clear"))
-        await conn.prompt(session_id=new.session_id, prompt=text("after"))
-    assert cleared.stop_reason == "end_turn"
-    assert len(home.fake.requests) == 2
-    assert "zebra" not in sent_to_model(home, 1)
+        sid = new.session_id
+        for prompt in ("zebra question", "/clear", "giraffe question", "/compact", "go on"):
+            result = await conn.prompt(session_id=sid, prompt=text(prompt))
+            assert result.stop_reason == "end_turn"
+    assert len(home.fake.requests) == 4
     assert "zebra" in sent_to_model(home, 0)
+    assert "zebra" not in sent_to_model(home, 1)
+    assert COMPACT_REQUEST in sent_to_model(home, 2)
+    last = sent_to_model(home, 3)
+    assert "SUMMARY: the person asked about giraffes." in last
+    assert "giraffe question" not in last
