@@ -7,8 +7,9 @@ paths inside the session roots; anything else, or a client that did not advertis
 (`terminal/create`, output streamed by the editor) and releases every terminal it
 creates, also when the run is cancelled.
 
-`TextFiles` is structurally `loopd.tools.env.FileAccess`; both adapters are meant to
-be handed to the tools by the session wiring.
+`TextFiles` is structurally `loopd.tools.env.FileAccess` and `AcpTerminals` is a
+`loopd.tools.env.EditorTerminals`: `AcpLink.files` / `terminals` hand them to the
+session layer, which routes them to the tools of the prompting connection.
 """
 
 from __future__ import annotations
