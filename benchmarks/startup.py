@@ -6,6 +6,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 ROUNDS = 9
 
@@ -17,7 +18,8 @@ def _time(argv: list[str]) -> float:
 
 
 def main() -> dict[str, dict[str, float]]:
-    loopd = [sys.executable, "-m", "loopd", "--version"]
+    script = Path(sys.executable).with_name("loopd")  # the console script users run
+    loopd = [str(script), "--version"]
     bare = [sys.executable, "-c", "pass"]
     subject, baseline = [], []
     for _ in range(ROUNDS):

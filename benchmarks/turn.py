@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -102,9 +102,9 @@ async def bare_consumer(client: httpx.AsyncClient, base_url: str) -> int:
     return count
 
 
-async def timed(fn: Callable[[], Awaitable[Any]]) -> tuple[float, float]:
+async def timed(work: Awaitable[Any]) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
-    await fn()
+    await work
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
@@ -124,9 +124,9 @@ async def streaming_ratio() -> dict[str, float]:
         await bare_consumer(client, server.base_url)  # warm up both paths
         await engine_for(provider, emitter, [], MemoryJournal()).run(prompt)
         for _ in range(ROUNDS):
-            baseline.append(await timed(lambda: bare_consumer(client, server.base_url)))
+            baseline.append(await timed(bare_consumer(client, server.base_url)))
             engine = engine_for(provider, emitter, [], MemoryJournal())
-            subject.append(await timed(lambda: engine.run(prompt)))
+            subject.append(await timed(engine.run(prompt)))
     finally:
         await client.aclose()
         server.close()
@@ -167,9 +167,9 @@ async def history_ratio() -> dict[str, float]:
         await engine_for(provider, Quiet(), list(small), MemoryJournal()).run(prompt)
         for _ in range(ROUNDS):
             e_small = engine_for(provider, Quiet(), list(small), MemoryJournal())
-            baseline.append(await timed(lambda: e_small.run(prompt)))
+            baseline.append(await timed(e_small.run(prompt)))
             e_large = engine_for(provider, Quiet(), list(large), MemoryJournal())
-            subject.append(await timed(lambda: e_large.run(prompt)))
+            subject.append(await timed(e_large.run(prompt)))
     finally:
         await client.aclose()
         server.close()

@@ -16,27 +16,36 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from loopd.catalog import CatalogBuild, RuntimeEntry, discover_catalog
+from loopd.catalog import (
+    CatalogBuild,
+    CatalogError,
+    RuntimeCatalog,
+    RuntimeEntry,
+    discover_catalog,
+)
 from loopd.config import Config, data_dir, load_config
 from loopd.config.schema import Harness
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig
 from loopd.instructions import system_prompt
 from loopd.policy.decide import RulePolicy
-from loopd.policy.modes import DEFAULT_MODE, MODES, parse_mode
+from loopd.policy.grants import CallGrants
+from loopd.policy.modes import DEFAULT_MODE, parse_mode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
 from loopd.protocol.events import PlanEntry, PlanUpdated
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
-from loopd.providers.factory import ClosableProvider, make_provider
+from loopd.providers.factory import HOW_TO_CONFIGURE, ClosableProvider, make_provider
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
-from loopd.runtimes.native import ModeInfo, NativeRuntimeFactory, NativeWiring
+from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
+from loopd.sandbox.base import Unsandboxed
 from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
-from loopd.tools.env import LocalFiles, RoutedFiles, SystemClock, ToolEnv
+from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv
+from loopd.tools.files import BeneathFiles
 from loopd.tools.registry import ToolRegistry
 
 
@@ -76,8 +85,22 @@ def build_app(env: Mapping[str, str], cwd: str) -> App:
         runtimes=factories,
         default_runtime=catalog.catalog.default or "",
         now=utc_now,
+        no_runtime_help=f"{HOW_TO_CONFIGURE}, or put the claude or codex CLI on PATH "
+        "(`loopd doctor` shows what was found)",
+        identify=functools.partial(_identity, catalog.catalog),
     )
     return App(env, config, catalog, store, manager, providers)
+
+
+def _identity(catalog: RuntimeCatalog, name: str, config: Mapping[str, str]) -> dict[str, Any]:
+    """The catalog's identity for a session's runtime and model; a model the catalog
+    does not list (an open-model server) is recorded as chosen."""
+    try:
+        identity: dict[str, Any] = dict(catalog.resolve(name).identity().to_json())
+    except CatalogError:
+        identity = {"runtime": name}
+    model = config.get("model")
+    return identity | ({"model": model} if model else {})
 
 
 def _factory(
@@ -140,7 +163,6 @@ def _native_wiring(
         parts_for=functools.partial(GuardedParts.open, env=env, probe=probe, rules=rules),
         system_for=lambda ctx: system_prompt(ctx.cwd, ctx.roots),
         clock=SystemClock(),
-        modes=tuple(ModeInfo(m.mode.value, m.name, m.description) for m in MODES),
         default_mode=config.defaults.mode or DEFAULT_MODE.value,
         models=models or (default_model,),
         default_model=default_model,
@@ -183,7 +205,9 @@ class LazyProbe:
 @dataclass(eq=False)
 class GuardedParts:
     """A native session's tools and policy over one safety state: the mode, the
-    sandbox chosen for it, and the network grant both consult."""
+    sandbox chosen for it, the network grant both consult, and the per-call grants
+    the policy records and the tools check (the local files open beneath the roots;
+    a path the person approved outside them opens only for the call approved)."""
 
     env: Mapping[str, str]
     probe: SandboxProbe
@@ -209,14 +233,6 @@ class GuardedParts:
             await ctx.emitter.emit(PlanUpdated(entries))
 
         sandbox = select_sandbox(parsed, found, ctx.roots, grant, env)
-        files = RoutedFiles(ctx.editor_files, LocalFiles())
-        tool_env = ToolEnv(
-            roots=ctx.roots,
-            files=files,
-            sandbox=sandbox,
-            on_plan=on_plan,
-            editor_terminals=ctx.editor_terminals,
-        )
         policy = RulePolicy(
             mode=parsed,
             roots=ctx.roots,
@@ -224,6 +240,16 @@ class GuardedParts:
             network=grant,
             rules=rules,
             remembered=RuleSet.from_json(remembered),
+            grants=CallGrants(),
+        )
+        tool_env = ToolEnv(
+            roots=ctx.roots,
+            files=RoutedFiles(ctx.editor_files, BeneathFiles(policy.paths)),
+            sandbox=sandbox,
+            outside=Unsandboxed(dict(env)),
+            grants=policy.grants,
+            on_plan=on_plan,
+            editor_terminals=ctx.editor_terminals,
         )
         return cls(env, found, grant, tool_env, ToolRegistry(tool_env), policy)
 

@@ -1,8 +1,9 @@
 """`loopd run`'s connection: a ClientLink that renders a session on a terminal.
 
 Text goes to stdout (so `loopd run "..." > answer.md` captures the answer); tool
-activity, thoughts and plans go to stderr. With `--json` every update is one JSON
-line on stdout instead. Approvals are asked on the controlling TTY; with no TTY they
+activity, thoughts and plans go to stderr; a failed tool call shows the end of its
+text there, so a refusal is read with its reason. With `--json` every update is one
+JSON line on stdout instead. Approvals are asked on the controlling TTY; with no TTY they
 are rejected unless `--yes` was given: a headless run never grants in silence.
 """
 
@@ -83,26 +84,38 @@ class TerminalLink:
         for item in update.get("content") or []:
             if item.get("type") == "diff":
                 self.err.write(_diff_text(item["path"], item.get("oldText"), item["newText"]))
+            elif item.get("type") == "content" and status == "failed":
+                self.err.write(_tail(item["content"].get("text", ""), FAILURE_LINES))
 
     def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> FileAccess:
         return local
 
-    def terminals(self, session_id: str) -> None:
-        return None
-
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        why = f"\n  because {request.reason}" if request.reason else ""
         if self.assume_yes:
-            self.err.write(f"Allowed ({self.yes_because}): {request.title}\n")
+            self.err.write(f"Allowed ({self.yes_because}): {request.title}{why}\n")
             return ApprovalDecision.ALLOW_ONCE
         if self.prompter is None:
-            self.err.write(f"Rejected: {request.title} (no terminal to ask; pass --yes to allow)\n")
+            self.err.write(
+                f"Rejected: {request.title} (no terminal to ask; pass --yes to allow){why}\n"
+            )
             return ApprovalDecision.REJECT_ONCE
+        self.err.write(f"{request.title}{why}\n")
         for item in request.content:
             if isinstance(item, DiffContent):
                 self.err.write(_diff_text(item.path, item.old_text, item.new_text))
         question = f"Allow {request.title}? [y]es / [a]lways / [n]o / ne[v]er: "
         answer = await asyncio.to_thread(self.prompter, question)
         return _ANSWERS.get(answer.strip().lower(), ApprovalDecision.REJECT_ONCE)
+
+
+FAILURE_LINES = 8
+
+
+def _tail(text: str, lines: int) -> str:
+    """The last `lines` lines of `text`, indented: where a failure says why."""
+    kept = text.rstrip("\n").splitlines()[-lines:]
+    return "".join(f"  {line}\n" for line in kept)
 
 
 def _mark(status: str) -> str:

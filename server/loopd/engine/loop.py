@@ -7,7 +7,7 @@ and cancellation at any point (streaming, a tool, an approval) pairs every annou
 tool call with a result so the history stays valid for the next request.
 
 The engine is pure orchestration over its ports. It is cancelled the asyncio way: the
-owner cancels the task running `run`, and `run` returns `cancelled`.
+owner cancels the task running `run` (or `exec`), which returns `cancelled`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from loopd.engine.guard import LoopGuard
-from loopd.engine.limits import Limits
-from loopd.engine.ports import Approver, Clock, Emitter, Journal, Policy, Provider, ToolBox
+from loopd.engine.limits import Limits, truncate_result
+from loopd.engine.ports import (
+    Approver,
+    Clock,
+    Emitter,
+    Journal,
+    Policy,
+    Provider,
+    ToolBox,
+    ToolCall,
+    ToolResult,
+)
 from loopd.engine.streaming import ReplyStreamer, RetryPolicy
 from loopd.engine.toolrun import ToolPhase, TurnState
 from loopd.protocol.errors import ContextOverflow, ProviderError
@@ -44,6 +54,10 @@ from loopd.protocol.messages import (
 )
 from loopd.protocol.model import ModelRequest, ModelStop, ThinkingLevel, Usage
 from loopd.protocol.turns import Outcome, StopReason
+
+EXEC_TOOL = "bash"
+"""The tool a command typed by the person runs through: through the tool and its
+policy and sandbox, never around them. `!` skips the model, not the boundary."""
 
 
 def random_id(prefix: str) -> str:
@@ -124,6 +138,30 @@ class Engine:
             await self._pair_after_cancel(turn)
             return turn.outcome("cancelled")
 
+    async def exec(self, command: str) -> Outcome:
+        """Run a command the PERSON typed (`!cmd`), outside any model turn.
+
+        The call goes through `EXEC_TOOL` exactly as the model's would: declared,
+        decided by the policy, asked when it crosses the boundary, run in the sandbox.
+        The screen gets the tool events it already draws. The history gets ONE user
+        message holding the command and its output, because the person ran it and
+        the next turn must know what they saw; a user message, not a tool result,
+        because no provider accepts a result without a call, and inventing a call the
+        model never made would put words in its mouth."""
+        turn = _Turn(self.ports.new_id("turn"))
+        call = ToolCall(self.ports.new_id("exec"), EXEC_TOOL, {"command": command})
+        reason: StopReason = "end_turn"
+        try:
+            result = await self._tool_phase().run_alone(call)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            result, reason = ToolResult("Cancelled by the user.", is_error=True), "cancelled"
+        output = truncate_result(result.output, self.config.limits.max_result_bytes)
+        await self._append(Message("user", (TextPart(exec_message(command, output)),)))
+        return turn.outcome(reason)
+
     async def _cycle(self, turn: _Turn) -> Outcome:
         limits = self.config.limits
         while True:
@@ -133,10 +171,8 @@ class Engine:
             try:
                 reply = await self._streamer().request(self._request())
             except ProviderError as err:
-                reason: StopReason = (
-                    "max_tokens" if isinstance(err, ContextOverflow) else "end_turn"
-                )
-                return await self._stop(turn, reason, f"The model request failed: {err.message}")
+                message = f"The model request failed: {err.message}"
+                return await self._stop(turn, _failure_stop(err), message)
             turn.usage += reply.usage
             turn.context_tokens = reply.usage.context_tokens + reply.usage.output_tokens
             await self._append(Message("assistant", reply.parts))
@@ -253,6 +289,11 @@ def _failure_stop(err: ProviderError) -> StopReason:
 
 def _iteration_note(limits: Limits) -> str:
     return f"Stopped: reached the limit of {limits.max_iterations} model requests in one turn."
+
+
+def exec_message(command: str, output: str) -> str:
+    """How a typed command and its output read in the history."""
+    return f"I ran a command myself:\n$ {command}\n\n{output}"
 
 
 def prompt_parts(prompt: Prompt) -> tuple[Part, ...]:

@@ -62,7 +62,8 @@ class ToolCall:
 class Declaration:
     """What a call says it will touch, before it runs: what the scheduler orders by,
     what the policy decides on and what the person is shown. Paths are absolute and
-    canonical."""
+    canonical. `unsandboxed`: the command asks to run outside the OS sandbox (a
+    retry after the sandbox refused it), which the policy always asks about."""
 
     title: str
     kind: ToolKind
@@ -72,6 +73,7 @@ class Declaration:
     network: bool = False
     locations: tuple[Location, ...] = ()
     preview: tuple[ToolContent, ...] = ()
+    unsandboxed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

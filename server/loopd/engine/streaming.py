@@ -11,8 +11,9 @@ model may not repeat.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from loopd.engine.ports import Clock, Emitter, Provider
 from loopd.protocol.errors import IncompleteStream, ProviderError
@@ -80,14 +81,12 @@ class ReplyStreamer:
         holds at each wake-up. A slow model is shown token by token; a fast one (or a
         burst after a stall) costs one update per burst instead of one per token,
         for the journal and for every editor watching."""
-        queue: asyncio.Queue[StreamEvent | BaseException | None] = asyncio.Queue()
-        reader = asyncio.create_task(_read_into(self.provider.stream(request), queue))
+        inbox = _Inbox()
+        reader = asyncio.create_task(_read_into(self.provider.stream(request), inbox))
         text_id, thought_id = self.new_id("msg"), self.new_id("msg")
         try:
             while True:
-                batch = [await queue.get()]
-                while not queue.empty():
-                    batch.append(queue.get_nowait())
+                batch = await inbox.take_all()
                 done = await self._show(batch, text_id, thought_id, shown)
                 if done is not None:
                     return done
@@ -96,7 +95,7 @@ class ReplyStreamer:
 
     async def _show(
         self,
-        batch: list[StreamEvent | BaseException | None],
+        batch: list[Inbound],
         text_id: str,
         thought_id: str,
         shown: _Shown,
@@ -135,21 +134,43 @@ class ReplyStreamer:
         thought.clear()
 
 
-async def _read_into(
-    stream: AsyncIterator[StreamEvent], queue: asyncio.Queue[StreamEvent | BaseException | None]
-) -> None:
-    """Move a provider stream into `queue`; end with None, or with the error raised."""
+Inbound = StreamEvent | BaseException | None
+
+
+@dataclass(slots=True)
+class _Inbox:
+    """What the reader has received and the writer not yet shown. Cheaper than an
+    asyncio.Queue on the hot path: an append, and a wake-up only when one is due."""
+
+    items: deque[Inbound] = field(default_factory=deque)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def put(self, item: Inbound) -> None:
+        self.items.append(item)
+        self.ready.set()
+
+    async def take_all(self) -> list[Inbound]:
+        while not self.items:
+            self.ready.clear()
+            await self.ready.wait()
+        batch = list(self.items)
+        self.items.clear()
+        return batch
+
+
+async def _read_into(stream: AsyncIterator[StreamEvent], inbox: _Inbox) -> None:
+    """Move a provider stream into `inbox`; end with None, or with the error raised."""
     try:
         async for event in stream:
-            queue.put_nowait(event)
+            inbox.put(event)
     except Exception as err:
-        queue.put_nowait(err)
+        inbox.put(err)
         return
     finally:
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
             await aclose()
-    queue.put_nowait(None)
+    inbox.put(None)
 
 
 @dataclass(slots=True)

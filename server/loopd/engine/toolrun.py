@@ -87,6 +87,35 @@ class ToolPhase:
                 # would only end that child.
                 raise asyncio.CancelledError
 
+    async def run_alone(self, call: ToolCall) -> ToolResult:
+        """One call that is not the model's (a command the person typed): declared,
+        shown, decided, asked and run exactly as the model's would be, but its result
+        is returned for the caller to record, not journaled as a tool result. The loop
+        limits do not count it: they watch the model. Raises `CancelledError` when
+        the person cancels, after the screen shows the call failed."""
+        try:
+            ex = ToolExecution(0, call, await self.tools.declare(call))
+        except ToolInputError as err:
+            ex = ToolExecution(0, call, None, f"Invalid arguments for {call.name}: {err}")
+        await self.emitter.emit(_announcement(ex))
+        refusal = await self._refusal(ex, self._decide(ex))
+        if refusal is None:
+            await self.emitter.emit(ToolCallUpdated(call.id, status="in_progress"))
+            try:
+                result = await self.tools.run(call, _Progress(self.emitter, call.id))
+            except asyncio.CancelledError:
+                cancelled = (TextBlock("Cancelled."),)
+                await self.emitter.emit(
+                    ToolCallUpdated(call.id, status="failed", content=cancelled)
+                )
+                raise
+        else:
+            result = ToolResult(refusal, is_error=True)
+        await self._show(call, result, result.output)
+        if self.cancelled:
+            raise asyncio.CancelledError
+        return result
+
     async def _prepare(self, index: int, use: ToolUsePart, turn: TurnState) -> ToolExecution:
         call = ToolCall(use.id, use.name, use.input)
         refusal = self._admit(call, turn)
@@ -183,6 +212,9 @@ class ToolPhase:
         part = ToolResultPart(call.id, output, result.is_error)
         results[call.id] = part
         await self.journal.append(Message("user", (part,)))
+        await self._show(call, result, output)
+
+    async def _show(self, call: ToolCall, result: ToolResult, output: str) -> None:
         shown: tuple[ToolContent, ...] = result.content or (TextBlock(output),)
         await self.emitter.emit(
             ToolCallUpdated(

@@ -31,6 +31,7 @@ DEFAULT_MAX_WRITE_BYTES = 4 * 1024 * 1024
 
 _SYS_OPENAT2 = 437  # the same number on every Linux architecture (generic table)
 _RESOLVE_NO_MAGICLINKS = 0x02
+_RESOLVE_NO_SYMLINKS = 0x04
 _RESOLVE_BENEATH = 0x08
 
 Method = Literal["auto", "openat2", "walk"]
@@ -65,15 +66,19 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _openat2_state: list[bool] = []  # [] unknown, [True] works, [False] missing
 
 
-def _openat2(dir_fd: int, rel: str, flags: int, mode: int) -> int:
+def _openat2(dir_fd: int, rel: str, flags: int, mode: int, no_symlinks: bool = False) -> int:
     how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0)
     how.resolve = _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS
+    if no_symlinks:
+        how.resolve |= _RESOLVE_NO_SYMLINKS
     size = ctypes.c_size_t(ctypes.sizeof(how))
     fd: int = _libc.syscall(_SYS_OPENAT2, dir_fd, os.fsencode(rel), ctypes.byref(how), size)
     if fd < 0:
         err = ctypes.get_errno()
         if err == errno.EXDEV:
             raise PathEscapeError(rel)
+        if err == errno.ELOOP and no_symlinks:
+            raise PathEscapeError(rel, "goes through a symlink")
         raise OSError(err, os.strerror(err), rel)
     return fd
 
@@ -131,16 +136,27 @@ def _open_no_follow(dir_fd: int, name: str, flags: int, mode: int, rel: str) -> 
 
 
 def open_beneath(
-    root: str, relpath: str, flags: int, mode: int = 0o644, *, method: Method = "auto"
+    root: str,
+    relpath: str,
+    flags: int,
+    mode: int = 0o644,
+    *,
+    method: Method = "auto",
+    exact: bool = False,
 ) -> int:
     """A file descriptor for `relpath` resolved strictly under `root`. Raises
     `PathEscapeError` when the path would leave the root, `OSError` otherwise. The
-    caller owns (and closes) the descriptor."""
+    caller owns (and closes) the descriptor.
+
+    `exact` refuses every symlink on the way (`RESOLVE_NO_SYMLINKS`), for a path that
+    was already canonical when it was checked: what opens is then exactly the path
+    that was decided on, not merely something under the same root. (The walk
+    fallback always behaves this way.)"""
     use_openat2 = method == "openat2" or (method == "auto" and openat2_available())
     root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         if use_openat2:
-            return _openat2(root_fd, relpath, flags, mode)
+            return _openat2(root_fd, relpath, flags, mode, exact)
         return _walk(root_fd, relpath, flags, mode)
     finally:
         os.close(root_fd)
@@ -159,11 +175,16 @@ def relative_to(root: str, path: str) -> str:
 
 
 def read_bytes_beneath(
-    root: str, path: str, *, max_bytes: int = DEFAULT_MAX_READ_BYTES, method: Method = "auto"
+    root: str,
+    path: str,
+    *,
+    max_bytes: int = DEFAULT_MAX_READ_BYTES,
+    method: Method = "auto",
+    exact: bool = False,
 ) -> bytes:
     """The content of a regular file under `root`, at most `max_bytes` (else
     `FileTooLarge`, which carries the size so the tool can page)."""
-    fd = open_beneath(root, relative_to(root, path), os.O_RDONLY, method=method)
+    fd = open_beneath(root, relative_to(root, path), os.O_RDONLY, method=method, exact=exact)
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if stat.S_ISDIR(info.st_mode):
@@ -195,6 +216,7 @@ def write_text_beneath(
     max_bytes: int = DEFAULT_MAX_WRITE_BYTES,
     make_parents: bool = True,
     method: Method = "auto",
+    exact: bool = False,
 ) -> None:
     """Atomically replace (or create) a file under `root` with `text` as UTF-8. An
     existing file keeps its permission bits; missing parent folders are created under
@@ -205,17 +227,17 @@ def write_text_beneath(
     parent, name = os.path.split(relative_to(root, path))
     if name in ("", ".", ".."):
         raise IsADirectoryError(errno.EISDIR, "not a file name", path)
-    dir_fd = _open_dir(root, parent, make_parents, method)
+    dir_fd = _open_dir(root, parent, make_parents, method, exact)
     try:
         _replace_in(dir_fd, name, data)
     finally:
         os.close(dir_fd)
 
 
-def _open_dir(root: str, rel: str, make_parents: bool, method: Method) -> int:
+def _open_dir(root: str, rel: str, make_parents: bool, method: Method, exact: bool) -> int:
     flags = os.O_RDONLY | os.O_DIRECTORY
     try:
-        return open_beneath(root, rel or ".", flags, method=method)
+        return open_beneath(root, rel or ".", flags, method=method, exact=exact)
     except FileNotFoundError:
         if not make_parents:
             raise
@@ -223,12 +245,12 @@ def _open_dir(root: str, rel: str, make_parents: bool, method: Method) -> int:
     for part in (p for p in rel.split("/") if p):
         done = f"{done}/{part}" if done else part
         with contextlib.suppress(FileExistsError):
-            fd = open_beneath(root, os.path.dirname(done) or ".", flags, method=method)
+            fd = open_beneath(root, os.path.dirname(done) or ".", flags, method=method, exact=exact)
             try:
                 os.mkdir(part, 0o777, dir_fd=fd)
             finally:
                 os.close(fd)
-    return open_beneath(root, rel, flags, method=method)
+    return open_beneath(root, rel, flags, method=method, exact=exact)
 
 
 def _replace_in(dir_fd: int, name: str, data: bytes) -> None:

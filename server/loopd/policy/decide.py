@@ -14,18 +14,32 @@ The order is the one Codex and Claude Code agree on, and it is not negotiable by
 
 Fail closed: a tool whose declaration names no effect it understands asks. Under the
 `never` approval policy (full auto) every "ask" becomes a denial with the same reason.
+
+Two escalations are never granted by a rule, a mode or a remembered answer:
+
+- a command that declares it runs OUTSIDE the sandbox (`unsandboxed`, the retry of a
+  command the sandbox refused) always asks, naming that it runs unsandboxed, and
+  "allow always" on it is kept as "allow once";
+- a command or tool that declares it needs the network while the session's grant is
+  off asks, even when an allow rule covers it (the rule speaks about the command,
+  not about the network); "allow always" grants the network for the session.
+
+Every allowed call gets a `Grant` (`loopd.policy.grants`) naming exactly the paths,
+network and unsandboxed run it was allowed, which the tools check when it runs.
 An ASK that reaches an engine with no approver (or a dropped client, or no answer in
 time) must become a denial there: the Approver port's contract, not this class's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 from collections.abc import Sequence
 
 from loopd.engine.ports import Declaration, PolicyDecision, ToolCall, Verdict
 from loopd.policy.commands import command_prefix, is_safe_command, split_command
+from loopd.policy.grants import CallGrants, Grant
 from loopd.policy.modes import ApprovalPolicy, Mode, SandboxMode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.paths import PathIssue, PathPolicy
@@ -58,8 +72,10 @@ class RulePolicy:
         home: str | None = None,
         sandbox_mode: SandboxMode | None = None,
         extra_secrets: Sequence[str] = (),
+        grants: CallGrants | None = None,
     ) -> None:
         self.mode = mode
+        self.grants = grants or CallGrants()
         self.tier = tier
         self.network = network
         self.rules = rules
@@ -79,24 +95,37 @@ class RulePolicy:
         return self.mode.approval
 
     def decide(self, call: ToolCall, declaration: Declaration) -> PolicyDecision:
+        """The verdict; an ALLOW also records the call's `Grant`."""
         decl = self._canonical(declaration)
+        decision = self._decide(call, decl)
+        if decision.verdict is Verdict.ALLOW:
+            self.grants.record(call.id, self._grant(decl))
+        return decision
+
+    def _decide(self, call: ToolCall, decl: Declaration) -> PolicyDecision:
         for action in (RuleAction.DENY, RuleAction.ASK, RuleAction.ALLOW):
             rule = first_match(self._rules(action), action, call.name, decl, self._ctx)
             if rule is not None:
-                return self._by_rule(action, rule)
+                return self._by_rule(action, rule, decl)
             if action is RuleAction.DENY and (denial := self._builtin_denial(decl)) is not None:
                 return denial
+            if action is RuleAction.ASK and (question := self._escalation(decl)) is not None:
+                return question
         return self._by_mode(call, decl)
 
     def remember(
         self, call: ToolCall, declaration: Declaration, decision: ApprovalDecision
     ) -> None:
-        """Keeps an "always" answer as a rule: per command prefix (`git push:*`) or exact
-        command, per path, or for the whole tool when it declared neither. "Allow
-        always" on a call that needs the network also grants the network."""
-        if not decision.remembered:
+        """Records the grant of an approved call, and keeps an "always" answer as a
+        rule: per command prefix (`git push:*`) or exact command, per path, or for the
+        whole tool when it declared neither. "Allow always" on a call that needs the
+        network also grants the network; on an unsandboxed run it is kept as once."""
+        decl = self._canonical(declaration)
+        if decision.allowed:
+            self.grants.record(call.id, self._grant(decl))
+        if not decision.remembered or (decl.unsandboxed and decision.allowed):
             return
-        rules = self._rules_for(call, self._canonical(declaration))
+        rules = self._rules_for(call, decl)
         if decision is ApprovalDecision.ALLOW_ALWAYS:
             self.remembered = self.remembered | RuleSet(allow=rules)
             if declaration.network:
@@ -109,14 +138,28 @@ class RulePolicy:
     def _rules(self, action: RuleAction) -> tuple[Rule, ...]:
         return self.rules.rules(action) + self.remembered.rules(action)
 
-    def _by_rule(self, action: RuleAction, rule: Rule) -> PolicyDecision:
+    def _by_rule(self, action: RuleAction, rule: Rule, decl: Declaration) -> PolicyDecision:
         match action:
             case RuleAction.DENY:
                 return PolicyDecision(Verdict.DENY, f"denied by the rule {rule}")
             case RuleAction.ASK:
                 return self._ask(f"the rule {rule} asks first")
             case RuleAction.ALLOW:
+                if decl.network and not self._network_on():
+                    return self._ask(f"{decl.title} needs network access, which is off")
                 return _allow(f"allowed by the rule {rule}")
+
+    def _escalation(self, decl: Declaration) -> PolicyDecision | None:
+        """A run outside the sandbox asks whatever allows it (see the module doc)."""
+        if not decl.unsandboxed or self.sandbox_mode is SandboxMode.FULL_ACCESS:
+            return None
+        return self._ask(
+            f"runs OUTSIDE the {self.tier} sandbox, with this user's full access to files "
+            "and network; asked every time"
+        )
+
+    def _network_on(self) -> bool:
+        return self.network.granted or self.sandbox_mode is SandboxMode.FULL_ACCESS
 
     def _builtin_denial(self, decl: Declaration) -> PolicyDecision | None:
         for path in decl.reads:
@@ -142,7 +185,7 @@ class RulePolicy:
     def _command(self, command: str, network: bool) -> PolicyDecision:
         full_access = self.sandbox_mode is SandboxMode.FULL_ACCESS
         contained = self.tier.contains_writes and not full_access
-        if network and not (self.network.granted or full_access):
+        if network and not self._network_on():
             return self._ask("the command needs network access, which is off")
         if is_safe_command(command, sandboxed=contained):
             return _allow("a read-only command")
@@ -170,7 +213,7 @@ class RulePolicy:
         return self._ask(f"edits need approval in {self.mode.spec.name} mode")
 
     def _network(self, tool: str) -> PolicyDecision:
-        if self.network.granted or self.sandbox_mode is SandboxMode.FULL_ACCESS:
+        if self._network_on():
             return _allow("network access is granted")
         return self._ask(f"{tool} needs network access, which is off")
 
@@ -186,9 +229,13 @@ class RulePolicy:
         writes = tuple(self.paths.canonical(p) for p in decl.writes)
         if reads == decl.reads and writes == decl.writes:
             return decl
-        return Declaration(
-            decl.title, decl.kind, reads, writes, decl.command, decl.network, decl.locations
-        )
+        return dataclasses.replace(decl, reads=reads, writes=writes)
+
+    def _grant(self, decl: Declaration) -> Grant:
+        """What an allowed call may do beyond the defaults: exactly what it declared."""
+        outside = {p for p in decl.reads if not self.paths.check_read(p).ok}
+        outside |= {p for p in decl.writes if not self.paths.check_write(p).ok}
+        return Grant(frozenset(outside), decl.network, decl.unsandboxed)
 
     def _rules_for(self, call: ToolCall, decl: Declaration) -> tuple[Rule, ...]:
         if decl.command is not None:

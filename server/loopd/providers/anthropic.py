@@ -36,14 +36,23 @@ from loopd.protocol.model import (
     ThinkingDelta,
     ThinkingLevel,
     ToolCallBegin,
+    ToolSpec,
     Usage,
+)
+from loopd.providers.body import (
+    FragmentCache,
+    Memo,
+    Raw,
+    dumps,
+    elements,
+    encode_object,
+    join_array,
 )
 from loopd.providers.classify import error_from_payload
 from loopd.providers.sse import (
     DEFAULT_IDLE_TIMEOUT,
     JsonObject,
     SseEndpoint,
-    decode,
     incomplete,
     load_event,
     parse_tool_input,
@@ -85,49 +94,79 @@ class AnthropicProvider:
         auth = {"authorization": f"Bearer {api_key}"} if bearer else {"x-api-key": api_key}
         headers = {**auth, "anthropic-version": version}
         self._endpoint = SseEndpoint(base_url, headers, client=client, idle_timeout=idle_timeout)
+        self._encoder = RequestEncoder()
 
     async def aclose(self) -> None:
         await self._endpoint.aclose()
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return decode(self._endpoint.events(PATH, request_body(request)), _Decoder())
+        return self._endpoint.stream(PATH, self._encoder.encode(request), _Decoder())
 
 
 # ---- request ----
 
 
-def request_body(request: ModelRequest) -> JsonObject:
-    body: JsonObject = {
-        "model": request.model,
-        "max_tokens": request.max_tokens,
-        "stream": True,
-        "messages": _messages(request.messages),
-    }
-    if request.system:
-        body["system"] = [{"type": "text", "text": request.system, "cache_control": _CACHE}]
-    if request.tools:
-        tools = [
-            {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
-            for t in request.tools
-        ]
-        tools[-1]["cache_control"] = _CACHE
-        body["tools"] = tools
-    budget = min(_BUDGETS[request.thinking], request.max_tokens // 2)
-    if budget >= 1024:
-        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-    return body
+class RequestEncoder:
+    """Request bodies for one provider instance. History messages are encoded once
+    and reused (see body.py); the latest user turn, which carries the moving cache
+    breakpoint, is encoded fresh each time."""
+
+    def __init__(self) -> None:
+        self._history = FragmentCache(_message)
+        self._system: Memo[str] = Memo(_system)
+        self._tools: Memo[tuple[ToolSpec, ...]] = Memo(_tools)
+
+    def encode(self, request: ModelRequest) -> bytes:
+        body: JsonObject = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "stream": True,
+            "messages": self._messages(request.messages),
+        }
+        if request.system:
+            body["system"] = self._system(request.system)
+        if request.tools:
+            body["tools"] = self._tools(request.tools)
+        budget = min(_BUDGETS[request.thinking], request.max_tokens // 2)
+        if budget >= 1024:
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        return encode_object(body)
+
+    def _messages(self, history: tuple[Message, ...]) -> Raw:
+        fragments = self._history.fragments(history)
+        latest = next(
+            (
+                i
+                for i in reversed(range(len(history)))
+                if fragments[i] and history[i].role == "user"
+            ),
+            None,
+        )
+        if latest is not None:
+            fragments[latest] = _message(history[latest], cache_breakpoint=True)
+        return join_array(fragments)
 
 
-def _messages(history: tuple[Message, ...]) -> list[JsonObject]:
-    wire: list[JsonObject] = [
-        {"role": m.role, "content": blocks}
-        for m in history
-        if (blocks := [b for p in m.parts if (b := _block(p)) is not None])
+def _system(system: str) -> bytes:
+    return dumps([{"type": "text", "text": system, "cache_control": _CACHE}])
+
+
+def _tools(specs: tuple[ToolSpec, ...]) -> bytes:
+    tools = [
+        {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
+        for t in specs
     ]
-    latest_user = next((m for m in reversed(wire) if m["role"] == "user"), None)
-    if latest_user is not None:
-        latest_user["content"][-1]["cache_control"] = _CACHE
-    return wire
+    tools[-1]["cache_control"] = _CACHE
+    return dumps(tools)
+
+
+def _message(message: Message, *, cache_breakpoint: bool = False) -> bytes:
+    """The message as a body fragment, empty when none of its parts go to Anthropic
+    (an empty message would be rejected)."""
+    blocks = [b for p in message.parts if (b := _block(p)) is not None]
+    if blocks and cache_breakpoint:
+        blocks[-1]["cache_control"] = _CACHE
+    return elements([{"role": message.role, "content": blocks}] if blocks else [])
 
 
 def _block(part: Part) -> JsonObject | None:

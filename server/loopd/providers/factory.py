@@ -27,7 +27,7 @@ from loopd.providers.sse import DEFAULT_IDLE_TIMEOUT
 ProviderKind = Literal["anthropic", "openai_chat", "openai_responses"]
 _NO_KEY = "not-needed"  # what a keyless local server or gateway is sent
 _OLLAMA_PORT = 11434
-_HOW_TO_CONFIGURE = (
+HOW_TO_CONFIGURE = (
     "set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for an Anthropic-compatible server), "
     "OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server), "
     "or OLLAMA_HOST for a local Ollama"
@@ -93,7 +93,7 @@ def endpoint_from_env(env: Mapping[str, str], kind: ProviderKind | None = None) 
         found = _from_env(env, candidate)
         if found is not None:
             return found
-    raise MissingCredentials(f"no model provider configured: {_HOW_TO_CONFIGURE}")
+    raise MissingCredentials(f"no model provider configured: {HOW_TO_CONFIGURE}")
 
 
 def provider_from_env(

@@ -30,15 +30,16 @@ from loopd.protocol.model import (
     TextDelta,
     ThinkingDelta,
     ToolCallBegin,
+    ToolSpec,
     Usage,
 )
+from loopd.providers.body import FragmentCache, Memo, dumps, elements, encode_object, join_array
 from loopd.providers.classify import error_from_payload
 from loopd.providers.sse import (
     DEFAULT_IDLE_TIMEOUT,
     JsonObject,
     SseEndpoint,
     data_url,
-    decode,
     incomplete,
     load_event,
     parse_tool_input,
@@ -69,32 +70,47 @@ class OpenAIChatProvider:
     ) -> None:
         headers = {"authorization": f"Bearer {api_key}"}
         self._endpoint = SseEndpoint(base_url, headers, client=client, idle_timeout=idle_timeout)
+        self._encoder = RequestEncoder()
 
     async def aclose(self) -> None:
         await self._endpoint.aclose()
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return decode(self._endpoint.events(PATH, request_body(request)), _Decoder())
+        return self._endpoint.stream(PATH, self._encoder.encode(request), _Decoder())
 
 
 # ---- request ----
 
 
-def request_body(request: ModelRequest) -> JsonObject:
-    messages: list[JsonObject] = []
-    if request.system:
-        messages.append({"role": "system", "content": request.system})
-    for message in request.messages:
-        messages.extend(_messages(message))
-    body: JsonObject = {
-        "model": request.model,
-        "messages": messages,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "max_tokens": request.max_tokens,
-    }
-    if request.tools:
-        body["tools"] = [
+class RequestEncoder:
+    """Request bodies for one provider instance; history messages are encoded once
+    and reused (see body.py)."""
+
+    def __init__(self) -> None:
+        self._history = FragmentCache(_message)
+        self._tools: Memo[tuple[ToolSpec, ...]] = Memo(_tools)
+
+    def encode(self, request: ModelRequest) -> bytes:
+        system = (
+            [elements([{"role": "system", "content": request.system}])] if request.system else []
+        )
+        body: JsonObject = {
+            "model": request.model,
+            "messages": join_array(system + self._history.fragments(request.messages)),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": request.max_tokens,
+        }
+        if request.tools:
+            body["tools"] = self._tools(request.tools)
+        if request.thinking != "off":
+            body["reasoning_effort"] = request.thinking
+        return encode_object(body)
+
+
+def _tools(specs: tuple[ToolSpec, ...]) -> bytes:
+    return dumps(
+        [
             {
                 "type": "function",
                 "function": {
@@ -103,11 +119,13 @@ def request_body(request: ModelRequest) -> JsonObject:
                     "parameters": dict(t.input_schema),
                 },
             }
-            for t in request.tools
+            for t in specs
         ]
-    if request.thinking != "off":
-        body["reasoning_effort"] = request.thinking
-    return body
+    )
+
+
+def _message(message: Message) -> bytes:
+    return elements(_messages(message))
 
 
 def _messages(message: Message) -> Iterator[JsonObject]:

@@ -36,7 +36,9 @@ from loopd.protocol.model import (
     TextDelta,
     ThinkingDelta,
     ToolCallBegin,
+    ToolSpec,
 )
+from loopd.providers.body import FragmentCache, Memo, dumps, elements, encode_object, join_array
 from loopd.providers.classify import error_from_payload
 from loopd.providers.openai_chat import DEFAULT_BASE_URL, openai_usage
 from loopd.providers.sse import (
@@ -44,7 +46,6 @@ from loopd.providers.sse import (
     JsonObject,
     SseEndpoint,
     data_url,
-    decode,
     incomplete,
     load_event,
     parse_tool_input,
@@ -70,29 +71,47 @@ class OpenAIResponsesProvider:
     ) -> None:
         headers = {"authorization": f"Bearer {api_key}"}
         self._endpoint = SseEndpoint(base_url, headers, client=client, idle_timeout=idle_timeout)
+        self._encoder = RequestEncoder()
 
     async def aclose(self) -> None:
         await self._endpoint.aclose()
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return decode(self._endpoint.events(PATH, request_body(request)), _Decoder())
+        return self._endpoint.stream(PATH, self._encoder.encode(request), _Decoder())
 
 
 # ---- request ----
 
 
-def request_body(request: ModelRequest) -> JsonObject:
-    body: JsonObject = {
-        "model": request.model,
-        "input": [item for m in request.messages for item in _items(m)],
-        "stream": True,
-        "store": False,
-        "max_output_tokens": request.max_tokens,
-    }
-    if request.system:
-        body["instructions"] = request.system
-    if request.tools:
-        body["tools"] = [
+class RequestEncoder:
+    """Request bodies for one provider instance; history messages are encoded once
+    and reused (see body.py)."""
+
+    def __init__(self) -> None:
+        self._history = FragmentCache(_message)
+        self._tools: Memo[tuple[ToolSpec, ...]] = Memo(_tools)
+
+    def encode(self, request: ModelRequest) -> bytes:
+        body: JsonObject = {
+            "model": request.model,
+            "input": join_array(self._history.fragments(request.messages)),
+            "stream": True,
+            "store": False,
+            "max_output_tokens": request.max_tokens,
+        }
+        if request.system:
+            body["instructions"] = request.system
+        if request.tools:
+            body["tools"] = self._tools(request.tools)
+        if request.thinking != "off":
+            body["reasoning"] = {"effort": request.thinking, "summary": "auto"}
+            body["include"] = ["reasoning.encrypted_content"]
+        return encode_object(body)
+
+
+def _tools(specs: tuple[ToolSpec, ...]) -> bytes:
+    return dumps(
+        [
             {
                 "type": "function",
                 "name": t.name,
@@ -100,12 +119,13 @@ def request_body(request: ModelRequest) -> JsonObject:
                 "parameters": dict(t.input_schema),
                 "strict": False,
             }
-            for t in request.tools
+            for t in specs
         ]
-    if request.thinking != "off":
-        body["reasoning"] = {"effort": request.thinking, "summary": "auto"}
-        body["include"] = ["reasoning.encrypted_content"]
-    return body
+    )
+
+
+def _message(message: Message) -> bytes:
+    return elements(_items(message))
 
 
 def _items(message: Message) -> Iterator[JsonObject]:

@@ -1,22 +1,23 @@
 """The HTTP + SSE plumbing every provider shares.
 
-`SseEndpoint.events` posts one JSON request and yields the server-sent events of a
-successful reply. It owns the three things that are the same for every format:
-a non-2xx status is read as a JSON error body and classified *before* any SSE
-parsing (httpx-sse refuses a non-event-stream content type, which would hide the
-real error); every read has an idle timeout (httpx's read timeout applies per read,
-not to the whole stream, so a long healthy stream never times out but a stalled one
-does); and transport failures become `Transient` (or `IncompleteStream` once events
-have arrived). Recognising the terminal event is
+`SseEndpoint.events` posts one JSON request (already encoded: see body.py) and
+yields the server-sent events of a successful reply. It owns the three things that
+are the same for every format: a non-2xx status is read as a JSON error body and
+classified *before* any SSE parsing (httpx-sse refuses a non-event-stream content
+type, which would hide the real error); every read has an idle timeout (httpx's
+read timeout applies per read, not to the whole stream, so a long healthy stream
+never times out but a stalled one does); and transport failures become `Transient`
+(or `IncompleteStream` once events have arrived). Recognising the terminal event is
 the format's job: the decoders raise `IncompleteStream` when it never came.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
-from contextlib import aclosing
+import ssl
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import Any, Protocol
 
 import httpx
@@ -39,7 +40,15 @@ def new_client() -> httpx.AsyncClient:
     """The client providers share: connection pooling across requests and providers.
     Timeouts are set per request, so one client serves endpoints with different idle
     timeouts."""
-    return httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=10.0))
+    return httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=10.0), verify=_tls())
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """httpx's default verifying context (certifi, or SSL_CERT_FILE/SSL_CERT_DIR),
+    built once: loading the CA bundle costs ~50 ms, and a context is safe to share
+    between clients."""
+    return httpx.create_ssl_context()
 
 
 class SseEndpoint:
@@ -57,7 +66,11 @@ class SseEndpoint:
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.headers = {"accept": "text/event-stream", **headers}
+        self.headers = {
+            "accept": "text/event-stream",
+            "content-type": "application/json",
+            **headers,
+        }
         self._client = client or new_client()
         self._owns_client = client is None
         self._timeout = httpx.Timeout(30.0, connect=10.0, read=idle_timeout)
@@ -66,15 +79,18 @@ class SseEndpoint:
         if self._owns_client:
             await self._client.aclose()
 
-    async def events(self, path: str, body: JsonObject) -> AsyncGenerator[tuple[str, str], None]:
-        """POST `body` to `path` and yield `(event name, data)` for each SSE event.
-        Raises a classified `ProviderError` for an error status, a timeout or a
-        broken connection."""
+    async def stream(
+        self, path: str, body: bytes, decoder: Decoder
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """POST the JSON `body` to `path`, run `decoder` over the events as they arrive,
+        stop reading at the terminal event, and end with exactly one `ResponseDone`.
+        Raises a classified `ProviderError` for an error status, a timeout or a broken
+        connection. One generator from socket to engine: this is the hot path."""
         url = self.base_url + path
         started = False
         try:
             async with aconnect_sse(
-                self._client, "POST", url, json=body, headers=self.headers, timeout=self._timeout
+                self._client, "POST", url, content=body, headers=self.headers, timeout=self._timeout
             ) as source:
                 response = source.response
                 if not response.is_success:
@@ -84,7 +100,10 @@ class SseEndpoint:
                     )
                 async for sse in source.aiter_sse():
                     started = True
-                    yield sse.event, sse.data
+                    for item in decoder.feed(sse.event, sse.data):
+                        yield item
+                    if decoder.done:
+                        break
         except httpx.TimeoutException as exc:
             raise Transient(f"{url}: no data for {self._timeout.read}s ({exc!r})") from exc
         except httpx.TransportError as exc:
@@ -93,6 +112,7 @@ class SseEndpoint:
             raise Transient(f"{url}: connection failed ({exc!r})") from exc
         except SSEError as exc:
             raise BadRequest(f"{url}: expected an event stream ({exc})") from exc
+        yield decoder.finish()
 
 
 def load_event(data: str) -> JsonObject | None:
@@ -136,20 +156,6 @@ class Decoder(Protocol):
     def feed(self, event: str, data: str) -> Iterable[StreamEvent]: ...
 
     def finish(self) -> ResponseDone: ...
-
-
-async def decode(
-    events: AsyncGenerator[tuple[str, str], None], decoder: Decoder
-) -> AsyncIterator[StreamEvent]:
-    """Run `decoder` over `events`, stop reading at the terminal event, and end with
-    exactly one `ResponseDone`."""
-    async with aclosing(events):
-        async for event, data in events:
-            for item in decoder.feed(event, data):
-                yield item
-            if decoder.done:
-                break
-    yield decoder.finish()
 
 
 def incomplete(terminal: str) -> IncompleteStream:

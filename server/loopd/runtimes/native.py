@@ -5,6 +5,9 @@ session killed mid-turn resumes consistent) and every message is journaled back 
 the engine appends it. Config options: `mode` (what may run without asking),
 `model` and `thought_level`. Cancellation cancels the task running the turn; the
 engine turns that into a `cancelled` outcome with every tool call paired.
+
+A prompt whose text starts with `!` is a command the person typed: it runs through
+`Engine.exec` (the bash tool, the policy, the sandbox), not through the model.
 """
 
 from __future__ import annotations
@@ -17,23 +20,17 @@ from typing import Any, Protocol, cast
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.ports import Clock, Policy, Provider, ToolBox
 from loopd.protocol.errors import ConfigError
-from loopd.protocol.events import ConfigChoice, ConfigOption, ModeChanged, Prompt
+from loopd.protocol.events import ConfigChoice, ConfigOption, ModeChanged, Prompt, TextBlock
 from loopd.protocol.messages import Message
 from loopd.protocol.model import ThinkingLevel
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.compact import summarise
+from loopd.runtimes.options import MODES, check_mode, mode_option, model_option
 from loopd.store.reconcile import reconcile_messages
 from loopd.store.sqlite import SqliteStore
 
 THOUGHT_LEVELS: tuple[ThinkingLevel, ...] = ("off", "low", "medium", "high")
-
-
-@dataclass(frozen=True, slots=True)
-class ModeInfo:
-    id: str
-    name: str
-    description: str
 
 
 class SessionParts(Protocol):
@@ -65,7 +62,6 @@ class NativeWiring:
     parts_for: Callable[[RuntimeContext, str, Mapping[str, Any]], SessionParts]
     system_for: Callable[[RuntimeContext], str]
     clock: Clock
-    modes: tuple[ModeInfo, ...]
     default_mode: str
     models: tuple[str, ...]
     default_model: str
@@ -107,9 +103,7 @@ class NativeRuntime:
         self.wiring = wiring
         self.journal = journal
         self.values = {
-            "mode": _pick(
-                context.config.get("mode"), [m.id for m in wiring.modes], wiring.default_mode
-            ),
+            "mode": _pick(context.config.get("mode"), MODES, wiring.default_mode),
             "model": _pick_model(context.config.get("model"), wiring),
             "thought_level": _pick(context.config.get("thought_level"), THOUGHT_LEVELS, "off"),
         }
@@ -138,7 +132,9 @@ class NativeRuntime:
         )
 
     async def prompt(self, prompt: Prompt) -> Outcome:
-        turn = asyncio.create_task(self.engine.run(prompt))
+        command = typed_command(prompt)
+        work = self.engine.run(prompt) if command is None else self.engine.exec(command)
+        turn = asyncio.create_task(work)
         self._turn = turn
         try:
             return await turn
@@ -151,48 +147,29 @@ class NativeRuntime:
 
     async def set_config(self, option_id: str, value: str) -> None:
         """Raises ConfigError for a value the option does not offer."""
-        self._check(option_id, value)
-        self.values[option_id] = value
+        self.values[option_id] = self._checked(option_id, value)
         if option_id == "mode":
             self.parts.set_mode(value)
             await self.context.emitter.emit(ModeChanged(value))
         self.engine.reconfigure(self._engine_config(), self._ports())
 
-    def _check(self, option_id: str, value: str) -> None:
+    def _checked(self, option_id: str, value: str) -> str:
         w = self.wiring
-        allowed: Sequence[str]
         match option_id:
             case "mode":
-                allowed = [m.id for m in w.modes]
-            case "model":
-                if w.open_models and value.strip():
-                    return
-                allowed = w.models
-            case "thought_level":
-                allowed = THOUGHT_LEVELS
-            case _:
-                raise ConfigError(f"the native runtime has no option {option_id!r}")
-        if value not in allowed:
-            raise ConfigError(f"{value!r} is not a {option_id}; choose one of {', '.join(allowed)}")
+                return check_mode(value)
+            case "model" if value in w.models or (w.open_models and value.strip()):
+                return value
+            case "thought_level" if value in THOUGHT_LEVELS:
+                return value
+            case "model" | "thought_level":
+                raise ConfigError(f"{value!r} is not offered for {option_id}")
+        raise ConfigError(f"the native runtime has no option {option_id!r}")
 
     def config_options(self) -> tuple[ConfigOption, ...]:
-        w = self.wiring
-        models = w.models if self.values["model"] in w.models else (*w.models, self.values["model"])
         return (
-            ConfigOption(
-                "mode",
-                "Mode",
-                "mode",
-                self.values["mode"],
-                tuple(ConfigChoice(m.id, m.name, m.description) for m in w.modes),
-            ),
-            ConfigOption(
-                "model",
-                "Model",
-                "model",
-                self.values["model"],
-                tuple(ConfigChoice(m, m) for m in models),
-            ),
+            mode_option(self.values["mode"]),
+            model_option(self.values["model"], self.wiring.models),
             ConfigOption(
                 "thought_level",
                 "Thinking",
@@ -244,6 +221,16 @@ class NativeRuntime:
     async def close(self) -> None:
         await self.cancel()
         await self.parts.aclose()
+
+
+def typed_command(prompt: Prompt) -> str | None:
+    """The command in a `!cmd` prompt (one text block starting with `!` and naming a
+    command), or None for a prompt meant for the model."""
+    match prompt.blocks:
+        case (TextBlock(text),) if text.lstrip().startswith("!"):
+            return text.lstrip()[1:].strip() or None
+        case _:
+            return None
 
 
 def _pick_model(value: str | None, wiring: NativeWiring) -> str:

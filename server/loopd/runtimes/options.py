@@ -1,25 +1,24 @@
-"""The config options every foreign runtime offers: loopd's four modes and a model.
+"""The config options every runtime offers: loopd's four modes and a model.
 
-Modes are loopd's, not the CLI's: each runtime maps them onto its own permission
-machinery (Claude Code permission modes, Codex approval policy plus sandbox), so the
-editor shows one mode selector whatever runs the session.
+Modes are loopd's (`loopd.policy.modes`), not a CLI's: the native engine maps them to
+its policy and sandbox, the foreign runtimes onto their own permission machinery
+(Claude Code permission modes, Codex approval policy plus sandbox), so the editor
+shows one mode selector whatever runs the session.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from loopd.policy.modes import DEFAULT_MODE as DEFAULT
+from loopd.policy.modes import MODES as MODE_SPECS
+from loopd.policy.modes import parse_mode
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import ConfigChoice, ConfigOption
 
-MODE_CHOICES: Final = (
-    ConfigChoice("plan", "Plan", "Read and plan; change nothing."),
-    ConfigChoice("ask", "Ask", "Ask before every edit and command."),
-    ConfigChoice("accept_edits", "Accept edits", "Edit files freely; ask before commands."),
-    ConfigChoice("full_auto", "Full auto", "Run everything without asking."),
-)
+MODE_CHOICES: Final = tuple(ConfigChoice(m.mode.value, m.name, m.description) for m in MODE_SPECS)
 MODES: Final = tuple(c.value for c in MODE_CHOICES)
-DEFAULT_MODE: Final = "ask"
+DEFAULT_MODE: Final = DEFAULT.value
 
 
 def mode_option(current: str) -> ConfigOption:
@@ -36,6 +35,8 @@ def model_option(current: str, models: tuple[str, ...]) -> ConfigOption:
 
 
 def check_mode(value: str) -> str:
-    if value not in MODES:
-        raise ConfigError(f"unknown mode {value!r}; expected one of {', '.join(MODES)}")
-    return value
+    """The canonical mode id for user input (`accept-edits` too); ConfigError if none."""
+    try:
+        return parse_mode(value).value
+    except ValueError as err:
+        raise ConfigError(str(err)) from None

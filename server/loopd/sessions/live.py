@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import SessionEvent, SessionInfoUpdated, to_wire
@@ -36,9 +36,13 @@ class ClientLink(Protocol):
         (unsaved edits included) and review UI where it offers them, else `local`."""
         ...
 
-    def terminals(self, session_id: str) -> EditorTerminals | None:
-        """Where shell commands can run in this editor's terminals; None if nowhere."""
-        ...
+
+@runtime_checkable
+class OffersTerminals(Protocol):
+    """A `ClientLink` that may also run shell commands in the editor's terminals.
+    Optional: a link without `terminals` has none, like one that returns None."""
+
+    def terminals(self, session_id: str) -> EditorTerminals | None: ...
 
 
 @dataclass(eq=False, slots=True)

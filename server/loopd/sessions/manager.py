@@ -36,7 +36,13 @@ from loopd.protocol.events import (
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import McpServerConfig, RuntimeContext, RuntimeFactory
 from loopd.sessions.commands import commands_for, run_command, slash_command
-from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
+from loopd.sessions.live import (
+    ClientLink,
+    LiveSession,
+    OffersTerminals,
+    SessionApprover,
+    SessionEmitter,
+)
 from loopd.store.reconcile import reconcile_events
 from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
 from loopd.tools.env import EditorTerminals, FileAccess
@@ -71,6 +77,12 @@ class SessionManager:
     default_runtime: str
     now: Callable[[], str]
     approval_timeout: float = 600.0
+    no_runtime_help: str = "configure a runtime (see `loopd doctor`)"
+    identify: Callable[[str, Mapping[str, str]], Mapping[str, Any]] = field(
+        default=lambda name, config: {}
+    )
+    """What a session records about who runs it (the catalog's runtime identity:
+    harness, model, effort, catalog digest), kept with the session and shown on load."""
     new_id: Callable[[], str] = field(default=lambda: f"sess_{uuid.uuid4().hex}")
     _live: dict[str, LiveSession] = field(default_factory=dict)
 
@@ -94,7 +106,7 @@ class SessionManager:
             additional_dirs=tuple(additional_dirs),
             created_at=stamp,
             updated_at=stamp,
-            runtime={"name": runtime_name},
+            runtime=self._identity(runtime_name, config),
             config=config,
         )
         self.store.create(record)
@@ -240,8 +252,9 @@ class SessionManager:
                 raise ConfigError(f"unknown config option {option_id!r}")
             await live.runtime.set_config(option_id, value)  # validates the value
         config = {o.id: o.current_value for o in live.runtime.config_options()}
-        live.record = replace(live.record, config=config)
-        self.store.update(live.id, config=config, updated_at=self.now())
+        identity = self._identity(str(live.record.runtime.get("name")), config)
+        live.record = replace(live.record, config=config, runtime=identity)
+        self.store.update(live.id, config=config, runtime=identity, updated_at=self.now())
         view = self._view(live)
         await self._emitter(live).show(to_wire(ConfigOptionsChanged(view.config_options)))
         return view
@@ -251,8 +264,9 @@ class SessionManager:
         if live.turn is not None:
             raise SessionBusy("cannot switch runtimes while a turn runs")
         await live.runtime.close()
-        live.record = replace(live.record, runtime={"name": name}, runtime_state={})
-        self.store.update(live.id, runtime={"name": name}, runtime_state={})
+        identity = self._identity(name, live.record.config)
+        live.record = replace(live.record, runtime=identity, runtime_state={})
+        self.store.update(live.id, runtime=identity, runtime_state={})
         live.runtime = await self._factory(name).open(self._context(live, ()))
         commands = commands_for(live.runtime)
         await self._emitter(live).show(to_wire(AvailableCommandsUpdated(commands)))
@@ -287,10 +301,15 @@ class SessionManager:
             editor_terminals=functools.partial(_editor_terminals, live),
         )
 
+    def _identity(self, name: str, config: Mapping[str, str]) -> dict[str, Any]:
+        return {"name": name, "identity": dict(self.identify(name, config))}
+
     def _emitter(self, live: LiveSession) -> SessionEmitter:
         return SessionEmitter(self.store, live.id, lambda: live.links, self.now)
 
     def _factory(self, name: str) -> RuntimeFactory:
+        if not self.runtimes:
+            raise ConfigError(f"no runtime is available: {self.no_runtime_help}")
         factory = self.runtimes.get(name)
         if factory is None:
             known = ", ".join(sorted(self.runtimes)) or "none"
@@ -345,7 +364,7 @@ def _editor_files(live: LiveSession, local: FileAccess) -> FileAccess:
 
 def _editor_terminals(live: LiveSession) -> EditorTerminals | None:
     link = live.asker
-    return None if link is None else link.terminals(live.id)
+    return link.terminals(live.id) if isinstance(link, OffersTerminals) else None
 
 
 def _attached(live: LiveSession, link: ClientLink) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +28,7 @@ from loopd.engine.ports import (
 )
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ProviderError, ToolInputError
-from loopd.protocol.events import SessionEvent, to_wire
+from loopd.protocol.events import AgentMessageChunk, SessionEvent, to_wire
 from loopd.protocol.messages import Message, TextPart, ThinkingPart, ToolUsePart
 from loopd.protocol.model import (
     ModelRequest,
@@ -60,9 +60,21 @@ class FakeClock:
 @dataclass(slots=True)
 class RecordingEmitter:
     events: list[SessionEvent] = field(default_factory=list)
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def emit(self, event: SessionEvent) -> None:
         self.events.append(event)
+        self._changed.set()
+
+    async def wait_for(self, seen: Callable[[list[SessionEvent]], bool]) -> None:
+        """Until `seen(events)` holds; bound it with `asyncio.timeout`."""
+        while not seen(self.events):
+            self._changed.clear()
+            await self._changed.wait()
+
+    @property
+    def text(self) -> str:
+        return "".join(e.text for e in self.events if isinstance(e, AgentMessageChunk))
 
     @property
     def wire(self) -> list[dict[str, Any]]:
@@ -146,22 +158,27 @@ class ScriptedProvider:
 
 @dataclass(slots=True)
 class ScriptedApprover:
-    """Answers from `answers` in order; with none left (or `hold`), waits forever,
-    like a person who never clicks."""
+    """Answers from `answers` in order. With none left it answers `when_out`, or, when
+    that is None, waits forever like a person who never clicks."""
 
     answers: deque[ApprovalDecision] = field(default_factory=deque)
+    when_out: ApprovalDecision | None = None
     requests: list[ApprovalRequest] = field(default_factory=list)
     asked: asyncio.Event = field(default_factory=asyncio.Event)
 
     @classmethod
-    def of(cls, *answers: ApprovalDecision) -> ScriptedApprover:
-        return cls(deque(answers))
+    def of(
+        cls, *answers: ApprovalDecision, when_out: ApprovalDecision | None = None
+    ) -> ScriptedApprover:
+        return cls(deque(answers), when_out)
 
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
         self.requests.append(request)
         self.asked.set()
         if self.answers:
             return self.answers.popleft()
+        if self.when_out is not None:
+            return self.when_out
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,18 +18,11 @@ from loopd.engine.loop import EngineConfig
 from loopd.engine.ports import ToolBox
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.runtimes.base import RuntimeContext
-from loopd.runtimes.native import ModeInfo, NativeRuntimeFactory, NativeWiring
+from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
 from loopd.testing.fakes import FakeClock, FakeToolBox, ScriptedPolicy, ScriptedProvider
 from loopd.tools.env import FileAccess
-
-TEST_MODES = (
-    ModeInfo("plan", "Plan", "Read-only"),
-    ModeInfo("ask", "Ask", "Ask before changes"),
-    ModeInfo("accept_edits", "Accept edits", "Edits run, commands ask"),
-    ModeInfo("full_auto", "Full auto", "Nothing asks"),
-)
 
 
 @dataclass(eq=False, slots=True)
@@ -46,9 +39,6 @@ class RecordingLink:
 
     def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> FileAccess:
         return local
-
-    def terminals(self, session_id: str) -> None:
-        return None
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         self.asked.append(request)
@@ -84,19 +74,22 @@ def scripted_manager(
     provider: ScriptedProvider,
     tools: ToolBox | None = None,
     policy: ScriptedPolicy | None = None,
+    tools_for: Callable[[RuntimeContext], ToolBox] | None = None,
 ) -> SessionManager:
+    """`tools_for` builds each session's tools (to hand them the session's
+    `editor_files`, say); without it every session shares `tools` (or a fake)."""
     store = SqliteStore(data_dir / "sessions.db")
     ticks = itertools.count()
 
-    def parts_for(_: RuntimeContext, mode: str, remembered: Mapping[str, Any]) -> ScriptedParts:
-        return ScriptedParts(tools or FakeToolBox(), policy or ScriptedPolicy(), [mode])
+    def parts_for(ctx: RuntimeContext, mode: str, remembered: Mapping[str, Any]) -> ScriptedParts:
+        chosen = tools_for(ctx) if tools_for is not None else tools or FakeToolBox()
+        return ScriptedParts(chosen, policy or ScriptedPolicy(), [mode])
 
     wiring = NativeWiring(
         provider_for=lambda model: provider,
         parts_for=parts_for,
         system_for=lambda ctx: f"You work in {ctx.cwd}.",
         clock=FakeClock(),
-        modes=TEST_MODES,
         default_mode="ask",
         models=("scripted",),
         default_model="scripted",

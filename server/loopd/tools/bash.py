@@ -10,6 +10,13 @@ start (what ran) and the end (the error, the summary) are where the information 
 Background commands belong to the session: they write to a log file the model can
 read, and they are stopped when the session's env closes.
 
+Two escalations, each declared so the policy can put it to the person, and each used
+only when the call's `Grant` says it was allowed (never on the model's word alone):
+`"network": true` runs the command with the network on; `"sandbox": false` runs it
+outside the OS sandbox, the retry of a command the sandbox refused. A sandboxed run
+that fails with an error that looks like the sandbox's doing says so in its result,
+and names the escalation that would lift it.
+
 When the prompting editor has terminals (ACP `terminal/*`), a foreground command
 runs in one of them instead, so the person watches it there; the editor spawns it,
 so that happens only when containment survives the hand-over (see `editor_argv`).
@@ -18,17 +25,20 @@ so that happens only when containment survives the hand-over (see `editor_argv`)
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import signal
 from dataclasses import replace
 from typing import Any, ClassVar
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
+from loopd.policy.grants import Grant, current_grant
+from loopd.policy.paths import SECRET_DIR_NAMES, is_secret_name
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import TerminalContent, TextBlock, ToolKind
 from loopd.sandbox.base import CommandSpec, PreparedCommand
 from loopd.sandbox.landlock_syscalls import die_with_parent
-from loopd.tools.base import Args
+from loopd.tools.base import Args, failure
 from loopd.tools.env import EditorTerminals, ToolEnv
 from loopd.tools.processes import Finished, run_captured
 
@@ -80,6 +90,10 @@ class Bash:
         "Set background to true for servers and watchers: the command keeps running, "
         "its output goes to a log file you can read, and it is stopped when the session "
         "ends. Processes a foreground command leaves behind are killed when it exits. "
+        "Commands run in a sandbox: only the workspace is writable and the network is "
+        "off. Set network to true for a command that needs the network (the user may be "
+        "asked). Only after a command failed because the sandbox blocked it, you may "
+        "retry it with sandbox set to false: the user is always asked. "
         "Prefer the read, edit, glob and grep tools over cat, sed, find and grep."
     )
     input_schema: ClassVar[dict[str, Any]] = {
@@ -88,6 +102,11 @@ class Bash:
             "command": {"type": "string", "minLength": 1, "description": "The command."},
             "timeout": {"type": "number", "minimum": 0.1, "description": "Seconds."},
             "background": {"type": "boolean", "description": "Run detached; default false."},
+            "network": {"type": "boolean", "description": "Needs the network; default false."},
+            "sandbox": {
+                "type": "boolean",
+                "description": "false: run outside the sandbox (always asks); default true.",
+            },
         },
         "required": ["command"],
         "additionalProperties": False,
@@ -96,40 +115,67 @@ class Bash:
     async def declare(self, args: Args, env: ToolEnv) -> Declaration:
         command: str = args["command"]
         _timeout(args, env)
+        unsandboxed = args.get("sandbox") is False
+        where = " outside the sandbox" if unsandboxed else ""
         return Declaration(
-            title=f"Run `{command}`", kind=self.kind, command=command, network=env.network
+            title=f"Run `{command}`{where}",
+            kind=self.kind,
+            command=command,
+            network=args.get("network", False),
+            unsandboxed=unsandboxed,
         )
 
     async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
         command: str = args["command"]
         timeout = _timeout(args, env)
-        prepared = env.sandbox.prepare(
+        grant = current_grant()
+        unsandboxed = args.get("sandbox") is False
+        if unsandboxed and not grant.unsandboxed:
+            return failure("Running outside the sandbox was not approved for this call.")
+        sandbox = env.outside if unsandboxed else env.sandbox
+        network = bool(args.get("network", False)) and grant.network
+        prepared = sandbox.prepare(
             CommandSpec(
                 argv=("bash", "-c", command),
                 cwd=env.cwd,
                 writable_roots=env.roots,
-                network=env.network,
+                network=network,
             )
         )
         if args.get("background", False):
             return await _start_background(prepared, command, env)
         terminals, argv = env.editor_terminals(), editor_argv(prepared)
+        terminal_id: str | None = None
         if terminals is not None and argv is not None:
-            return await _run_in_editor(terminals, argv, prepared.cwd, timeout, env, progress)
-        output = HeadTail(env.limits.stream_max_chars)
+            finished, output, terminal_id = await _run_in_editor(
+                terminals, argv, prepared.cwd, timeout, env, progress
+            )
+        else:
+            finished, output = await _run_here(prepared, timeout, env, progress)
+        notes = _sandbox_notes(command, finished, output, sandbox.tier, grant)
+        result = _result(finished, output, timeout, env, notes)
+        if terminal_id is not None:  # the editor keeps showing the terminal
+            result = replace(result, content=(TerminalContent(terminal_id),))
+        return result
 
-        async def on_output(text: str) -> None:
-            output.append(text)
-            await progress((TextBlock(output.render(env.limits.stream_max_chars)),))
 
-        finished = await run_captured(
-            prepared,
-            clock=env.clock,
-            time_limit=timeout,
-            grace=env.limits.kill_grace,
-            on_output=on_output,
-        )
-        return _result(finished, output, timeout, env)
+async def _run_here(
+    prepared: PreparedCommand, time_limit: float, env: ToolEnv, progress: ToolProgress
+) -> tuple[Finished, HeadTail]:
+    output = HeadTail(env.limits.stream_max_chars)
+
+    async def on_output(text: str) -> None:
+        output.append(text)
+        await progress((TextBlock(output.render(env.limits.stream_max_chars)),))
+
+    finished = await run_captured(
+        prepared,
+        clock=env.clock,
+        time_limit=time_limit,
+        grace=env.limits.kill_grace,
+        on_output=on_output,
+    )
+    return finished, output
 
 
 def editor_argv(prepared: PreparedCommand) -> tuple[str, ...] | None:
@@ -160,7 +206,7 @@ async def _run_in_editor(
     time_limit: float,
     env: ToolEnv,
     progress: ToolProgress,
-) -> ToolResult:
+) -> tuple[Finished, HeadTail, str | None]:
     """The editor streams the output itself (`terminal` content); the model gets
     what the editor kept, head and tail as for a local run."""
     shown: list[str] = []
@@ -178,10 +224,7 @@ async def _run_in_editor(
     else:
         output.append(run.output)
         finished = Finished(_exit_code(run.exit_code, run.signal), timed_out=False)
-    result = _result(finished, output, time_limit, env)
-    if shown:
-        result = replace(result, content=(TerminalContent(shown[0]),))
-    return result
+    return finished, output, shown[0] if shown else None
 
 
 def _exit_code(code: int | None, signal_name: str | None) -> int | None:
@@ -213,8 +256,64 @@ def _status(finished: Finished, timeout: float) -> str:
     return f"Exit code: {finished.exit_code}"
 
 
-def _result(finished: Finished, output: HeadTail, timeout: float, env: ToolEnv) -> ToolResult:
-    status = _status(finished, timeout)
+# Errors a sandbox produces: writes outside the writable roots, blocked syscalls, and a
+# network that is not there. Matched case-insensitively against the output's text.
+_FS_DENIALS = re.compile(r"read-only file system|permission denied|operation not permitted", re.I)
+_NET_DENIALS = re.compile(
+    r"network is unreachable|connection refused|could not resolve|name or service not known"
+    r"|temporary failure in name resolution|no address associated|couldn't connect"
+    r"|(?:connect\w*|/dev/(?:tcp|udp)/\S+):? (?:permission denied|operation not permitted)",
+    re.I,
+)
+_CONTAINING_TIERS = ("bwrap", "bwrap+landlock", "landlock", "netns")
+_MASKING_TIERS = ("bwrap", "bwrap+landlock")
+
+
+def _sandbox_notes(
+    command: str, finished: Finished, output: HeadTail, tier: str, grant: Grant
+) -> str:
+    """What the person and the model should know about the sandbox's part in this
+    result: a failure that looks like its refusal, and secrets it masked."""
+    if tier not in _CONTAINING_TIERS:
+        return ""
+    lines = output.render(64 * 1024).splitlines()
+    network = [line for line in lines if _NET_DENIALS.search(line)]
+    files = [line for line in lines if _FS_DENIALS.search(line) and line not in network]
+    notes: list[str] = []
+    if finished.exit_code not in (0, None):
+        if network and not grant.network:
+            notes.append(
+                f"The {tier} sandbox has the network off. If the command needs it, run it "
+                'again with "network": true; the user may be asked.'
+            )
+        if files:
+            notes.append(
+                f"This failure looks like the {tier} sandbox refusing it: outside the "
+                "workspace, and in .git/hooks, .git/config and .loopd, files are read-only. "
+                'Only if the command truly needs that, run it again with "sandbox": false; '
+                "the user is always asked."
+            )
+    if tier in _MASKING_TIERS and _mentions_secret(command):
+        notes.append(
+            f"Secret files (.env, keys, ~/.ssh and other credentials) are hidden from "
+            f"commands in the {tier} sandbox (empty or unreadable); do not try to read them "
+            "another way: ask the user for what you need."
+        )
+    return "\n".join(notes)
+
+
+def _mentions_secret(command: str) -> bool:
+    for word in re.split(r"[\s'\"=;&|<>()]+", command):
+        parts = [p for p in word.split("/") if p]
+        if parts and (is_secret_name(parts[-1]) or SECRET_DIR_NAMES & set(parts)):
+            return True
+    return False
+
+
+def _result(
+    finished: Finished, output: HeadTail, timeout: float, env: ToolEnv, notes: str = ""
+) -> ToolResult:
+    status = _status(finished, timeout) + (f"\n{notes}" if notes else "")
     for_model = output.render(env.limits.output_max_chars).rstrip("\n") or "(no output)"
     for_ui = output.render(env.limits.stream_max_chars).rstrip("\n")
     return ToolResult(

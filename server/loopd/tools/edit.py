@@ -49,8 +49,11 @@ class Write:
 
     async def declare(self, args: Args, env: ToolEnv) -> Declaration:
         path = env.resolve(args["path"])
-        old = await read_existing(env, path)
-        verb = "Create" if old is None else "Write"
+        try:
+            old = await read_existing(env, path)
+            verb = "Create" if old is None else "Write"
+        except PermissionError:  # not readable before the policy decided: no old text
+            old, verb = None, "Write"
         return Declaration(
             title=f"{verb} {env.display(path)}",
             kind=self.kind,
@@ -61,10 +64,13 @@ class Write:
 
     async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
         path = env.resolve(args["path"])
-        old = await read_existing(env, path)
+        try:
+            old = await read_existing(env, path)
+            verb = "Created" if old is None else "Wrote"
+        except PermissionError:  # a secret is written, never read; the write decides
+            old, verb = None, "Wrote"
         new: str = args["content"]
         await env.files.write_text(path, new)
-        verb = "Created" if old is None else "Wrote"
         return ToolResult(
             output=f"{verb} {env.display(path)} ({count_lines(new)} lines).",
             content=(DiffContent(path, old, new),),
@@ -108,7 +114,10 @@ class Edit:
         path = env.resolve(args["path"])
         if args["old_string"] == args["new_string"]:
             raise ToolInputError("old_string and new_string are identical; nothing would change")
-        old = await read_existing(env, path)
+        try:
+            old = await read_existing(env, path)
+        except PermissionError:  # not readable before the policy decided: no preview
+            old = None
         change = None if old is None else _replace(old, args)
         preview: tuple[ToolContent, ...] = ()
         if change is not None and (change.count == 1 or args.get("replace_all", False)):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from loopd.engine.ports import Clock
+from loopd.policy.grants import CallGrants
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import PlanEntry
 from loopd.sandbox.base import CommandSandbox, Unsandboxed
@@ -73,15 +74,20 @@ class LocalFiles:
             data = f.read()
         if b"\0" in data[:8192]:
             raise NotText(path)
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise NotText(path) from e
+        return decode_text(data, path)
 
     def _write(self, path: str, text: str) -> None:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(text.encode("utf-8"))
+
+
+def decode_text(data: bytes, path: str) -> str:
+    """`data` as UTF-8 text, or `NotText`."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise NotText(path) from e
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,14 +172,19 @@ class ToolEnv:
     """The per-session state tools run against. `roots` are the session's workspace
     roots, canonicalised, the first being the working directory. `on_plan` is set by
     the session layer to turn plan updates into `PlanUpdated` events. Close it with
-    `aclose()`: that stops every background process the session started."""
+    `aclose()`: that stops every background process the session started.
+
+    `sandbox` contains commands; `outside` prepares the ones the person approved to
+    run outside it (still with a scrubbed environment). `grants` carries what the
+    policy allowed each call beyond the defaults (see `loopd.policy.grants`)."""
 
     roots: tuple[str, ...]
     files: FileAccess = field(default_factory=LocalFiles)
     sandbox: CommandSandbox = field(default_factory=lambda: Unsandboxed(os.environ))
+    outside: CommandSandbox = field(default_factory=lambda: Unsandboxed(os.environ))
+    grants: CallGrants = field(default_factory=CallGrants)
     clock: Clock = field(default_factory=SystemClock)
     limits: ToolLimits = field(default_factory=ToolLimits)
-    network: bool = False  # whether commands may reach the network
     on_plan: PlanListener | None = None
     # The prompting editor's terminals right now, or None (the editor has none).
     editor_terminals: Callable[[], EditorTerminals | None] = lambda: None

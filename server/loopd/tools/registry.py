@@ -4,7 +4,8 @@ The registry owns the two rules every tool would otherwise repeat: arguments are
 checked against the tool's schema before the tool sees them (so a bad call fails
 with a message the model can act on, before anything is shown to the person), and
 `run` never raises anything but `CancelledError`: a tool failure is a result the
-model reads and recovers from, not an exception that ends the turn.
+model reads and recovers from, not an exception that ends the turn. `run` also makes
+the call's policy grant current while the tool runs (`loopd.policy.grants`).
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import shutil
 from collections.abc import Sequence
 
 from loopd.engine.ports import Declaration, ToolCall, ToolProgress, ToolResult
+from loopd.policy.beneath import PathEscapeError
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.model import INVALID_JSON_KEY, ToolSpec
 from loopd.tools.base import Tool, failure
 from loopd.tools.bash import Bash
 from loopd.tools.edit import Edit, Write
 from loopd.tools.env import FileTooLarge, NotText, ToolEnv
+from loopd.tools.files import PathRefused
 from loopd.tools.glob import Glob
 from loopd.tools.grep import Grep
 from loopd.tools.plan import Plan
@@ -49,6 +52,10 @@ class ToolRegistry:
         return await self._checked(call).declare(call.input, self.env)
 
     async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
+        with self.env.grants.running(call.id):
+            return await self._run(call, progress)
+
+    async def _run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
         try:
             return await self._checked(call).run(call.input, self.env, progress)
         except ToolInputError as e:
@@ -57,6 +64,13 @@ class ToolRegistry:
             return failure(f"No such file or directory: {e.filename or e}")
         except FileTooLarge as e:
             return failure(f"{e}; use offset and limit, or grep, to look at part of it")
+        except PathRefused as e:
+            return failure(f"Refused: {e.reason}. Nothing was read or written.")
+        except PathEscapeError as e:
+            return failure(
+                f"Refused: {e.path} changed into a path that leaves the approved folder (a "
+                "symlink or `..`) after it was checked. Nothing was read or written."
+            )
         except NotText as e:
             return failure(f"{e} is a binary or non-UTF-8 file; it cannot be handled as text")
         except OSError as e:

@@ -1,19 +1,18 @@
-"""Shared doubles for the foreign-runtime end-to-end tests (local until loopd.testing
-ships its own): an emitter that records, an approver that answers from a script."""
+"""Shared pieces for the foreign-runtime end-to-end tests: the pinned CLIs, the fake
+model server, work dirs, and an approver that rejects once its script runs out."""
 
 from __future__ import annotations
 
-import asyncio
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
 
-from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
-from loopd.protocol.events import AgentMessageChunk, SessionEvent
+from loopd.protocol.approvals import ApprovalDecision
 from loopd.testing.fake_llm import FakeLLMServer
+from loopd.testing.fakes import ScriptedApprover
 
 CLIENTS = Path(__file__).resolve().parents[2] / "clients" / "node_modules" / ".bin"
 E = TypeVar("E")
@@ -27,39 +26,9 @@ def pinned_binary(name: str) -> str:
     return str(path)
 
 
-class RecordingEmitter:
-    def __init__(self) -> None:
-        self.events: list[SessionEvent] = []
-        self._changed = asyncio.Event()
-
-    async def emit(self, event: SessionEvent) -> None:
-        self.events.append(event)
-        self._changed.set()
-
-    def of(self, kind: type[E]) -> list[E]:
-        return [e for e in self.events if isinstance(e, kind)]
-
-    @property
-    def text(self) -> str:
-        return "".join(e.text for e in self.of(AgentMessageChunk))
-
-    async def wait_for(self, seen: Callable[[list[SessionEvent]], bool]) -> None:
-        """Until `seen(events)`; callers bound it with asyncio.timeout."""
-        while not seen(self.events):
-            self._changed.clear()
-            await self._changed.wait()
-
-
-class ScriptedApprover:
-    """Answers each question with the next scripted decision (deny when out)."""
-
-    def __init__(self, *decisions: ApprovalDecision) -> None:
-        self.decisions = list(decisions)
-        self.requests: list[ApprovalRequest] = []
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        self.requests.append(request)
-        return self.decisions.pop(0) if self.decisions else ApprovalDecision.REJECT_ONCE
+def approver_of(*decisions: ApprovalDecision) -> ScriptedApprover:
+    """Answers each question with the next decision, rejecting when out."""
+    return ScriptedApprover.of(*decisions, when_out=ApprovalDecision.REJECT_ONCE)
 
 
 @pytest.fixture

@@ -21,8 +21,9 @@ from loopd.protocol.events import (
 from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.claude import ClaudeRuntime, ClaudeRuntimeFactory, ClaudeSettings
 from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
+from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
 
-from .conftest import RecordingEmitter, ScriptedApprover, pinned_binary
+from .conftest import approver_of, pinned_binary
 
 pytestmark = pytest.mark.e2e
 MODEL = "claude-sonnet-4-5"
@@ -58,7 +59,7 @@ async def open_runtime(
         cwd=str(cwd),
         additional_roots=(),
         emitter=emitter,
-        approver=approver or ScriptedApprover(),
+        approver=approver or approver_of(),
         config={"mode": mode},
         state=state or {},
     )
@@ -104,7 +105,7 @@ def _touch_turn(fake: FakeLLMServer, target: Path) -> None:
 async def test_an_allowed_tool_runs(fake_llm: FakeLLMServer, workdir: Path, tmp_path: Path) -> None:
     target = workdir / "made.txt"
     _touch_turn(fake_llm, target)
-    approver = ScriptedApprover(ApprovalDecision.ALLOW_ONCE)
+    approver = approver_of(ApprovalDecision.ALLOW_ONCE)
     runtime, emitter = await open_runtime(settings(fake_llm, tmp_path), workdir, approver)
     try:
         outcome = await runtime.prompt(say("make the file"))
@@ -125,7 +126,7 @@ async def test_a_rejected_tool_does_not_run(
 ) -> None:
     target = workdir / "made.txt"
     _touch_turn(fake_llm, target)
-    approver = ScriptedApprover(ApprovalDecision.REJECT_ONCE)
+    approver = approver_of(ApprovalDecision.REJECT_ONCE)
     runtime, emitter = await open_runtime(settings(fake_llm, tmp_path), workdir, approver)
     try:
         outcome = await runtime.prompt(say("make the file"))

@@ -21,8 +21,9 @@ from loopd.protocol.events import (
 from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.codex import CodexProvider, CodexRuntime, CodexRuntimeFactory, CodexSettings
 from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
+from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
 
-from .conftest import RecordingEmitter, ScriptedApprover, pinned_binary
+from .conftest import approver_of, pinned_binary
 
 pytestmark = pytest.mark.e2e
 MODEL = "gpt-5.5"  # a slug from codex's own catalog, or it drops apply_patch and warns
@@ -51,7 +52,7 @@ async def open_runtime(
         cwd=str(cwd),
         additional_roots=(),
         emitter=emitter,
-        approver=approver or ScriptedApprover(),
+        approver=approver or approver_of(),
         config={"mode": "ask"},
         state=state or {},
     )
@@ -97,7 +98,7 @@ async def test_an_allowed_command_runs(
     fake_llm: FakeLLMServer, workdir: Path, home_cache: Path
 ) -> None:
     _touch_turn(fake_llm)
-    approver = ScriptedApprover(ApprovalDecision.ALLOW_ONCE)
+    approver = approver_of(ApprovalDecision.ALLOW_ONCE)
     s = settings(fake_llm.openai_base_url, home_cache)
     runtime, emitter = await open_runtime(s, workdir, approver)
     try:
@@ -119,7 +120,7 @@ async def test_a_rejected_command_does_not_run(
     fake_llm: FakeLLMServer, workdir: Path, home_cache: Path
 ) -> None:
     _touch_turn(fake_llm)
-    approver = ScriptedApprover(ApprovalDecision.REJECT_ONCE)
+    approver = approver_of(ApprovalDecision.REJECT_ONCE)
     s = settings(fake_llm.openai_base_url, home_cache)
     runtime, emitter = await open_runtime(s, workdir, approver)
     try:

@@ -1,0 +1,84 @@
+"""The `loopd/session/*` methods: ACP's session methods, params and results under
+the `loopd/` prefix, for clients that render the extension (the Neovim plugin, the
+VS Code extension). `loopd/session/prompt` is a custom request on purpose: pygls
+really cancels a custom request on `$/cancelRequest`, and that cancels the turn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopd.lsp.server import LoopdServer, rpc
+from loopd.lsp.wire import (
+    config_options_to_wire,
+    field,
+    mcp_servers_from_wire,
+    page_to_wire,
+    prompt_from_wire,
+    view_to_wire,
+)
+
+
+@rpc
+async def session_new(ls: LoopdServer, params: Any) -> dict[str, Any]:
+    dirs = [str(d) for d in field(params, "additionalDirectories", list, [])]
+    mcp = mcp_servers_from_wire(field(params, "mcpServers", list, []))
+    return view_to_wire(await ls.open_new(field(params, "cwd"), dirs, mcp))
+
+
+@rpc
+async def session_load(ls: LoopdServer, params: Any) -> dict[str, Any]:
+    mcp = mcp_servers_from_wire(field(params, "mcpServers", list, []))
+    view = await ls.load(field(params, "sessionId"), mcp)
+    return {"configOptions": config_options_to_wire(view)}
+
+
+@rpc
+async def session_list(ls: LoopdServer, params: Any) -> dict[str, Any]:
+    params = params or {}
+    page = ls.manager.list_sessions(
+        field(params, "cwd", str, None), field(params, "cursor", str, None)
+    )
+    return page_to_wire(page)
+
+
+@rpc
+async def session_prompt(ls: LoopdServer, params: Any) -> dict[str, Any]:
+    session_id = ls.require_open(field(params, "sessionId"))
+    prompt = prompt_from_wire(field(params, "prompt", list))
+    turn = ls.turns.new(session_id, prompt)
+    outcome = await ls.turns.run(turn, prompt)
+    return {"stopReason": outcome.stop_reason, "_meta": {"loopd": {"turnId": turn.id}}}
+
+
+@rpc
+async def session_close(ls: LoopdServer, params: Any) -> dict[str, Any]:
+    await ls.close(field(params, "sessionId"))
+    return {}
+
+
+@rpc
+async def session_set_config_option(ls: LoopdServer, params: Any) -> dict[str, Any]:
+    session_id = ls.require_open(field(params, "sessionId"))
+    view = await ls.manager.set_config(
+        session_id, field(params, "configId"), field(params, "value")
+    )
+    return {"configOptions": config_options_to_wire(view)}
+
+
+@rpc
+async def session_cancel(ls: LoopdServer, params: Any) -> None:
+    await ls.manager.cancel(ls.require_open(field(params, "sessionId")))
+
+
+def register(server: LoopdServer) -> None:
+    for method, handler in (
+        ("loopd/session/new", session_new),
+        ("loopd/session/load", session_load),
+        ("loopd/session/list", session_list),
+        ("loopd/session/prompt", session_prompt),
+        ("loopd/session/close", session_close),
+        ("loopd/session/setConfigOption", session_set_config_option),
+        ("loopd/session/cancel", session_cancel),
+    ):
+        server.feature(method)(handler)

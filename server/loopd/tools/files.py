@@ -1,0 +1,87 @@
+"""`BeneathFiles`: the file tools' local disk access, behind the path policy.
+
+The policy decided the call from its declaration (the first gate); this is the second,
+at the moment of use, and it does not trust that nothing changed in between:
+
+1. canonicalise the path again and judge it with the session's `PathPolicy`;
+2. a secret is never read, whatever was approved (the policy denies those reads too);
+3. a path outside the roots, or a protected write inside them, is used only when the
+   running call's `Grant` names that exact canonical path: the policy allowed it, or
+   the person said yes, for this call;
+4. open it with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` under its root (`/`
+   for an approved outside path): the canonical path has no symlinks, so one swapped
+   in after the check fails the open instead of leading somewhere else;
+5. refuse files over the size caps.
+
+Every refusal is a `PathRefused` whose message says why, which the tool registry
+turns into the result the model reads and the person sees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+from dataclasses import dataclass
+
+from loopd.policy.beneath import FileTooLarge as BeneathTooLarge
+from loopd.policy.beneath import read_bytes_beneath, write_text_beneath
+from loopd.policy.grants import current_grant
+from loopd.policy.paths import PathIssue, PathPolicy, PathVerdict
+from loopd.tools.env import FileTooLarge, NotText, decode_text
+
+MAX_FILE_BYTES = 32 * 1024 * 1024
+
+
+class PathRefused(PermissionError):
+    """The session may not use this path now; `reason` is written for the person."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(errno.EACCES, reason, path)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class BeneathFiles:
+    """`FileAccess` on the local disk for one session (see the module docstring)."""
+
+    paths: PathPolicy
+    max_read_bytes: int = MAX_FILE_BYTES
+    max_write_bytes: int = MAX_FILE_BYTES
+
+    async def read_text(self, path: str) -> str:
+        verdict = self.paths.check_read(path)
+        root = self._root_for(verdict)
+        try:
+            data = await asyncio.to_thread(
+                read_bytes_beneath, root, verdict.path, max_bytes=self.max_read_bytes, exact=True
+            )
+        except BeneathTooLarge as e:
+            raise FileTooLarge(path, e.size, e.limit) from None
+        if b"\0" in data[:8192]:
+            raise NotText(path)
+        return decode_text(data, path)
+
+    async def write_text(self, path: str, text: str) -> None:
+        verdict = self.paths.check_write(path)
+        root = self._root_for(verdict)
+        try:
+            await asyncio.to_thread(
+                write_text_beneath,
+                root,
+                verdict.path,
+                text,
+                max_bytes=self.max_write_bytes,
+                exact=True,
+            )
+        except BeneathTooLarge as e:
+            raise FileTooLarge(path, e.size, e.limit) from None
+
+    def _root_for(self, verdict: PathVerdict) -> str:
+        """The directory to open beneath, or `PathRefused`."""
+        if verdict.ok and verdict.root is not None:
+            return verdict.root
+        if verdict.issue is PathIssue.SECRET:
+            raise PathRefused(verdict.path, f"{verdict.reason}; loopd never reads it")
+        if verdict.path not in current_grant().paths:
+            raise PathRefused(verdict.path, f"{verdict.reason}; this call was not approved")
+        return verdict.root or "/"

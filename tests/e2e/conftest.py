@@ -1,0 +1,51 @@
+"""Shared pieces for end-to-end tests that spawn `loopd` itself.
+
+`isolated_env` gives a child loopd its own data dir, config dir and HOME (so the
+developer's config, sessions and CLIs never leak in), the loopback fake model as
+its Anthropic endpoint, and this checkout's sources on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from loopd.testing.fake_llm import FakeLLMServer
+
+ROOT = Path(__file__).resolve().parents[2]
+LOOPD = [sys.executable, "-m", "loopd"]
+
+
+def isolated_env(tmp: Path, fake: FakeLLMServer | None, **extra: str) -> dict[str, str]:
+    home = tmp / "home"
+    home.mkdir(exist_ok=True)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LOOPD_HOME": str(tmp / "data"),
+        "XDG_CONFIG_HOME": str(tmp / "config"),
+        "PYTHONPATH": str(ROOT / "server"),
+        "LANG": "C.UTF-8",
+    }
+    if fake is not None:
+        env["ANTHROPIC_BASE_URL"] = fake.base_url
+        env["ANTHROPIC_API_KEY"] = "test-key"
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as fake:
+        yield fake
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    return ws

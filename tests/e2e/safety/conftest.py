@@ -1,0 +1,194 @@
+"""The escape suite's rig: a workspace with things worth stealing, a fake HOME with
+keys, a scripted model on loopback, and `loopd` run for real as a subprocess.
+
+The subprocess gets a new session (no controlling terminal), so a question it asks
+is answered "no" exactly as on a headless machine, unless the case passes `--yes`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
+
+ROOT = Path(__file__).resolve().parents[3]
+FAKE_KEY = "sk-ant-fake-escape-7f3a9c"  # the provider key a command must never see
+DOTENV = "TOKEN=dotenv-s3cret-41"
+SSH_KEY = "-----BEGIN FAKE PRIVATE KEY----- ssh-s3cret-17"
+SECRETS = (FAKE_KEY, DOTENV, SSH_KEY, "dotenv-s3cret-41", "ssh-s3cret-17")
+BOUND = 60  # seconds a loopd run may take before the test fails instead of hanging
+
+
+@dataclass(frozen=True)
+class Box:
+    """One case's world. `ws` is the workspace (cwd, the only root); `outside` a folder
+    next to it; `home` the fake HOME."""
+
+    base: Path
+    ws: Path
+    outside: Path
+    home: Path
+
+    @classmethod
+    def make(cls, base: Path) -> Box:
+        ws, outside, home = base / "ws", base / "outside", base / "home"
+        for d in (ws / ".git" / "hooks", outside, home / ".ssh"):
+            d.mkdir(parents=True)
+        (ws / ".env").write_text(DOTENV + "\n")
+        (ws / "notes.txt").write_text("hello\n")
+        (ws / "link").symlink_to(outside)
+        (home / ".ssh" / "id_rsa").write_text(SSH_KEY + "\n")
+        return cls(base, ws, outside, home)
+
+    def env(self, base_url: str) -> dict[str, str]:
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "LOOPD_HOME": str(self.base / "data"),
+            "XDG_CONFIG_HOME": str(self.base / "config"),
+            "ANTHROPIC_BASE_URL": base_url,
+            "ANTHROPIC_API_KEY": FAKE_KEY,
+            "PYTHONPATH": str(ROOT / "server"),
+        }
+
+
+@dataclass
+class Run:
+    """What a `loopd run` left: exit code, its two streams, the requests the model got."""
+
+    code: int
+    out: str
+    err: str
+    requests: list[dict[str, Any]]
+
+    @property
+    def bodies(self) -> str:
+        return json.dumps(self.requests)
+
+    def tool_results(self) -> list[str]:
+        """Every tool result the model was sent, as text."""
+        found: list[str] = []
+        for body in self.requests:
+            for message in body.get("messages", []):
+                content = message.get("content")
+                for block in content if isinstance(content, list) else []:
+                    if block.get("type") == "tool_result":
+                        found.append(json.dumps(block.get("content")))
+        return found
+
+    def updates(self) -> list[dict[str, Any]]:
+        """The session updates (`--json` runs)."""
+        rows = (json.loads(line) for line in self.out.splitlines() if line.startswith("{"))
+        return [row["update"] for row in rows if "update" in row]
+
+    def failed_texts(self) -> str:
+        """The text of every failed tool call, as the person was shown it."""
+        texts = [
+            item["content"].get("text", "")
+            for u in self.updates()
+            if u.get("sessionUpdate") == "tool_call_update" and u.get("status") == "failed"
+            for item in u.get("content") or []
+            if item.get("type") == "content"
+        ]
+        return "\n".join(texts)
+
+    def leaked(self) -> list[str]:
+        return [s for s in SECRETS if s in self.out or s in self.err or s in self.bodies]
+
+
+def calls(*items: tuple[str, dict[str, Any]]) -> Reply:
+    return Reply(tool_calls=tuple(ScriptedCall(name, args) for name, args in items))
+
+
+async def loopd_run(
+    box: Box,
+    replies: Sequence[Reply],
+    *flags: str,
+    prompt: str = "go",
+) -> Run:
+    """One `loopd run --json` in `box.ws` against a model that answers `replies`."""
+    with FakeLLMServer() as fake:
+        fake.script("*", *replies)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "loopd",
+            "run",
+            "--json",
+            *flags,
+            prompt,
+            cwd=box.ws,
+            env=box.env(fake.base_url),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), BOUND)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        bodies = [r.body for r in fake.requests]
+    assert proc.returncode is not None
+    return Run(proc.returncode, out.decode(), err.decode(), bodies)
+
+
+@dataclass
+class Listener:
+    """A loopback TCP listener that counts the connections it accepted."""
+
+    sock: socket.socket
+    accepted: list[tuple[str, int]] = field(default_factory=list)
+
+    @property
+    def port(self) -> int:
+        return int(self.sock.getsockname()[1])
+
+    def serve(self) -> None:
+        while True:
+            try:
+                conn, peer = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(peer)
+            conn.close()
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    found = Listener(sock)
+    thread = threading.Thread(target=found.serve, daemon=True)
+    thread.start()
+    yield found
+    sock.close()
+
+
+def processes_with(marker: str) -> list[str]:
+    """Command lines of live processes that contain `marker`."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if marker in cmdline and "pytest" not in cmdline:
+            found.append(cmdline)
+    return found

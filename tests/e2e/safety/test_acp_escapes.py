@@ -1,0 +1,78 @@
+"""The escape suite through `loopd acp`, driven by the Python SDK client: the client
+answers the permission requests, and sees every refusal with its reason in the tool
+call updates."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from acp import PROTOCOL_VERSION, spawn_agent_process
+from acp.schema import ClientCapabilities, Implementation, TextContentBlock
+
+from loopd.testing.fake_llm import FakeLLMServer, Reply
+from tests.e2e.safety.conftest import SECRETS, Box, Listener, calls
+from tests.unit.acp.conftest import RecordingClient
+
+pytestmark = pytest.mark.e2e
+
+
+def tool_texts(client: RecordingClient, status: str) -> str:
+    return "\n".join(
+        item["content"].get("text", "")
+        for u in client.of("tool_call_update")
+        if u.get("status") == status
+        for item in u.get("content") or []
+        if item.get("type") == "content"
+    )
+
+
+async def test_acp_escapes_are_blocked_and_reported(tmp_path: Path, listener: Listener) -> None:
+    box = Box.make(tmp_path)
+    script = [
+        calls(
+            ("read", {"path": ".env"}),
+            ("read", {"path": str(box.home / ".ssh" / "id_rsa")}),
+            ("write", {"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"}),
+            ("write", {"path": "link/x.txt", "content": "pwn"}),
+        ),
+        calls(
+            ("bash", {"command": "env; cat .env; true"}),
+            ("bash", {"command": f"exec 3<>/dev/tcp/127.0.0.1/{listener.port} && echo UP"}),
+        ),
+        Reply(text="done"),
+    ]
+    client = RecordingClient(answers=["reject_once", "reject_once"])
+    with FakeLLMServer() as fake:
+        fake.script("*", *script)
+        async with spawn_agent_process(
+            client, sys.executable, "-m", "loopd", "acp", env=box.env(fake.base_url), cwd=box.ws
+        ) as (conn, _):
+            await conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(),
+                client_info=Implementation(name="escape-suite", version="0"),
+            )
+            session = await conn.new_session(cwd=str(box.ws), mcp_servers=[])
+            result = await conn.prompt(
+                session_id=session.session_id, prompt=[TextContentBlock(type="text", text="go")]
+            )
+        bodies = json.dumps([r.body for r in fake.requests])
+
+    assert result.stop_reason == "end_turn"
+    asked = [tool_call.title for tool_call, _ in client.permissions]
+    assert asked == ["Create .git/hooks/pre-commit", f"Write {box.outside / 'x.txt'}"]
+    failed = tool_texts(client, "failed")
+    assert "Denied by policy: reading is refused: .env looks like a secret" in failed
+    assert "Denied by policy: reading is refused: id_rsa looks like a secret" in failed
+    assert failed.count("The user rejected this call.") == 2
+    assert list(box.outside.iterdir()) == []
+    assert list((box.ws / ".git" / "hooks").iterdir()) == []
+    assert listener.accepted == []
+    shown = json.dumps(client.updates)
+    for secret in SECRETS:
+        assert secret not in shown
+        assert secret not in bodies
+    assert client.text() == "done"
