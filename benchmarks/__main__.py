@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-ALL = ("turn", "startup")
+ALL = ("turn", "startup", "acp_start")
 
 
 def main(names: list[str]) -> int:

@@ -250,6 +250,7 @@ class GuardedParts:
             outside=Unsandboxed(dict(env)),
             grants=policy.grants,
             on_plan=on_plan,
+            editor_terminals=ctx.editor_terminals,
         )
         return cls(env, found, grant, tool_env, ToolRegistry(tool_env), policy)
 

@@ -8,12 +8,17 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import Prompt, TextBlock
 from loopd.protocol.turns import Outcome
+
+if TYPE_CHECKING:
+    from loopd.app import App
+    from loopd.sessions.manager import SessionManager
 
 EXIT_CODES = {"end_turn": 0, "cancelled": 130}
 
@@ -69,6 +74,9 @@ async def _run_turn(
 
 
 def acp() -> int:
+    """`initialize` is answered while the app is still being built (in a thread:
+    catalog discovery runs each CLI's `--version`, the store opens); the first
+    request that needs sessions waits for it."""
     from loopd.acp.server import protect_stdout, serve_stdio
 
     out = protect_stdout()  # before anything else can print: stdout is the protocol's
@@ -76,14 +84,24 @@ def acp() -> int:
     async def main() -> None:
         from loopd.app import build_app
 
-        app = build_app(dict(os.environ), os.getcwd())
+        building = asyncio.create_task(asyncio.to_thread(build_app, dict(os.environ), os.getcwd()))
+        manager = asyncio.ensure_future(_manager_of(building))
         try:
-            await serve_stdio(app.manager, out)
+            await serve_stdio(manager, out)
         finally:
-            await app.aclose()
+            try:
+                app = await building
+            except Exception:
+                pass  # every request already answered with the reason
+            else:
+                await app.aclose()
 
     asyncio.run(main())
     return 0
+
+
+async def _manager_of(building: Awaitable[App]) -> SessionManager:
+    return (await building).manager
 
 
 def lsp(tcp: str | None) -> int:

@@ -9,6 +9,11 @@ never handle, and a client would believe them.
 
 Per-connection state lives on this object (client capabilities, the `AcpLink`), never
 globally, so one manager can serve several connections.
+
+The manager may still be starting (a future): `loopd acp` answers `initialize` at once
+and builds the app (catalog discovery spawns CLIs, the store opens) meanwhile. Every
+method that needs sessions awaits it; a start that failed answers each of them with
+the reason, and the process stays up to say so.
 """
 
 from __future__ import annotations
@@ -93,8 +98,8 @@ _OPENING = ("session/new", "session/load", "session/resume")
 
 
 class LoopdAgent(Agent):
-    def __init__(self, manager: SessionManager) -> None:
-        self.manager = manager
+    def __init__(self, manager: SessionManager | asyncio.Future[SessionManager]) -> None:
+        self._manager = manager
         self.client: Client | None = None
         self.link: AcpLink | None = None
         self._opening: dict[Any, str | None] = {}  # request id -> session id (None: new)
@@ -103,6 +108,23 @@ class LoopdAgent(Agent):
     def on_connect(self, conn: Client) -> None:
         self.client = conn
         self.link = AcpLink(conn)
+
+    @property
+    def started(self) -> SessionManager | None:
+        """The manager if it is ready, else None (still starting, or failed)."""
+        m = self._manager
+        if isinstance(m, SessionManager):
+            return m
+        return m.result() if m.done() and m.exception() is None else None
+
+    async def manager(self) -> SessionManager:
+        m = self._manager
+        if isinstance(m, SessionManager):
+            return m
+        try:
+            return await asyncio.shield(m)
+        except Exception as err:
+            raise RequestError.internal_error({"details": f"loopd could not start: {err}"}) from err
 
     def _link(self) -> AcpLink:
         if self.link is None:
@@ -146,8 +168,9 @@ class LoopdAgent(Agent):
         roots = [cwd, *(additional_directories or ())]
         if not all(os.path.isabs(r) for r in roots):
             raise RequestError.invalid_params({"details": "cwd and directories must be absolute"})
+        manager = await self.manager()
         with _mapped_errors():
-            view = await self.manager.new_session(
+            view = await manager.new_session(
                 cwd,
                 self._link(),
                 additional_directories or (),
@@ -190,8 +213,9 @@ class LoopdAgent(Agent):
     async def _attach(
         self, session_id: str, servers: list[Any] | None, replay: bool
     ) -> SessionView:
+        manager = await self.manager()
         with _mapped_errors(session_id):
-            view = await self.manager.load_session(
+            view = await manager.load_session(
                 session_id, self._link(), mcp_configs(servers), replay=replay
             )
         self._after_open[view.id] = view.commands
@@ -204,7 +228,7 @@ class LoopdAgent(Agent):
             raise RequestError.invalid_params(
                 {"details": f"not a cursor from this agent: {cursor}"}
             )
-        page = self.manager.list_sessions(cwd, cursor)
+        page = (await self.manager()).list_sessions(cwd, cursor)
         return ListSessionsResponse(
             sessions=[
                 SessionInfo(
@@ -220,13 +244,15 @@ class LoopdAgent(Agent):
         )
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        manager = await self.manager()
         with _mapped_errors(session_id):
-            await self.manager.close_session(session_id, self._link())
+            await manager.close_session(session_id, self._link())
         return CloseSessionResponse()
 
     async def delete_session(self, session_id: str, **kwargs: Any) -> DeleteSessionResponse:
+        manager = await self.manager()
         with _mapped_errors(session_id):
-            await self.manager.delete_session(session_id)
+            await manager.delete_session(session_id)
         return DeleteSessionResponse()
 
     # -- turns ---------------------------------------------------------------------------
@@ -241,13 +267,13 @@ class LoopdAgent(Agent):
             content = prompt_of(prompt)
         except UnsupportedContent as err:
             raise RequestError.invalid_params({"details": str(err)}) from err
-        link = self._link()
+        link, manager = self._link(), await self.manager()
         try:
-            outcome = await self.manager.prompt(session_id, content, link)
+            outcome = await manager.prompt(session_id, content, link)
         except SessionNotFound as err:
             raise _not_found(session_id, err) from err
         except asyncio.CancelledError:
-            await self.manager.cancel(session_id)
+            await manager.cancel(session_id)
             raise
         except SessionBusy as err:
             await self._say(session_id, str(err))
@@ -266,7 +292,9 @@ class LoopdAgent(Agent):
             log.warning("could not show a message in %s", session_id, exc_info=True)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        await self.manager.cancel(session_id)
+        manager = self.started
+        if manager is not None:  # nothing can run before the manager exists
+            await manager.cancel(session_id)
 
     # -- modes and config options ----------------------------------------------------------
 
@@ -275,11 +303,12 @@ class LoopdAgent(Agent):
     ) -> SetSessionModeResponse:
         """The deprecated mode API, kept in sync with the `mode` config option: it sets
         that option, and tells this client the new option list."""
+        manager = await self.manager()
         with _mapped_errors(session_id):
-            option = mode_option(self.manager.view(session_id).config_options)
+            option = mode_option(manager.view(session_id).config_options)
             if option is None:
                 raise RequestError.invalid_params({"details": "this session has no modes"})
-            view = await self.manager.set_config(session_id, option.id, mode_id)
+            view = await manager.set_config(session_id, option.id, mode_id)
         await self._link().send_update(
             session_id, to_wire(ConfigOptionsChanged(view.config_options))
         )
@@ -290,8 +319,9 @@ class LoopdAgent(Agent):
     ) -> SetSessionConfigOptionResponse:
         if not isinstance(value, str):
             raise RequestError.invalid_params({"details": f"{config_id} takes a select value"})
+        manager = await self.manager()
         with _mapped_errors(session_id):
-            view = await self.manager.set_config(session_id, config_id, value)
+            view = await manager.set_config(session_id, config_id, value)
         return SetSessionConfigOptionResponse(config_options=config_options(view.config_options))
 
     # -- extensions ------------------------------------------------------------------------

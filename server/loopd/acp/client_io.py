@@ -7,8 +7,9 @@ paths inside the session roots; anything else, or a client that did not advertis
 (`terminal/create`, output streamed by the editor) and releases every terminal it
 creates, also when the run is cancelled.
 
-`TextFiles` is structurally `loopd.tools.env.FileAccess`; both adapters are meant to
-be handed to the tools by the session wiring.
+`TextFiles` is structurally `loopd.tools.env.FileAccess` and `AcpTerminals` is a
+`loopd.tools.env.EditorTerminals`: `AcpLink.files` / `terminals` hand them to the
+session layer, which routes them to the tools of the prompting connection.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from typing import Protocol
 from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import EnvVariable
+
+from loopd.tools.env import TerminalRun
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +77,6 @@ class AcpFiles:
                 raise OSError(f"the editor refused to write {path}: {err}") from err
             return
         await self.local.write_text(path, text)
-
-
-@dataclass(frozen=True, slots=True)
-class TerminalRun:
-    output: str
-    truncated: bool
-    exit_code: int | None
-    signal: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,15 +36,19 @@ async def serve(
     try:
         await conn.listen()
     finally:
-        if agent.link is not None:
-            await agent.manager.detach(agent.link)
+        manager = agent.started
+        if agent.link is not None and manager is not None:
+            await manager.detach(agent.link)
         await asyncio.shield(conn.close())
 
 
-async def serve_stdio(manager: SessionManager, out: IO[bytes] | None = None) -> None:
-    """`loopd acp`: one ACP connection on this process's stdin and stdout. `out` is
-    the handle `protect_stdout` returned, for callers that protect stdout before
-    building the manager (recommended: nothing may print first)."""
+async def serve_stdio(
+    manager: SessionManager | asyncio.Future[SessionManager], out: IO[bytes] | None = None
+) -> None:
+    """`loopd acp`: one ACP connection on this process's stdin and stdout. `manager`
+    may still be starting (see `LoopdAgent`). `out` is the handle `protect_stdout`
+    returned, for callers that protect stdout before building the manager
+    (recommended: nothing may print first)."""
     out = out if out is not None else protect_stdout()
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING)

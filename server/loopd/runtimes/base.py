@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from loopd.engine.ports import Approver, Emitter
 from loopd.protocol.events import ConfigOption, Prompt
-from loopd.protocol.turns import Outcome, UndoReport
-from loopd.tools.env import FileAccess
+from loopd.protocol.turns import Outcome
+from loopd.tools.env import EditorTerminals, FileAccess
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +44,8 @@ class RuntimeContext:
     editor_files: Callable[[FileAccess], FileAccess] = field(default=lambda local: local)
     """Given the local file access, the one to use right now: the prompting editor's
     (its unsaved buffers, its review UI) when it offers one."""
+    editor_terminals: Callable[[], EditorTerminals | None] = field(default=lambda: None)
+    """The prompting editor's terminals right now, or None when it has none."""
 
     @property
     def roots(self) -> tuple[str, ...]:
@@ -57,11 +59,6 @@ class Runtime(Protocol):
         ...
 
     async def cancel(self) -> None: ...
-
-    async def undo(self) -> UndoReport:
-        """Put back the file changes of the last turn that made any (between turns).
-        A runtime that cannot raises `RuntimeFailure` saying so."""
-        ...
 
     async def set_config(self, option_id: str, value: str) -> None: ...
 

@@ -30,7 +30,7 @@ from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import AgentMessageChunk, ConfigOption, ModeChanged, Prompt
 from loopd.protocol.model import Usage
-from loopd.protocol.turns import Outcome, UndoReport
+from loopd.protocol.turns import Outcome
 from loopd.runtimes import claude_events as ce
 from loopd.runtimes.base import McpServerConfig, RuntimeContext
 from loopd.runtimes.jsonl import JsonlProcess, wait_while_active
@@ -119,11 +119,6 @@ class ClaudeRuntime:
                 context_tokens=self._translator.context_tokens,
                 error=end.error,
             )
-
-    async def undo(self) -> UndoReport:
-        raise RuntimeFailure(
-            "the claude runtime keeps its own file history; undo from its own interface"
-        )
 
     async def cancel(self) -> None:
         turn = self._turn

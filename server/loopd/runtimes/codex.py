@@ -42,7 +42,7 @@ from loopd.protocol.events import (
     TextBlock,
     ToolCallUpdated,
 )
-from loopd.protocol.turns import Outcome, UndoReport
+from loopd.protocol.turns import Outcome
 from loopd.runtimes import codex_events as cx
 from loopd.runtimes.base import McpServerConfig, RuntimeContext
 from loopd.runtimes.jsonl import JsonlProcess, wait_while_active
@@ -133,11 +133,6 @@ class CodexRuntime:
             return Outcome(
                 turn_id, stop, usage=usage, context_tokens=usage.context_tokens, error=error
             )
-
-    async def undo(self) -> UndoReport:
-        raise RuntimeFailure(
-            "the codex runtime keeps its own file history; undo from its own interface"
-        )
 
     async def cancel(self) -> None:
         turn = self._turn

@@ -17,11 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
-from loopd.engine.loop import Engine, EngineConfig, EnginePorts, random_id
+from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.ports import Clock, Policy, Provider, ToolBox
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import (
-    AgentMessageChunk,
     ConfigChoice,
     ConfigOption,
     ModeChanged,
@@ -32,6 +31,7 @@ from loopd.protocol.messages import Message
 from loopd.protocol.model import ThinkingLevel
 from loopd.protocol.turns import Outcome, UndoReport
 from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.compact import summarise
 from loopd.runtimes.options import MODES, check_mode, mode_option, model_option
 from loopd.store.reconcile import reconcile_messages
 from loopd.store.sqlite import SqliteStore
@@ -124,7 +124,7 @@ class NativeRuntime:
         remembered = context.state.get("approvals", {})
         self.parts = wiring.parts_for(context, self.values["mode"], remembered)
         self.engine = Engine(context.session_id, self._engine_config(), self._ports(), history)
-        self._turn: asyncio.Task[Outcome] | None = None
+        self._turn: asyncio.Task[Any] | None = None
 
     def _engine_config(self) -> EngineConfig:
         thinking = cast(ThinkingLevel, self.values["thought_level"])
@@ -148,9 +148,10 @@ class NativeRuntime:
     async def prompt(self, prompt: Prompt) -> Outcome:
         command = typed_command(prompt)
         work = self.engine.run(prompt) if command is None else self.engine.exec(command)
-        self._turn = asyncio.create_task(work)
+        turn = asyncio.create_task(work)
+        self._turn = turn
         try:
-            return await self._turn
+            return await turn
         finally:
             self._turn = None
 
@@ -163,7 +164,6 @@ class NativeRuntime:
         history, what was put back: otherwise it would answer about files that are
         no longer what it last saw."""
         report = await self.parts.undo()
-        await self.context.emitter.emit(AgentMessageChunk(report.summary, random_id("msg")))
         if report.restored:
             undone = ", ".join(report.restored)
             await self.engine.note(f"The user undid your last changes to: {undone}")
@@ -202,6 +202,42 @@ class NativeRuntime:
                 tuple(ConfigChoice(t, t.capitalize()) for t in THOUGHT_LEVELS),
             ),
         )
+
+    async def clear_context(self) -> None:
+        """`/clear`: the next turn starts from no history. The stored messages go too,
+        so a restart does not bring them back; mode, model and approvals stay."""
+        self._replace_history(())
+
+    async def compact_context(self) -> str | None:
+        """`/compact`: the history becomes one model-written summary of it. Returns the
+        summary ("" when there was nothing to compact), None when `cancel` stopped it;
+        a provider failure raises and leaves the history as it was."""
+        history = self.engine.history
+        if not history:
+            return ""
+        config = self._engine_config()
+        provider = self.wiring.provider_for(config.model)
+        specs = self.parts.tools.specs()
+        task = asyncio.create_task(summarise(provider, config.model, config.system, history, specs))
+        self._turn = task
+        try:
+            compacted = await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # our caller gave up, not `cancel`
+            return None
+        finally:
+            self._turn = None
+        self._replace_history(compacted)
+        return compacted[1].text
+
+    def _replace_history(self, history: Sequence[Message]) -> None:
+        session_id = self.context.session_id
+        self.journal.store.clear_messages(session_id)
+        for message in history:
+            self.journal.store.append_message(session_id, message)
+        self.engine = Engine(session_id, self._engine_config(), self._ports(), history)
 
     def state(self) -> Mapping[str, Any]:
         return {"approvals": dict(self.parts.remembered())}

@@ -13,13 +13,13 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import SessionEvent, SessionInfoUpdated, to_wire
 from loopd.runtimes.base import Runtime
 from loopd.store.sqlite import SessionRecord, SqliteStore
-from loopd.tools.env import FileAccess
+from loopd.tools.env import EditorTerminals, FileAccess
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,14 @@ class ClientLink(Protocol):
         """How this editor reads and writes the session's files: its own buffers
         (unsaved edits included) and review UI where it offers them, else `local`."""
         ...
+
+
+@runtime_checkable
+class OffersTerminals(Protocol):
+    """A `ClientLink` that may also run shell commands in the editor's terminals.
+    Optional: a link without `terminals` has none, like one that returns None."""
+
+    def terminals(self, session_id: str) -> EditorTerminals | None: ...
 
 
 @dataclass(eq=False, slots=True)

@@ -19,8 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from loopd.protocol.errors import ConfigError, LoopdError
+from loopd.protocol.errors import ConfigError, LoopdError, RuntimeFailure
 from loopd.protocol.events import (
+    AgentMessageChunk,
+    AvailableCommandsUpdated,
     Command,
     ConfigChoice,
     ConfigOption,
@@ -33,10 +35,17 @@ from loopd.protocol.events import (
 )
 from loopd.protocol.turns import Outcome, UndoReport
 from loopd.runtimes.base import McpServerConfig, RuntimeContext, RuntimeFactory
-from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
+from loopd.sessions.commands import FileUndoing, commands_for, run_command, slash_command
+from loopd.sessions.live import (
+    ClientLink,
+    LiveSession,
+    OffersTerminals,
+    SessionApprover,
+    SessionEmitter,
+)
 from loopd.store.reconcile import reconcile_events
 from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
-from loopd.tools.env import FileAccess
+from loopd.tools.env import EditorTerminals, FileAccess
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +185,9 @@ class SessionManager:
             async with live.lock:
                 if live.generation != generation:
                     return Outcome(turn_id="", stop_reason="cancelled")
+                command = slash_command(prompt, live.runtime)
+                if command is not None:
+                    return await self._run_command(live, command, prompt)
                 return await self._run_turn(live, prompt, link)
         finally:
             live.queued -= 1
@@ -209,8 +221,33 @@ class SessionManager:
         """Put back the last turn's file changes, between turns (waits for one that
         runs). Raises `RuntimeFailure` when the session's runtime cannot undo."""
         live = self._require(session_id)
+        runtime = live.runtime
+        if not isinstance(runtime, FileUndoing):
+            name = live.record.runtime.get("name")
+            raise RuntimeFailure(f"the {name} runtime keeps its own file history; it cannot undo")
         async with live.lock:
-            return await live.runtime.undo()
+            report = await runtime.undo()
+        await self._emitter(live).emit(
+            AgentMessageChunk(report.summary, f"msg_{uuid.uuid4().hex[:12]}")
+        )
+        return report
+
+    async def _run_command(self, live: LiveSession, name: str, prompt: Prompt) -> Outcome:
+        """A session command, journaled like a turn: the prompt, then a note of what
+        happened (or why it did not)."""
+        emitter = self._emitter(live)
+        message_id = f"user_{uuid.uuid4().hex[:12]}"
+        for block in prompt.blocks:
+            emitter.store.append_event(live.id, _user_chunk(block, message_id))
+        try:
+            note = await run_command(live.runtime, name)
+        except LoopdError as err:
+            note = f"/{name} failed: {err}"
+        if note is None:
+            return Outcome(turn_id="", stop_reason="cancelled")
+        await emitter.emit(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}"))
+        self.store.update(live.id, updated_at=self.now())
+        return Outcome(turn_id="", stop_reason="end_turn")
 
     async def cancel(self, session_id: str) -> None:
         live = self._live.get(session_id)
@@ -246,6 +283,8 @@ class SessionManager:
         live.record = replace(live.record, runtime=identity, runtime_state={})
         self.store.update(live.id, runtime=identity, runtime_state={})
         live.runtime = await self._factory(name).open(self._context(live, ()))
+        commands = commands_for(live.runtime)
+        await self._emitter(live).show(to_wire(AvailableCommandsUpdated(commands)))
 
     # -- internals -----------------------------------------------------------------------
 
@@ -274,6 +313,7 @@ class SessionManager:
             mcp_servers=tuple(mcp),
             state=dict(record.runtime_state),
             editor_files=functools.partial(_editor_files, live),
+            editor_terminals=functools.partial(_editor_terminals, live),
         )
 
     def _identity(self, name: str, config: Mapping[str, str]) -> dict[str, Any]:
@@ -322,7 +362,8 @@ class SessionManager:
             tuple(ConfigChoice(n, n) for n in names),
             "Who runs this session's turns",
         )
-        return SessionView(live.id, (*live.runtime.config_options(), runtime_option))
+        options = (*live.runtime.config_options(), runtime_option)
+        return SessionView(live.id, options, commands_for(live.runtime))
 
 
 def _user_chunk(block: ContentBlock, message_id: str) -> dict[str, Any]:
@@ -334,6 +375,11 @@ def _editor_files(live: LiveSession, local: FileAccess) -> FileAccess:
     if link is None:
         return local
     return link.files(live.id, (live.record.cwd, *live.record.additional_dirs), local)
+
+
+def _editor_terminals(live: LiveSession) -> EditorTerminals | None:
+    link = live.asker
+    return link.terminals(live.id) if isinstance(link, OffersTerminals) else None
 
 
 def _attached(live: LiveSession, link: ClientLink) -> bool:
@@ -354,9 +400,6 @@ class _Unopened:
 
     async def cancel(self) -> None:
         return None
-
-    async def undo(self) -> UndoReport:
-        raise RuntimeError("runtime not opened")
 
     async def set_config(self, option_id: str, value: str) -> None:
         raise RuntimeError("runtime not opened")

@@ -178,6 +178,11 @@ class SqliteStore:
                 (session_id, session_id, value),
             )
 
+    def clear_messages(self, session_id: str) -> None:
+        """Forget the model's context (the journal of what was shown stays)."""
+        with self._tx() as db:
+            db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+
     def events(self, session_id: str) -> list[dict[str, Any]]:
         with self._lock:
             rows = self._db.execute(

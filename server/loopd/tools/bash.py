@@ -16,22 +16,30 @@ only when the call's `Grant` says it was allowed (never on the model's word alon
 outside the OS sandbox, the retry of a command the sandbox refused. A sandboxed run
 that fails with an error that looks like the sandbox's doing says so in its result,
 and names the escalation that would lift it.
+
+When the prompting editor has terminals (ACP `terminal/*`), a foreground command
+runs in one of them instead, so the person watches it there; the editor spawns it,
+so that happens only when containment survives the hand-over (see `editor_argv`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
+import shutil
 import signal
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
 from loopd.policy.grants import Grant, current_grant
 from loopd.policy.paths import SECRET_DIR_NAMES, is_secret_name
 from loopd.protocol.errors import ToolInputError
-from loopd.protocol.events import TextBlock, ToolKind
+from loopd.protocol.events import TerminalContent, TextBlock, ToolKind
 from loopd.sandbox.base import CommandSpec, PreparedCommand
+from loopd.sandbox.landlock_syscalls import die_with_parent
 from loopd.tools.base import Args, failure
-from loopd.tools.env import ToolEnv
+from loopd.tools.env import EditorTerminals, ToolEnv
 from loopd.tools.processes import Finished, run_captured
 
 
@@ -136,21 +144,98 @@ class Bash:
         )
         if args.get("background", False):
             return await _start_background(prepared, command, env)
-        output = HeadTail(env.limits.stream_max_chars)
-
-        async def on_output(text: str) -> None:
-            output.append(text)
-            await progress((TextBlock(output.render(env.limits.stream_max_chars)),))
-
-        finished = await run_captured(
-            prepared,
-            clock=env.clock,
-            time_limit=timeout,
-            grace=env.limits.kill_grace,
-            on_output=on_output,
-        )
+        terminals, argv = env.editor_terminals(), editor_argv(prepared)
+        terminal_id: str | None = None
+        if terminals is not None and argv is not None:
+            finished, output, terminal_id = await _run_in_editor(
+                terminals, argv, prepared.cwd, timeout, env, progress
+            )
+        else:
+            finished, output = await _run_here(prepared, timeout, env, progress)
         notes = _sandbox_notes(command, finished, output, sandbox.tier, grant)
-        return _result(finished, output, timeout, env, notes)
+        result = _result(finished, output, timeout, env, notes)
+        if terminal_id is not None:  # the editor keeps showing the terminal
+            result = replace(result, content=(TerminalContent(terminal_id),))
+        return result
+
+
+async def _run_here(
+    prepared: PreparedCommand, time_limit: float, env: ToolEnv, progress: ToolProgress
+) -> tuple[Finished, HeadTail]:
+    output = HeadTail(env.limits.stream_max_chars)
+
+    async def on_output(text: str) -> None:
+        output.append(text)
+        await progress((TextBlock(output.render(env.limits.stream_max_chars)),))
+
+    finished = await run_captured(
+        prepared,
+        clock=env.clock,
+        time_limit=time_limit,
+        grace=env.limits.kill_grace,
+        on_output=on_output,
+    )
+    return finished, output
+
+
+def editor_argv(prepared: PreparedCommand) -> tuple[str, ...] | None:
+    """The argv an editor can spawn with the same containment as loopd would, or None
+    when there is none.
+
+    The editor spawns the command, so the child set-up (`preexec`) cannot run: a
+    sandbox that contains through it (Landlock on its own) stays local. The one
+    set-up that may be skipped ties the command's life to loopd's; in an editor
+    terminal the editor owns the process and `terminal/release` ends it. The bwrap
+    and unshare tiers contain through the argv itself. The environment is another
+    matter: an editor is free to start from its own environment (Zed does), which
+    holds the person's secrets, so the argv starts with `env -i` and sets exactly the
+    sandbox's scrubbed variables."""
+    if prepared.preexec is not None and prepared.preexec is not die_with_parent:
+        return None
+    env_binary = shutil.which("env")
+    if env_binary is None:
+        return None
+    assignments = (f"{k}={v}" for k, v in prepared.env.items())
+    return (env_binary, "-i", *assignments, *prepared.argv)
+
+
+async def _run_in_editor(
+    terminals: EditorTerminals,
+    argv: tuple[str, ...],
+    cwd: str,
+    time_limit: float,
+    env: ToolEnv,
+    progress: ToolProgress,
+) -> tuple[Finished, HeadTail, str | None]:
+    """The editor streams the output itself (`terminal` content); the model gets
+    what the editor kept, head and tail as for a local run."""
+    shown: list[str] = []
+
+    async def on_start(terminal_id: str) -> None:
+        shown.append(terminal_id)
+        await progress((TerminalContent(terminal_id),))
+
+    output = HeadTail(env.limits.stream_max_chars)
+    try:
+        async with asyncio.timeout(time_limit):
+            run = await terminals.run(argv, cwd, {}, on_start, env.limits.stream_max_chars)
+    except TimeoutError:
+        finished = Finished(exit_code=None, timed_out=True)
+    else:
+        output.append(run.output)
+        finished = Finished(_exit_code(run.exit_code, run.signal), timed_out=False)
+    return finished, output, shown[0] if shown else None
+
+
+def _exit_code(code: int | None, signal_name: str | None) -> int | None:
+    """A signal as a negative code, as for a local run."""
+    if code is not None:
+        return code
+    if signal_name is not None:
+        name = signal_name if signal_name.startswith("SIG") else f"SIG{signal_name}"
+        if name in signal.Signals.__members__:
+            return -signal.Signals[name].value
+    return -signal.SIGKILL.value
 
 
 def _timeout(args: Args, env: ToolEnv) -> float:

@@ -14,7 +14,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -92,6 +92,35 @@ def decode_text(data: bytes, path: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class TerminalRun:
+    """How a command run in an editor terminal ended. `output` is what the editor
+    kept (it drops the start past the byte limit: `truncated`)."""
+
+    output: str
+    truncated: bool
+    exit_code: int | None
+    signal: str | None
+
+
+class EditorTerminals(Protocol):
+    """Commands run in the editor's terminals (ACP `terminal/*`), where the person
+    watches the output stream. The editor spawns `argv` itself, so it must be a
+    self-contained command: the caller hands over nothing the editor should add to."""
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        cwd: str,
+        env: Mapping[str, str],
+        on_start: Callable[[str], Awaitable[None]],
+        output_byte_limit: int | None = None,
+    ) -> TerminalRun:
+        """Run to the end; `on_start` gets the terminal id as soon as it exists. A
+        cancelled run releases the terminal, which kills the command."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
 class RoutedFiles:
     """File access decided per call: `route(local)` names the access to use now (the
     prompting editor's, which may change between turns, or `local`)."""
@@ -158,6 +187,8 @@ class ToolEnv:
     clock: Clock = field(default_factory=SystemClock)
     limits: ToolLimits = field(default_factory=ToolLimits)
     on_plan: PlanListener | None = None
+    # The prompting editor's terminals right now, or None (the editor has none).
+    editor_terminals: Callable[[], EditorTerminals | None] = lambda: None
     plan: tuple[PlanEntry, ...] = ()
     changes: ChangeLog = field(default_factory=ChangeLog)
     processes: BackgroundProcesses = field(init=False)

@@ -1,5 +1,10 @@
-"""Spawning the ACP agent (`scripted_agent.py`: the production stdio server over a
-scripted model) and talking raw NDJSON to it."""
+"""Spawning the real `loopd acp` against the loopback fake model, and talking to it
+raw (NDJSON) or through the Python SDK client.
+
+The child gets a throwaway home: `LOOPD_HOME`, `XDG_CONFIG_HOME` and `HOME` point
+into the test's tmp dir, so the person's config and CLIs never leak in (PATH stays,
+for bwrap and friends); the only runtime is the native one, on Anthropic at the fake.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,24 +20,49 @@ from typing import Any
 
 import pytest
 
+from loopd.testing.fake_llm import FakeLLMServer
+
 ROOT = Path(__file__).resolve().parents[3]
-AGENT = [sys.executable, str(Path(__file__).with_name("scripted_agent.py"))]
+LOOPD = [sys.executable, "-m", "loopd", "acp"]
 
 pytestmark = pytest.mark.e2e
 
 
-def agent_env(home: Path, script: dict[str, Any]) -> dict[str, str]:
-    return {
-        **os.environ,
-        "LOOPD_HOME": str(home),
-        "LOOPD_TEST_SCRIPT": json.dumps(script),
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "server"), str(ROOT)]),
-    }
+@dataclass(frozen=True)
+class Home:
+    """A workspace and a private home for one `loopd acp` (or several in a row)."""
+
+    root: Path
+    fake: FakeLLMServer
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.root),
+            "XDG_CONFIG_HOME": str(self.root / "config"),
+            "LOOPD_HOME": str(self.root / "data"),
+            "ANTHROPIC_BASE_URL": self.fake.base_url,
+            "ANTHROPIC_API_KEY": "x",
+            "PYTHONPATH": str(ROOT / "server"),
+            **extra,
+        }
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Any:
+    with FakeLLMServer() as fake:
+        root = tmp_path.resolve()
+        (root / "work").mkdir()
+        yield Home(root, fake)
 
 
 @dataclass
 class RawAgent:
-    """The agent as a subprocess; every stdout line is kept (and must be JSON)."""
+    """`loopd acp` as a subprocess; every stdout line is kept (and must be JSON)."""
 
     proc: asyncio.subprocess.Process
     lines: list[str] = field(default_factory=list)
@@ -48,7 +78,7 @@ class RawAgent:
 
     async def recv(self) -> dict[str, Any]:
         assert self.proc.stdout is not None
-        line = await asyncio.wait_for(self.proc.stdout.readline(), 10)
+        line = await asyncio.wait_for(self.proc.stdout.readline(), 30)
         assert line, "the agent closed stdout"
         text = line.decode()
         self.lines.append(text)
@@ -77,15 +107,32 @@ class RawAgent:
             if "method" in message and "id" in message and answer is not None:
                 await self.send({"id": message["id"], "result": answer})
 
+    async def until(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        while True:
+            message = await self.recv()
+            if predicate(message):
+                return message
+
+    async def new_session(self, cwd: Path) -> str:
+        await self.initialized()
+        new, _ = await self.request("session/new", {"cwd": str(cwd), "mcpServers": []})
+        sid: str = new["result"]["sessionId"]
+        return sid
+
+    async def initialized(self) -> None:
+        response, _ = await self.request("initialize", {"protocolVersion": 1})
+        assert response["result"]["protocolVersion"] == 1
+
 
 @asynccontextmanager
-async def raw_agent(home: Path, script: dict[str, Any]) -> AsyncIterator[RawAgent]:
+async def raw_loopd(home: Home) -> AsyncIterator[RawAgent]:
     proc = await asyncio.create_subprocess_exec(
-        *AGENT,
+        *LOOPD,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=agent_env(home, script),
+        env=home.env(),
+        cwd=home.work,
     )
     agent = RawAgent(proc)
     try:
@@ -96,6 +143,13 @@ async def raw_agent(home: Path, script: dict[str, Any]) -> AsyncIterator[RawAgen
         await proc.wait()
 
 
-async def initialized(agent: RawAgent) -> None:
-    response, _ = await agent.request("initialize", {"protocolVersion": 1})
-    assert response["result"]["protocolVersion"] == 1
+def update_of(message: dict[str, Any]) -> dict[str, Any]:
+    """The update a `session/update` carries ({} for any other message)."""
+    if message.get("method") != "session/update":
+        return {}
+    update: dict[str, Any] = message["params"]["update"]
+    return update
+
+
+def prompt_params(sid: str, text: str) -> dict[str, Any]:
+    return {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}

@@ -1,5 +1,6 @@
 """Cross-implementation: the official TypeScript client (`@agentclientprotocol/sdk`,
-pinned in tests/clients/acp-ts) drives the agent through a whole session, and every
+pinned in tests/clients/acp-ts) drives the real `loopd acp` (over the fake model)
+through a whole session, and every
 line the agent wrote is validated against the v1 JSON schema shipped in that package:
 the `Agent` message union, and each response against its method's response type.
 
@@ -17,7 +18,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.e2e.acp.conftest import AGENT, ROOT, agent_env
+from loopd.testing.llm_script import Reply, ScriptedCall
+from tests.e2e.acp.conftest import LOOPD, ROOT, Home
 
 pytestmark = pytest.mark.e2e
 
@@ -42,24 +44,21 @@ PARAM_TYPES = {  # what the agent may send on its own, by method
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js 20+")
 @pytest.mark.skipif(not SDK.exists(), reason="run scripts/setup.sh (npm ci in tests/clients)")
-async def test_the_typescript_client_drives_a_whole_session(tmp_path: Path) -> None:
-    home, work = tmp_path / "home", tmp_path / "work"
-    home.mkdir()
-    work.mkdir()
-    script = {
-        "replies": [{"tools": [["w1", "write", {"path": str(work / "a.py")}]]}, {"text": "done"}],
-        "ask": ["write"],
-    }
-    out, sent = tmp_path / "agent.ndjson", tmp_path / "client.ndjson"
-    env = {**agent_env(home, script), "ACP_TEE_OUT": str(out), "ACP_TEE_IN": str(sent)}
+async def test_the_typescript_client_drives_a_whole_session(home: Home) -> None:
+    work = home.work
+    write = ScriptedCall("write", {"path": "a.py", "content": "print(2)\n"})
+    home.fake.script("*", Reply(tool_calls=(write,)), Reply(text="done"))
+    out, sent = home.root / "agent.ndjson", home.root / "client.ndjson"
+    env = home.env(ACP_TEE_OUT=str(out), ACP_TEE_IN=str(sent))
     proc = await asyncio.create_subprocess_exec(
         "node",
         str(CLIENT_DIR / "drive.mjs"),
         str(work),
-        *AGENT,
+        *LOOPD,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,
+        cwd=work,
     )
     stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, stderr.decode()
@@ -73,11 +72,12 @@ async def test_the_typescript_client_drives_a_whole_session(tmp_path: Path) -> N
     assert summary["listed"] is True
     assert summary["permissions"] == [
         {
-            "title": f"Write {work / 'a.py'}",
+            "title": "Create a.py",
             "kinds": ["allow_once", "allow_always", "reject_once", "reject_always"],
         }
     ]
     assert {"tool_call", "tool_call_update", "agent_message_chunk"} <= set(summary["updates"])
+    assert (work / "a.py").read_text() == "print(2)\n"
     assert summary["replayed"][0] == "user_message_chunk"
     assert "tool_call" in summary["replayed"]
 

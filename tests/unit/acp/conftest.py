@@ -40,11 +40,14 @@ class RecordingClient(Client):
     permissions: list[tuple[ToolCallUpdate, list[PermissionOption]]] = field(default_factory=list)
     asked: asyncio.Event = field(default_factory=asyncio.Event)
     release: asyncio.Event = field(default_factory=asyncio.Event)
+    replying: asyncio.Event = field(default_factory=asyncio.Event)  # a message chunk came
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(
             (session_id, update.model_dump(mode="json", by_alias=True, exclude_none=True))
         )
+        if self.updates[-1][1]["sessionUpdate"] == "agent_message_chunk":
+            self.replying.set()
 
     async def request_permission(
         self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **kw: Any
@@ -93,7 +96,7 @@ class Session:
 
 @asynccontextmanager
 async def connected(
-    manager: SessionManager,
+    manager: SessionManager | asyncio.Future[SessionManager],
     client: Client,
     capabilities: ClientCapabilities | None = None,
 ) -> AsyncIterator[Session]:

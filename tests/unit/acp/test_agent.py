@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,10 +18,10 @@ from acp.schema import (
 )
 
 from loopd.acp.agent import LoopdAgent
-from loopd.protocol.events import Command
+from loopd.protocol.errors import ConfigError
 from loopd.protocol.messages import ImagePart, TextPart
-from loopd.sessions.live import LiveSession
-from loopd.sessions.manager import SessionManager, SessionView
+from loopd.sessions.commands import CLEAR, COMPACT, UNDO
+from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SessionRecord
 from loopd.testing.fakes import Reply, ScriptedProvider
 from loopd.testing.harness import scripted_manager
@@ -207,16 +207,8 @@ async def test_close_and_delete(tmp_path: Path) -> None:
         manager.view(one.session_id)
 
 
-class CommandingManager(SessionManager):
-    """A manager whose sessions offer one command: what the adapter must announce."""
-
-    def _view(self, live: LiveSession) -> SessionView:
-        return replace(SessionManager._view(self, live), commands=(Command("compact", "Compact"),))
-
-
 async def test_available_commands_follow_the_session_new_response(tmp_path: Path) -> None:
-    base = scripted_manager(tmp_path, ScriptedProvider.of())
-    manager = CommandingManager(base.store, base.runtimes, base.default_runtime, base.now)
+    manager = scripted_manager(tmp_path, ScriptedProvider.of())
     client = RecordingClient()
     async with connected(manager, client) as s:
         new = await s.conn.new_session(cwd=str(tmp_path), mcp_servers=[])
@@ -230,15 +222,27 @@ async def test_available_commands_follow_the_session_new_response(tmp_path: Path
     )
     assert response < update
     assert client.of("available_commands_update")[0]["availableCommands"] == [
-        {"name": "compact", "description": "Compact"}
+        {"name": c.name, "description": c.description} for c in (CLEAR, COMPACT, UNDO)
     ]
     assert wire[update]["params"]["sessionId"] == new.session_id
 
 
-async def test_a_manager_without_commands_announces_none(tmp_path: Path) -> None:
-    manager = scripted_manager(tmp_path, ScriptedProvider.of())
-    client = RecordingClient()
-    async with connected(manager, client) as s:
-        await s.conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        await s.conn.list_sessions()
-    assert client.of("available_commands_update") == []
+async def test_initialize_does_not_wait_for_the_manager(tmp_path: Path) -> None:
+    starting: asyncio.Future[SessionManager] = asyncio.get_running_loop().create_future()
+    # `connected` initializes: it would hang here if initialize waited for the manager.
+    async with connected(starting, RecordingClient()) as s:
+        opening = asyncio.create_task(s.conn.new_session(cwd=str(tmp_path), mcp_servers=[]))
+        starting.set_result(scripted_manager(tmp_path, ScriptedProvider.of()))
+        assert (await opening).session_id
+
+
+async def test_a_failed_start_is_every_request_s_answer(tmp_path: Path) -> None:
+    failed: asyncio.Future[SessionManager] = asyncio.get_running_loop().create_future()
+    failed.set_exception(ConfigError("bad config.toml: line 3"))
+    async with connected(failed, RecordingClient()) as s:
+        with pytest.raises(RequestError) as err:
+            await s.conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        await s.conn.cancel(session_id="any")  # a notification: nothing to answer
+        with pytest.raises(RequestError):
+            await s.conn.list_sessions()
+    assert err.value.data == {"details": "loopd could not start: bad config.toml: line 3"}

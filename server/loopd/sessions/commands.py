@@ -1,0 +1,83 @@
+"""Slash commands the session layer runs itself, whatever the editor.
+
+A prompt whose text starts with a command's name (`/clear`, `/compact`, `/undo`;
+words after it are ignored) does not start a turn. `/clear` starts a fresh model
+context in the same session; `/compact` has the model summarise the conversation and
+continues from that summary alone; `/undo` puts back the files the last turn changed.
+The journal keeps the prompt and a note saying what happened, so a replay shows where
+the context changed. A command is offered
+(`available_commands_update`) only when the session's runtime can really do it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from loopd.protocol.events import Command, Prompt
+from loopd.protocol.turns import UndoReport
+
+CLEAR = Command("clear", "Start a fresh model context; the conversation so far stays visible")
+COMPACT = Command("compact", "Replace the model context with a summary of it, to free room")
+UNDO = Command("undo", "Put back the files the last turn changed (where still unchanged since)")
+CLEARED_NOTE = "Started a fresh context: earlier messages are no longer sent to the model."
+
+
+@runtime_checkable
+class ContextClearing(Protocol):
+    """A runtime that can drop its model context and keep everything else."""
+
+    async def clear_context(self) -> None: ...
+
+
+@runtime_checkable
+class ContextCompacting(Protocol):
+    """A runtime that can replace its model context with a summary of it."""
+
+    async def compact_context(self) -> str | None:
+        """The summary ("" if there was nothing to compact), None if cancelled."""
+        ...
+
+
+@runtime_checkable
+class FileUndoing(Protocol):
+    """A runtime that can put back its last turn's file changes."""
+
+    async def undo(self) -> UndoReport: ...
+
+
+def commands_for(runtime: object) -> tuple[Command, ...]:
+    offered = (
+        (CLEAR, isinstance(runtime, ContextClearing)),
+        (COMPACT, isinstance(runtime, ContextCompacting)),
+        (UNDO, isinstance(runtime, FileUndoing)),
+    )
+    return tuple(command for command, works in offered if works)
+
+
+def compacted_note(summary: str) -> str:
+    if not summary:
+        return "Nothing to compact yet."
+    return f"Compacted the context. The model continues from this summary:\n\n{summary}"
+
+
+def slash_command(prompt: Prompt, runtime: object) -> str | None:
+    """The name of the session command `prompt` invokes, or None (a normal prompt,
+    or a command this runtime cannot run: then the model gets the text as it is)."""
+    words = prompt.text.strip().split(maxsplit=1)
+    if not words or not words[0].startswith("/"):
+        return None
+    name = words[0][1:]
+    return name if name in {c.name for c in commands_for(runtime)} else None
+
+
+async def run_command(runtime: object, name: str) -> str | None:
+    """Run a command `slash_command` found; the note to show, None if cancelled."""
+    if name == CLEAR.name and isinstance(runtime, ContextClearing):
+        await runtime.clear_context()
+        return CLEARED_NOTE
+    if name == COMPACT.name and isinstance(runtime, ContextCompacting):
+        summary = await runtime.compact_context()
+        return None if summary is None else compacted_note(summary)
+    if name == UNDO.name and isinstance(runtime, FileUndoing):
+        return (await runtime.undo()).summary
+    raise AssertionError(f"/{name} is not a command of this runtime")
