@@ -1,0 +1,167 @@
+"""`McpClient`: one connected MCP server, the part of the protocol loopd uses.
+
+The lifecycle is the spec's: `initialize` (we ask for the latest revision we know;
+whatever revision the server answers is accepted, since the messages we use have
+not changed across revisions), then `notifications/initialized`, then `tools/list`
+page by page, then `tools/call` as the model asks. We declare no client
+capabilities: no sampling, no roots, no elicitation, so a server never has a reason
+to call back beyond `ping`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopd import __version__
+from loopd.engine.ports import Clock
+from loopd.mcp.http import HttpTransport
+from loopd.mcp.rpc import JsonObject, McpError, RpcPeer, Transport
+from loopd.mcp.stdio import StdioTransport
+from loopd.runtimes.base import McpServerConfig
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = "2025-11-25"
+KNOWN_VERSIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", PROTOCOL_VERSION})
+MAX_PAGES = 100  # a server whose cursors never end is cut off here
+
+
+@dataclass(frozen=True, slots=True)
+class McpTimeouts:
+    """Seconds. `startup` bounds spawning, `initialize` and listing the tools
+    together; `call` bounds one tool call."""
+
+    startup: float = 30.0
+    call: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class McpToolInfo:
+    """A tool as the server lists it."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    read_only: bool = False  # the server's `readOnlyHint`: a hint, never trusted alone
+    open_world: bool = True  # `openWorldHint`: it reaches beyond the machine (the default)
+    title: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """A `tools/call` result: its content blocks, structured content, error flag."""
+
+    content: tuple[Mapping[str, Any], ...] = ()
+    structured: Any = None
+    is_error: bool = False
+
+
+@dataclass(eq=False)
+class McpClient:
+    name: str
+    peer: RpcPeer
+    transport: Transport
+    timeouts: McpTimeouts
+    server_info: Mapping[str, Any] = field(default_factory=dict)
+    instructions: str = ""
+
+    @classmethod
+    async def connect(
+        cls,
+        config: McpServerConfig,
+        *,
+        cwd: str,
+        base_env: Mapping[str, str],
+        clock: Clock,
+        timeouts: McpTimeouts,
+    ) -> McpClient:
+        """Start the transport and run the handshake. Raises `McpError`; on failure
+        everything started is closed again. The caller bounds the wait."""
+        peer = RpcPeer(config.name, clock)
+        transport: Transport
+        if config.command is not None:
+            transport = await StdioTransport.spawn(
+                peer, config.command, config.args, config.env, base_env, cwd, clock
+            )
+        elif config.url is not None:
+            transport = HttpTransport(peer, config.url, config.headers)
+        else:
+            raise McpError("the server has neither a command nor a url")
+        peer.attach(transport)
+        client = cls(config.name, peer, transport, timeouts)
+        try:
+            await client._initialize()
+        except BaseException:
+            await transport.aclose()
+            raise
+        return client
+
+    async def _initialize(self) -> None:
+        params = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "loopd", "version": __version__},
+        }
+        result = await self.peer.request("initialize", params, self.timeouts.startup)
+        version = result.get("protocolVersion")
+        if not isinstance(version, str):
+            raise McpError("the initialize answer names no protocolVersion")
+        if version not in KNOWN_VERSIONS:
+            log.info("mcp %s: protocol %s is newer than ours; going on", self.name, version)
+        self.transport.negotiated(version)
+        info = result.get("serverInfo")
+        self.server_info = info if isinstance(info, dict) else {}
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else ""
+        await self.peer.notify("notifications/initialized")
+
+    async def list_tools(self) -> list[McpToolInfo]:
+        """Every tool, following `nextCursor`. Malformed entries are skipped."""
+        tools: list[McpToolInfo] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            params = {} if cursor is None else {"cursor": cursor}
+            page = await self.peer.request("tools/list", params, self.timeouts.startup)
+            tools += [t for t in map(_tool_info, page.get("tools") or ()) if t is not None]
+            cursor = page.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor:
+                return tools
+        log.warning("mcp %s: stopped listing tools after %d pages", self.name, MAX_PAGES)
+        return tools
+
+    async def call(self, tool: str, arguments: Mapping[str, Any]) -> CallOutcome:
+        """Raises `McpError` (a protocol error, a timeout, a closed connection); a tool
+        that failed in its own terms is an outcome with `is_error`."""
+        params = {"name": tool, "arguments": dict(arguments)}
+        result = await self.peer.request("tools/call", params, self.timeouts.call)
+        content = result.get("content")
+        blocks = (
+            tuple(b for b in content if isinstance(b, dict)) if isinstance(content, list) else ()
+        )
+        return CallOutcome(blocks, result.get("structuredContent"), result.get("isError") is True)
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+
+def _tool_info(raw: Any) -> McpToolInfo | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not raw["name"]:
+        return None
+    schema = _object(raw.get("inputSchema"))
+    annotations = _object(raw.get("annotations"))
+    title = raw.get("title") or annotations.get("title")
+    return McpToolInfo(
+        name=raw["name"],
+        description=str(raw.get("description") or ""),
+        input_schema=schema or {"type": "object", "properties": {}},
+        read_only=annotations.get("readOnlyHint") is True,
+        open_world=annotations.get("openWorldHint") is not False,
+        title=title if isinstance(title, str) else None,
+    )
+
+
+def _object(value: Any) -> JsonObject:
+    return value if isinstance(value, dict) else {}

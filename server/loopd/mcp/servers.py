@@ -1,0 +1,128 @@
+"""`McpServers`: a session's MCP servers, connected together, their tools offered.
+
+Servers start concurrently; each request of a server's start (`initialize`, each
+page of `tools/list`) gets `McpTimeouts.startup`. A server that cannot start (a
+missing command, a crash, no answer, an HTTP error) is left out and said in
+`problems`: the session works without it. So is a tool whose namespaced name is
+taken, by a built-in tool or by an earlier MCP tool: it is refused, never shadows.
+`report()` is the message the person reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from loopd.engine.ports import Clock
+from loopd.mcp.client import McpClient, McpTimeouts, McpToolInfo
+from loopd.mcp.rpc import McpError
+from loopd.mcp.tools import McpTool, tool_name
+from loopd.runtimes.base import McpServerConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class McpServers:
+    clients: list[McpClient] = field(default_factory=list)
+    tools: tuple[McpTool, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    async def connect(
+        cls,
+        configs: Sequence[McpServerConfig],
+        *,
+        reserved: Collection[str],
+        cwd: str,
+        base_env: Mapping[str, str],
+        clock: Clock,
+        timeouts: McpTimeouts | None = None,
+    ) -> McpServers:
+        """Never raises for a server's failure; `reserved` are the built-in names."""
+        limits = timeouts or McpTimeouts()
+        unique, problems = _unique_names(configs)
+        started = await asyncio.gather(
+            *(_start(c, cwd=cwd, base_env=base_env, clock=clock, timeouts=limits) for c in unique)
+        )
+        clients: list[McpClient] = []
+        listed: list[tuple[McpClient, list[McpToolInfo]]] = []
+        for config, result in zip(unique, started, strict=True):
+            if isinstance(result, str):
+                problems.append(f"{config.name}: {result}")
+            else:
+                clients.append(result[0])
+                listed.append(result)
+        tools, refused = _offered(listed, set(reserved))
+        return cls(clients, tools, (*problems, *refused))
+
+    def report(self) -> str:
+        """What the person is told ("" when every server and tool is there)."""
+        if not self.problems:
+            return ""
+        lines = "\n".join(f"- {p}" for p in self.problems)
+        return f"Some MCP servers or tools are not available in this session:\n{lines}\n"
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(c.aclose() for c in self.clients), return_exceptions=True)
+        self.clients = []
+
+
+def _unique_names(configs: Sequence[McpServerConfig]) -> tuple[list[McpServerConfig], list[str]]:
+    seen: set[str] = set()
+    unique: list[McpServerConfig] = []
+    problems: list[str] = []
+    for config in configs:
+        if config.name in seen:
+            problems.append(f"{config.name}: another server has this name; not started")
+        else:
+            seen.add(config.name)
+            unique.append(config)
+    return unique, problems
+
+
+async def _start(
+    config: McpServerConfig,
+    *,
+    cwd: str,
+    base_env: Mapping[str, str],
+    clock: Clock,
+    timeouts: McpTimeouts,
+) -> tuple[McpClient, list[McpToolInfo]] | str:
+    """The connected client and its tools, or why the server is left out."""
+    try:
+        client = await McpClient.connect(
+            config, cwd=cwd, base_env=base_env, clock=clock, timeouts=timeouts
+        )
+    except McpError as err:
+        return str(err)
+    except Exception as err:
+        log.exception("mcp %s: start failed", config.name)
+        return f"{type(err).__name__}: {err}"
+    try:
+        return client, await client.list_tools()
+    except Exception as err:
+        await client.aclose()
+        return f"listing its tools failed: {err}"
+
+
+def _offered(
+    listed: Sequence[tuple[McpClient, list[McpToolInfo]]], taken: set[str]
+) -> tuple[tuple[McpTool, ...], list[str]]:
+    tools: list[McpTool] = []
+    refused: list[str] = []
+    builtin = frozenset(taken)
+    for client, infos in listed:
+        for info in infos:
+            name = tool_name(client.name, info.name)
+            if name in taken:
+                whose = "a built-in tool" if name in builtin else "another MCP tool"
+                refused.append(
+                    f"{client.name}: tool {info.name!r} is not offered: {whose} is named {name}"
+                )
+                continue
+            taken.add(name)
+            tools.append(McpTool(name, client, info))
+    return tuple(tools), refused

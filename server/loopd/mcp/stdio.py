@@ -1,0 +1,140 @@
+"""The stdio transport: the server is our child process, one JSON message per line.
+
+The child gets a scrubbed environment (`loopd.sandbox.base.sanitized_env`) with the
+editor's variables for this server laid over it: a provider key reaches a server
+only when the editor passed it for that server. It runs in its own process group in
+the session's working directory, so closing kills the server and whatever it
+spawned (npx, uvx and friends start grandchildren). Its stderr is drained to our log
+line by line (a full pipe would block it), and the last lines are kept to explain a
+server that exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import logging
+import os
+import signal
+from collections.abc import Mapping
+from typing import Any
+
+from loopd.engine.ports import Clock
+from loopd.mcp.rpc import McpClosed, McpError, RpcPeer
+from loopd.sandbox.base import sanitized_env
+
+log = logging.getLogger(__name__)
+
+LINE_LIMIT = 32 * 1024 * 1024  # a tools/list or a result can be large
+CLOSE_GRACE = 1.0  # seconds the server gets to exit after its stdin closes
+
+
+class StdioTransport:
+    def __init__(self, proc: asyncio.subprocess.Process, peer: RpcPeer, clock: Clock) -> None:
+        self.proc = proc
+        self.peer = peer
+        self.clock = clock
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=5)
+        self._pumps = [
+            asyncio.create_task(self._read_stdout()),
+            asyncio.create_task(self._drain_stderr()),
+        ]
+
+    @classmethod
+    async def spawn(
+        cls,
+        peer: RpcPeer,
+        command: str,
+        args: tuple[str, ...],
+        env: Mapping[str, str],
+        base_env: Mapping[str, str],
+        cwd: str,
+        clock: Clock,
+    ) -> StdioTransport:
+        """Raises `McpError` when the command cannot be started."""
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                command,
+                *args,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env={**sanitized_env(base_env), **env},
+                cwd=cwd,
+                start_new_session=True,
+                limit=LINE_LIMIT,
+            )
+        except OSError as err:
+            raise McpError(f"could not start `{command}`: {err.strerror or err}") from err
+        return cls(proc, peer, clock)
+
+    def negotiated(self, version: str) -> None:
+        pass  # stdio messages carry no version
+
+    async def send(self, message: Mapping[str, Any]) -> None:
+        stdin = self.proc.stdin
+        if stdin is None or stdin.is_closing():
+            raise McpClosed(self.exit_reason())
+        try:
+            stdin.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+            await stdin.drain()
+        except (ConnectionError, BrokenPipeError) as err:
+            raise McpClosed(self.exit_reason()) from err
+
+    async def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            while line := await self.proc.stdout.readline():
+                if not line.strip():
+                    continue
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    log.warning("mcp %s: not JSON on stdout: %.200r", self.peer.name, line)
+                    continue
+                await self.peer.receive(message)
+        except (ValueError, ConnectionError) as err:  # ValueError: a line over the limit
+            log.warning("mcp %s: stdout failed: %s", self.peer.name, err)
+        await _first(self.proc.wait(), self.clock.sleep(CLOSE_GRACE))  # the exit code, if any
+        self.peer.close(self.exit_reason())
+
+    async def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        while line := await self.proc.stderr.readline():
+            text = line.decode(errors="replace").rstrip()
+            if text:
+                self.stderr_tail.append(text)
+                log.info("mcp %s stderr: %s", self.peer.name, text)
+
+    def exit_reason(self) -> str:
+        code = self.proc.returncode
+        said = f": {self.stderr_tail[-1]}" if self.stderr_tail else ""
+        if code is None:
+            return f"the server closed its output{said}"
+        return f"the server exited with code {code}{said}"
+
+    async def aclose(self) -> None:
+        """Close stdin, give the server a moment to exit, then kill its group."""
+        if self.proc.stdin is not None and not self.proc.stdin.is_closing():
+            self.proc.stdin.close()
+        if self.proc.returncode is None:
+            await _first(self.proc.wait(), self.clock.sleep(CLOSE_GRACE))
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        await self.proc.wait()
+        for pump in self._pumps:
+            pump.cancel()
+        await asyncio.gather(*self._pumps, return_exceptions=True)
+        self.peer.close("the session closed")
+
+
+async def _first(*work: Any) -> None:
+    tasks = [asyncio.ensure_future(w) for w in work]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
