@@ -26,14 +26,16 @@ from loopd.catalog import (
 from loopd.config import Config, data_dir, load_config
 from loopd.config.schema import Harness
 from loopd.engine.limits import Limits
-from loopd.engine.loop import EngineConfig
+from loopd.engine.loop import EngineConfig, random_id
+from loopd.engine.ports import Emitter
 from loopd.instructions import system_prompt
+from loopd.mcp import McpServers
 from loopd.policy.decide import RulePolicy
 from loopd.policy.grants import CallGrants
 from loopd.policy.modes import DEFAULT_MODE, parse_mode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
-from loopd.protocol.events import PlanEntry, PlanUpdated
+from loopd.protocol.events import AgentMessageChunk, PlanEntry, PlanUpdated
 from loopd.protocol.turns import UndoReport
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
 from loopd.providers.factory import HOW_TO_CONFIGURE, ClosableProvider, make_provider
@@ -47,7 +49,7 @@ from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
 from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv
 from loopd.tools.files import BeneathFiles
-from loopd.tools.registry import ToolRegistry
+from loopd.tools.registry import ToolRegistry, builtin_tools
 
 
 def utc_now() -> str:
@@ -208,7 +210,12 @@ class GuardedParts:
     """A native session's tools and policy over one safety state: the mode, the
     sandbox chosen for it, the network grant both consult, and the per-call grants
     the policy records and the tools check (the local files open beneath the roots;
-    a path the person approved outside them opens only for the call approved)."""
+    a path the person approved outside them opens only for the call approved).
+
+    The editor's MCP servers are connected while the session opens; their tools join
+    the built-in ones. What did not start is said at the first turn, not at open:
+    an update naming the session must not reach the client before the session/new
+    answer does."""
 
     env: Mapping[str, str]
     probe: SandboxProbe
@@ -216,9 +223,12 @@ class GuardedParts:
     tool_env: ToolEnv
     tools: ToolRegistry
     policy: RulePolicy
+    mcp: McpServers
+    emitter: Emitter
+    notice: str = ""  # said at the start of the next turn
 
     @classmethod
-    def open(
+    async def open(
         cls,
         ctx: RuntimeContext,
         mode: str,
@@ -252,7 +262,16 @@ class GuardedParts:
             on_plan=on_plan,
             editor_terminals=ctx.editor_terminals,
         )
-        return cls(env, found, grant, tool_env, ToolRegistry(tool_env), policy)
+        builtin = builtin_tools()
+        mcp = await McpServers.connect(
+            ctx.mcp_servers,
+            reserved={t.name for t in builtin},
+            cwd=ctx.cwd,
+            base_env=env,
+            clock=tool_env.clock,
+        )
+        tools = ToolRegistry(tool_env, (*builtin, *mcp.tools))
+        return cls(env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, mcp.report())
 
     def set_mode(self, mode: str) -> None:
         parsed = parse_mode(mode)
@@ -263,11 +282,15 @@ class GuardedParts:
     def remembered(self) -> Mapping[str, Any]:
         return self.policy.remembered.to_json()
 
-    def begin_turn(self) -> None:
+    async def begin_turn(self) -> None:
         self.tool_env.changes.begin_turn()
+        if self.notice:
+            notice, self.notice = self.notice, ""
+            await self.emitter.emit(AgentMessageChunk(notice, random_id("msg")))
 
     async def undo(self) -> UndoReport:
         return await self.tool_env.changes.undo(self.tool_env.files)
 
     async def aclose(self) -> None:
+        await self.mcp.aclose()
         await self.tool_env.aclose()

@@ -13,7 +13,7 @@ A prompt whose text starts with `!` is a command the person typed: it runs throu
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
@@ -57,8 +57,10 @@ class SessionParts(Protocol):
         """The person's "always" answers, as JSON the store keeps across restarts."""
         ...
 
-    def begin_turn(self) -> None:
-        """A turn starts: what the file tools change from here is undone together."""
+    async def begin_turn(self) -> None:
+        """A turn starts: what the file tools change from here is undone together.
+        What the person must hear about the session's setup (an MCP server that did
+        not start) is said here, once, before the turn's own output."""
         ...
 
     async def undo(self) -> UndoReport:
@@ -73,7 +75,7 @@ class NativeWiring:
     """How a native session gets its parts; `loopd.app` fills it in."""
 
     provider_for: Callable[[str], Provider]
-    parts_for: Callable[[RuntimeContext, str, Mapping[str, Any]], SessionParts]
+    parts_for: Callable[[RuntimeContext, str, Mapping[str, Any]], Awaitable[SessionParts]]
     system_for: Callable[[RuntimeContext], str]
     clock: Clock
     default_mode: str
@@ -100,9 +102,11 @@ class NativeRuntimeFactory:
 
     async def open(self, context: RuntimeContext) -> NativeRuntime:
         history = reconcile_messages(self.store.messages(context.session_id))
-        return NativeRuntime(
-            context, self.wiring, StoreJournal(self.store, context.session_id), history
-        )
+        mode = _pick(context.config.get("mode"), MODES, self.wiring.default_mode)
+        remembered = context.state.get("approvals", {})
+        parts = await self.wiring.parts_for(context, mode, remembered)
+        journal = StoreJournal(self.store, context.session_id)
+        return NativeRuntime(context, self.wiring, journal, history, parts)
 
 
 class NativeRuntime:
@@ -112,6 +116,7 @@ class NativeRuntime:
         wiring: NativeWiring,
         journal: StoreJournal,
         history: Sequence[Message],
+        parts: SessionParts,
     ) -> None:
         self.context = context
         self.wiring = wiring
@@ -121,8 +126,7 @@ class NativeRuntime:
             "model": _pick_model(context.config.get("model"), wiring),
             "thought_level": _pick(context.config.get("thought_level"), THOUGHT_LEVELS, "off"),
         }
-        remembered = context.state.get("approvals", {})
-        self.parts = wiring.parts_for(context, self.values["mode"], remembered)
+        self.parts = parts
         self.engine = Engine(context.session_id, self._engine_config(), self._ports(), history)
         self._turn: asyncio.Task[Any] | None = None
 
@@ -147,6 +151,7 @@ class NativeRuntime:
 
     async def prompt(self, prompt: Prompt) -> Outcome:
         command = typed_command(prompt)
+        await self.parts.begin_turn()
         work = self.engine.run(prompt) if command is None else self.engine.exec(command)
         turn = asyncio.create_task(work)
         self._turn = turn

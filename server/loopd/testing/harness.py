@@ -64,7 +64,7 @@ class ScriptedParts:
     def set_mode(self, mode: str) -> None:
         self.modes.append(mode)
 
-    def begin_turn(self) -> None:
+    async def begin_turn(self) -> None:
         self.turns += 1
 
     async def undo(self) -> UndoReport:
@@ -89,7 +89,9 @@ def scripted_manager(
     store = SqliteStore(data_dir / "sessions.db")
     ticks = itertools.count()
 
-    def parts_for(ctx: RuntimeContext, mode: str, remembered: Mapping[str, Any]) -> ScriptedParts:
+    async def parts_for(
+        ctx: RuntimeContext, mode: str, remembered: Mapping[str, Any]
+    ) -> ScriptedParts:
         chosen = tools_for(ctx) if tools_for is not None else tools or FakeToolBox()
         return ScriptedParts(chosen, policy or ScriptedPolicy(), [mode])
 

@@ -6,9 +6,15 @@ tool result and must be able to fix its call from it alone, so every message nam
 the argument by its path (`entries[2].status`), says what was expected and what came
 instead, and, for an unknown argument, lists the ones the tool accepts.
 
-Supported keywords: type (object, string, integer, number, boolean, array),
-properties, required, additionalProperties (only `false` is meaningful: extra
-arguments are always refused), items, enum, minimum, maximum, minLength.
+Supported keywords: type (object, string, integer, number, boolean, array, null, or
+a list of them), properties, required, additionalProperties, items, enum, minimum,
+maximum, minLength. Other keywords are not checked (the server behind an MCP tool
+checks its own schema; ours only catches what it can name).
+
+One deliberate difference from JSON Schema: an object that lists `properties`
+refuses arguments it does not list unless `additionalProperties` is `true` or a
+schema. Our own tools rely on it; an MCP tool's schema that lists no properties
+accepts any argument.
 """
 
 from __future__ import annotations
@@ -29,20 +35,25 @@ _PYTHON_NAMES = {
 }
 
 
+_KNOWN_TYPES = frozenset(_PYTHON_NAMES.values())
+
+
 def validate(value: Any, schema: Mapping[str, Any], where: str = "") -> None:
     """Raise `ToolInputError` describing the first way `value` breaks `schema`."""
-    kind = schema.get("type")
-    if kind is not None and not _has_type(value, kind):
-        raise ToolInputError(f"{_name(where)} must be {_article(kind)}, got {_describe(value)}")
+    kinds = _types(schema.get("type"))
+    if kinds and not any(_has_type(value, k) for k in kinds):
+        expected = " or ".join(_article(k) for k in kinds)
+        raise ToolInputError(f"{_name(where)} must be {expected}, got {_describe(value)}")
+    kind = next((k for k in kinds if _has_type(value, k)), None)
     if "enum" in schema and value not in schema["enum"]:
         choices = ", ".join(str(c) for c in schema["enum"])
         raise ToolInputError(f"{_name(where)} must be one of: {choices}; got {value!r}")
     match kind:
         case "object":
             _validate_object(value, schema, where)
-        case "array":
+        case "array" if isinstance(schema.get("items"), Mapping):
             for i, item in enumerate(value):
-                validate(item, schema.get("items", {}), f"{where}[{i}]")
+                validate(item, schema["items"], f"{where}[{i}]")
         case "integer" | "number":
             _validate_bounds(value, schema, where)
         case "string" if len(value) < schema.get("minLength", 0):
@@ -53,16 +64,20 @@ def validate(value: Any, schema: Mapping[str, Any], where: str = "") -> None:
 
 def _validate_object(value: Mapping[str, Any], schema: Mapping[str, Any], where: str) -> None:
     properties: Mapping[str, Any] = schema.get("properties", {})
+    extra = schema.get("additionalProperties", "properties" not in schema)
     for key in schema.get("required", ()):
         if key not in value:
             raise ToolInputError(f"missing required argument {_name(_join(where, key))}")
     for key, item in value.items():
-        if key not in properties:
+        if key in properties:
+            validate(item, properties[key], _join(where, key))
+        elif isinstance(extra, Mapping):
+            validate(item, extra, _join(where, key))
+        elif extra is not True:
             accepted = ", ".join(properties) or "none"
             raise ToolInputError(
                 f"unexpected argument {_name(_join(where, key))} (accepted: {accepted})"
             )
-        validate(item, properties[key], _join(where, key))
 
 
 def _validate_bounds(value: float, schema: Mapping[str, Any], where: str) -> None:
@@ -90,8 +105,17 @@ def _has_type(value: Any, kind: str) -> bool:
             return isinstance(value, int | float)
         case "boolean":
             return False
+        case "null":
+            return value is None
         case _:
-            raise ValueError(f"schema type {kind!r} is not supported")
+            return False  # `_types` passes only the names above
+
+
+def _types(kind: Any) -> tuple[str, ...]:
+    """The schema's `type` as a tuple (empty: any); names we do not know are left
+    unchecked rather than refusing every value."""
+    kinds = (kind,) if isinstance(kind, str) else tuple(kind) if isinstance(kind, list) else ()
+    return tuple(k for k in kinds if k in _KNOWN_TYPES)
 
 
 def _join(where: str, key: str) -> str:
