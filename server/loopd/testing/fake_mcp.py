@@ -1,0 +1,198 @@
+"""A tiny MCP server for tests, over stdio or streamable HTTP, with the same tools.
+
+Tools: `echo {text}` (text plus structured content; annotated read-only),
+`fail {}` (an `isError` result), `hang {}` (never answers), `env {name}` (the value of
+an environment variable in the server, to see what leaked in), `spawn {}` (starts a
+grandchild that sleeps, and answers its pid, to see that closing kills it). The list
+comes in pages of two, so clients must follow `nextCursor`.
+
+stdio (stdlib only, so it runs by path with any interpreter and no PYTHONPATH)::
+
+    python fake_mcp.py [--crash | --silent]
+
+`--crash` writes a line to stderr and exits 3 before reading anything; `--silent`
+reads and never answers. Over HTTP, `FakeMcpHttpServer` listens on 127.0.0.1 port
+0, answers `tools/call` as an SSE stream (a log notice first, then the answer) and
+everything else as JSON, hands out an `Mcp-Session-Id` at `initialize`, refuses a
+request without it, and records every request's method and headers, and DELETEs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+PAGE = 2
+SESSION = "fake-session-1"
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "echo",
+        "description": "Echo the text back.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        },
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+    {"name": "fail", "description": "Always fails.", "inputSchema": {"type": "object"}},
+    {"name": "hang", "description": "Never answers.", "inputSchema": {"type": "object"}},
+    {
+        "name": "env",
+        "description": "An environment variable of the server.",
+        "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+    },
+    {"name": "spawn", "description": "Start a sleeping child.", "inputSchema": {"type": "object"}},
+]
+HANG = object()  # the answer of a call that never answers
+
+
+def answer(method: str, params: dict[str, Any]) -> Any:
+    """The result of one request; `HANG` for no answer; raises KeyError for an
+    unknown method or tool."""
+    match method:
+        case "initialize":
+            return {
+                "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "fake-mcp", "version": "0"},
+            }
+        case "tools/list":
+            start = int(params.get("cursor") or 0)
+            page: dict[str, Any] = {"tools": TOOLS[start : start + PAGE]}
+            if start + PAGE < len(TOOLS):
+                page["nextCursor"] = str(start + PAGE)
+            return page
+        case "tools/call":
+            return _call(params["name"], params.get("arguments") or {})
+        case "ping":
+            return {}
+    raise KeyError(method)
+
+
+def _call(name: str, args: dict[str, Any]) -> Any:
+    match name:
+        case "echo":
+            text = f"echo: {args['text']}"
+            return {"content": [{"type": "text", "text": text}], "structuredContent": args}
+        case "fail":
+            return {"content": [{"type": "text", "text": "it failed on purpose"}], "isError": True}
+        case "hang":
+            return HANG
+        case "env":
+            value = os.environ.get(args["name"], "")
+            return {"content": [{"type": "text", "text": f"{args['name']}={value}"}]}
+        case "spawn":
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+            return {"content": [{"type": "text", "text": str(child.pid)}]}
+    raise KeyError(name)
+
+
+def reply_to(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON-RPC reply to one message (None for a notice or a hanging call)."""
+    if "method" not in message or "id" not in message:
+        return None
+    try:
+        result = answer(message["method"], message.get("params") or {})
+    except KeyError as err:
+        error = {"code": -32601, "message": f"unknown: {err}"}
+        return {"jsonrpc": "2.0", "id": message["id"], "error": error}
+    if result is HANG:
+        return None
+    return {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+
+def serve_stdio(silent: bool) -> None:
+    for line in sys.stdin:
+        if not line.strip() or silent:
+            continue
+        reply = reply_to(json.loads(line))
+        if reply is not None:
+            sys.stdout.write(json.dumps(reply) + "\n")
+            sys.stdout.flush()
+
+
+class FakeMcpHttpServer:
+    """The HTTP flavour; `url` is its endpoint. Use as a context manager."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, dict[str, str]]] = []  # (method, lower headers)
+        self.deleted: list[str] = []
+        self.closing = threading.Event()
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._http.daemon_threads = True
+        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._http.server_address[:2]
+        return f"http://{host!s}:{port}/mcp"
+
+    def __enter__(self) -> FakeMcpHttpServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.closing.set()
+        self._http.shutdown()
+        self._http.server_close()
+
+
+def _handler_for(fake: FakeMcpHttpServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_DELETE(self) -> None:
+            fake.deleted.append(self.headers.get("Mcp-Session-Id", ""))
+            self._send(200, b"", {})
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            message = json.loads(body)
+            method = message.get("method", "(answer)")
+            fake.requests.append((method, {k.lower(): v for k, v in self.headers.items()}))
+            if method != "initialize" and self.headers.get("Mcp-Session-Id") != SESSION:
+                self._send(400, b'{"error": "no session"}', {"Content-Type": "application/json"})
+                return
+            reply = reply_to(message)
+            if reply is None and method == "tools/call":
+                fake.closing.wait(30)  # a hanging call: held until the test ends
+            if reply is None:
+                self._send(202, b"", {})
+            elif method == "tools/call":
+                notice = {"jsonrpc": "2.0", "method": "notifications/message", "params": {}}
+                events = "".join(f"event: message\ndata: {json.dumps(m)}\n\n" for m in (notice, reply))
+                self._send(200, events.encode(), {"Content-Type": "text/event-stream"})
+            else:
+                extra = {"Mcp-Session-Id": SESSION} if method == "initialize" else {}
+                headers = {"Content-Type": "application/json", **extra}
+                self._send(200, json.dumps(reply).encode(), headers)
+
+        def _send(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+def main() -> None:
+    if "--crash" in sys.argv:
+        sys.stderr.write("boom: the fake server was told to crash\n")
+        sys.exit(3)
+    serve_stdio(silent="--silent" in sys.argv)
+
+
+if __name__ == "__main__":
+    main()

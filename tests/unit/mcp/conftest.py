@@ -1,0 +1,71 @@
+"""MCP servers for the client tests: the shipped fake, over stdio (a real child
+process) or HTTP (a real server on loopback)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from loopd.engine.ports import Clock
+from loopd.mcp import McpServers, McpTimeouts
+from loopd.runtimes.base import McpServerConfig
+from loopd.testing import fake_mcp
+from loopd.tools.env import SystemClock
+
+FAKE_MCP = str(Path(fake_mcp.__file__).resolve())
+BUILTIN = ("read", "write", "edit", "bash", "glob", "grep", "plan")
+
+
+def stdio(name: str = "fake", *flags: str, env: Mapping[str, str] | None = None) -> McpServerConfig:
+    return McpServerConfig(name, command=sys.executable, args=(FAKE_MCP, *flags), env=env or {})
+
+
+class HeldClock:
+    """Every sleep waits until the test expires it; `expire` ends only the sleeps
+    already waiting, so a timeout passes exactly when a test says so."""
+
+    def __init__(self) -> None:
+        self.waiting: list[asyncio.Future[None]] = []
+
+    def monotonic(self) -> float:
+        return 0.0
+
+    async def sleep(self, seconds: float) -> None:
+        done = asyncio.get_running_loop().create_future()
+        self.waiting.append(done)
+        try:
+            await done
+        finally:
+            self.waiting.remove(done)
+
+    async def expire_next(self) -> None:
+        """Once a sleep is waiting, end every waiting sleep."""
+        while not self.waiting:
+            await asyncio.sleep(0.001)
+        for done in self.waiting:
+            done.set_result(None)
+
+
+@asynccontextmanager
+async def connected(
+    configs: Sequence[McpServerConfig],
+    clock: Clock | None = None,
+    base_env: Mapping[str, str] | None = None,
+    reserved: Sequence[str] = BUILTIN,
+) -> AsyncIterator[McpServers]:
+    servers = await McpServers.connect(
+        configs,
+        reserved=reserved,
+        cwd=os.getcwd(),
+        base_env=base_env if base_env is not None else {"PATH": os.environ["PATH"]},
+        clock=clock or SystemClock(),
+        timeouts=McpTimeouts(startup=20, call=20),
+    )
+    try:
+        yield servers
+    finally:
+        await servers.aclose()
