@@ -31,11 +31,13 @@ MAX_PAGES = 100  # a server whose cursors never end is cut off here
 
 @dataclass(frozen=True, slots=True)
 class McpTimeouts:
-    """Seconds. `startup` bounds spawning, `initialize` and listing the tools
-    together; `call` bounds one tool call."""
+    """Seconds. `startup` bounds each request of the start (`initialize`, each page
+    of `tools/list`); `call` bounds one tool call; `close` is what a stdio server
+    gets to exit once its stdin is closed, before its process group is killed."""
 
     startup: float = 30.0
     call: float = 300.0
+    close: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +86,7 @@ class McpClient:
         transport: Transport
         if config.command is not None:
             transport = await StdioTransport.spawn(
-                peer, config.command, config.args, config.env, base_env, cwd, clock
+                peer, config, base_env, cwd, clock, timeouts.close
             )
         elif config.url is not None:
             transport = HttpTransport(peer, config.url, config.headers)

@@ -23,19 +23,22 @@ from typing import Any
 
 from loopd.engine.ports import Clock
 from loopd.mcp.rpc import McpClosed, McpError, RpcPeer
+from loopd.runtimes.base import McpServerConfig
 from loopd.sandbox.base import sanitized_env
 
 log = logging.getLogger(__name__)
 
 LINE_LIMIT = 32 * 1024 * 1024  # a tools/list or a result can be large
-CLOSE_GRACE = 1.0  # seconds the server gets to exit after its stdin closes
 
 
 class StdioTransport:
-    def __init__(self, proc: asyncio.subprocess.Process, peer: RpcPeer, clock: Clock) -> None:
+    def __init__(
+        self, proc: asyncio.subprocess.Process, peer: RpcPeer, clock: Clock, grace: float
+    ) -> None:
         self.proc = proc
         self.peer = peer
         self.clock = clock
+        self.grace = grace
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=5)
         self._pumps = [
             asyncio.create_task(self._read_stdout()),
@@ -46,29 +49,30 @@ class StdioTransport:
     async def spawn(
         cls,
         peer: RpcPeer,
-        command: str,
-        args: tuple[str, ...],
-        env: Mapping[str, str],
+        config: McpServerConfig,
         base_env: Mapping[str, str],
         cwd: str,
         clock: Clock,
+        grace: float,
     ) -> StdioTransport:
-        """Raises `McpError` when the command cannot be started."""
+        """Raises `McpError` when the command cannot be started. `grace`: seconds
+        the server gets to exit on close before its group is killed."""
+        command = config.command or ""
         try:
             proc = await asyncio.create_subprocess_exec(
                 command,
-                *args,
+                *config.args,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                env={**sanitized_env(base_env), **env},
+                env={**sanitized_env(base_env), **config.env},
                 cwd=cwd,
                 start_new_session=True,
                 limit=LINE_LIMIT,
             )
         except OSError as err:
             raise McpError(f"could not start `{command}`: {err.strerror or err}") from err
-        return cls(proc, peer, clock)
+        return cls(proc, peer, clock, grace)
 
     def negotiated(self, version: str) -> None:
         pass  # stdio messages carry no version
@@ -97,7 +101,7 @@ class StdioTransport:
                 await self.peer.receive(message)
         except (ValueError, ConnectionError) as err:  # ValueError: a line over the limit
             log.warning("mcp %s: stdout failed: %s", self.peer.name, err)
-        await _first(self.proc.wait(), self.clock.sleep(CLOSE_GRACE))  # the exit code, if any
+        await _first(self.proc.wait(), self.clock.sleep(self.grace))  # the exit code, if any
         self.peer.close(self.exit_reason())
 
     async def _drain_stderr(self) -> None:
@@ -120,7 +124,7 @@ class StdioTransport:
         if self.proc.stdin is not None and not self.proc.stdin.is_closing():
             self.proc.stdin.close()
         if self.proc.returncode is None:
-            await _first(self.proc.wait(), self.clock.sleep(CLOSE_GRACE))
+            await _first(self.proc.wait(), self.clock.sleep(self.grace))
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         await self.proc.wait()

@@ -63,7 +63,7 @@ async def connected(
         cwd=os.getcwd(),
         base_env=base_env if base_env is not None else {"PATH": os.environ["PATH"]},
         clock=clock or SystemClock(),
-        timeouts=McpTimeouts(startup=20, call=20),
+        timeouts=McpTimeouts(startup=20, call=20, close=0.05),
     )
     try:
         yield servers
