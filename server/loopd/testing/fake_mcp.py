@@ -126,7 +126,7 @@ class FakeMcpHttpServer:
         self.closing = threading.Event()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._http.daemon_threads = True
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._http.serve_forever, args=(0.01,), daemon=True)
 
     @property
     def url(self) -> str:

@@ -1,3 +1,4 @@
+import re
 from typing import Any
 
 import pytest
@@ -60,3 +61,47 @@ def test_rejects_with_a_message_naming_the_argument(value: Any, message: str) ->
     with pytest.raises(ToolInputError) as info:
         validate(value, SCHEMA)
     assert message in str(info.value)
+
+
+# -- schemas from MCP servers: wider JSON Schema than our own tools use ---------------
+
+OPEN: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": ["string", "null"]},
+        "tags": {"type": "array", "items": [{"type": "string"}]},  # tuple form: unchecked
+        "when": {"anyOf": [{"type": "string"}, {"type": "integer"}]},  # unchecked
+        "odd": {"type": "date-time-ish"},  # an unknown type name: unchecked
+    },
+    "additionalProperties": {"type": "integer"},
+}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"name": None, "tags": [1], "when": 3, "odd": {}},
+        {"name": "x", "extra": 2},
+    ],
+)
+def test_mcp_schemas_accept_what_they_allow(value: dict[str, Any]) -> None:
+    validate(value, OPEN)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"name": 3}, "`name` must be a string or a null, got integer 3"),
+        ({"extra": "two"}, "`extra` must be an integer, got string 'two'"),
+    ],
+)
+def test_mcp_schemas_refuse_what_they_say(value: dict[str, Any], message: str) -> None:
+    with pytest.raises(ToolInputError, match=f"^{re.escape(message)}$"):
+        validate(value, OPEN)
+
+
+def test_an_object_that_lists_no_properties_takes_any_argument() -> None:
+    validate({"anything": [1, {"x": None}]}, {"type": "object"})
+    validate({"anything": 1}, {"type": "object", "properties": {}, "additionalProperties": True})
+    with pytest.raises(ToolInputError, match="unexpected argument `anything`"):
+        validate({"anything": 1}, {"type": "object", "properties": {}})
