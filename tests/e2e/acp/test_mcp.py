@@ -1,0 +1,75 @@
+"""MCP servers handed over in `session/new`, through the real `loopd acp`: a stdio
+server and an HTTP one connected, their tools offered to the model under namespaced
+names and called after the person approves; a server that cannot start is reported
+before the turn's output and the session answers anyway."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from acp.schema import HttpHeader, HttpMcpServer, McpServerStdio
+
+from loopd.testing.fake_mcp import FakeMcpHttpServer
+from loopd.testing.llm_script import Reply, ScriptedCall
+from tests.e2e.acp.conftest import Home
+from tests.e2e.acp.test_loopd_acp import loopd_acp, sent_to_model, text
+from tests.unit.acp.conftest import RecordingClient
+from tests.unit.mcp.conftest import FAKE_MCP
+
+pytestmark = pytest.mark.e2e
+
+
+def fake_stdio(name: str, *flags: str) -> McpServerStdio:
+    return McpServerStdio(name=name, command=sys.executable, args=[FAKE_MCP, *flags], env=[])
+
+
+async def test_mcp_tools_are_offered_approved_and_their_results_reach_the_model(
+    home: Home,
+) -> None:
+    home.fake.script(
+        "*",
+        Reply(tool_calls=(ScriptedCall("mcp__files__echo", {"text": "from stdio"}),)),
+        Reply(tool_calls=(ScriptedCall("mcp__web__echo", {"text": "from http"}),)),
+        Reply(text="both answered"),
+    )
+    client = RecordingClient(answers=["allow_once", "allow_once"])
+    with FakeMcpHttpServer() as web:
+        servers = [
+            fake_stdio("files"),
+            HttpMcpServer(
+                type="http",
+                name="web",
+                url=web.url,
+                headers=[HttpHeader(name="Authorization", value="Bearer t")],
+            ),
+        ]
+        async with loopd_acp(home, client) as conn:
+            new = await conn.new_session(cwd=str(home.work), mcp_servers=servers)
+            result = await conn.prompt(session_id=new.session_id, prompt=text("use them"))
+        assert web.deleted  # the session closed with the process: DELETE was sent
+        assert all(h["authorization"] == "Bearer t" for _, h in web.requests)
+    assert result.stop_reason == "end_turn"
+    offered = [t["name"] for t in home.fake.requests[0].body["tools"]]
+    assert {"read", "bash", "mcp__files__echo", "mcp__web__echo"} <= set(offered)
+    assert [call.title for call, _ in client.permissions] == ["files: echo", "web: echo"]
+    assert "echo: from stdio" in sent_to_model(home, 1)
+    assert "echo: from http" in sent_to_model(home, 2)
+    assert client.text() == "both answered"
+
+
+async def test_a_server_that_fails_is_reported_and_the_session_still_answers(home: Home) -> None:
+    home.fake.script("*", Reply(text="still here"))
+    client = RecordingClient()
+    servers = [fake_stdio("broken", "--crash"), fake_stdio("files")]
+    async with loopd_acp(home, client) as conn:
+        new = await conn.new_session(cwd=str(home.work), mcp_servers=servers)
+        result = await conn.prompt(session_id=new.session_id, prompt=text("hi"))
+    assert result.stop_reason == "end_turn"
+    shown = client.text()
+    assert shown.startswith("Some MCP servers or tools are not available in this session:\n")
+    assert "- broken: the server exited with code 3" in shown
+    assert shown.endswith("still here")
+    offered = json.dumps(home.fake.requests[0].body["tools"])
+    assert "mcp__files__echo" in offered and "mcp__broken__" not in offered
