@@ -169,7 +169,9 @@ def _handler_for(fake: FakeMcpHttpServer) -> type[BaseHTTPRequestHandler]:
                 self._send(202, b"", {})
             elif method == "tools/call":
                 notice = {"jsonrpc": "2.0", "method": "notifications/message", "params": {}}
-                events = "".join(f"event: message\ndata: {json.dumps(m)}\n\n" for m in (notice, reply))
+                events = "".join(
+                    f"event: message\ndata: {json.dumps(m)}\n\n" for m in (notice, reply)
+                )
                 self._send(200, events.encode(), {"Content-Type": "text/event-stream"})
             else:
                 extra = {"Mcp-Session-Id": SESSION} if method == "initialize" else {}

@@ -30,6 +30,7 @@ class HeldClock:
 
     def __init__(self) -> None:
         self.waiting: list[asyncio.Future[None]] = []
+        self._slept = asyncio.Event()
 
     def monotonic(self) -> float:
         return 0.0
@@ -37,6 +38,7 @@ class HeldClock:
     async def sleep(self, seconds: float) -> None:
         done = asyncio.get_running_loop().create_future()
         self.waiting.append(done)
+        self._slept.set()
         try:
             await done
         finally:
@@ -44,8 +46,9 @@ class HeldClock:
 
     async def expire_next(self) -> None:
         """Once a sleep is waiting, end every waiting sleep."""
-        while not self.waiting:
-            await asyncio.sleep(0.001)
+        self._slept.clear()
+        if not self.waiting:
+            await self._slept.wait()
         for done in self.waiting:
             done.set_result(None)
 

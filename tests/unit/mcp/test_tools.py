@@ -18,7 +18,9 @@ from tests.unit.mcp.conftest import BUILTIN, connected, stdio
         ("ünï", "tool-1", "mcp___n___tool-1"),
     ],
 )
-def test_names_are_namespaced_in_the_provider_safe_charset(server: str, tool: str, name: str) -> None:
+def test_names_are_namespaced_in_the_provider_safe_charset(
+    server: str, tool: str, name: str
+) -> None:
     assert tool_name(server, tool) == name
 
 
