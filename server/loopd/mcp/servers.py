@@ -106,6 +106,9 @@ async def _start(
     except Exception as err:
         await client.aclose()
         return f"listing its tools failed: {err}"
+    except BaseException:  # the session's open was cancelled: leave nothing running
+        await client.aclose()
+        raise
 
 
 def _offered(
