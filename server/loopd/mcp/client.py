@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from loopd import __version__
@@ -67,8 +67,6 @@ class McpClient:
     peer: RpcPeer
     transport: Transport
     timeouts: McpTimeouts
-    server_info: Mapping[str, Any] = field(default_factory=dict)
-    instructions: str = ""
 
     @classmethod
     async def connect(
@@ -114,10 +112,6 @@ class McpClient:
         if version not in KNOWN_VERSIONS:
             log.info("mcp %s: protocol %s is newer than ours; going on", self.name, version)
         self.transport.negotiated(version)
-        info = result.get("serverInfo")
-        self.server_info = info if isinstance(info, dict) else {}
-        instructions = result.get("instructions")
-        self.instructions = instructions if isinstance(instructions, str) else ""
         await self.peer.notify("notifications/initialized")
 
     async def list_tools(self) -> list[McpToolInfo]:

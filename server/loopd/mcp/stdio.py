@@ -101,8 +101,14 @@ class StdioTransport:
                 await self.peer.receive(message)
         except (ValueError, ConnectionError) as err:  # ValueError: a line over the limit
             log.warning("mcp %s: stdout failed: %s", self.peer.name, err)
-        await _first(self.proc.wait(), self.clock.sleep(self.grace))  # the exit code, if any
+        await _first(self._ended(), self.clock.sleep(self.grace))
         self.peer.close(self.exit_reason())
+
+    async def _ended(self) -> None:
+        """The exit code is known and stderr has said all it will (its last line
+        explains a crash)."""
+        await self.proc.wait()
+        await asyncio.shield(self._pumps[1])
 
     async def _drain_stderr(self) -> None:
         assert self.proc.stderr is not None
