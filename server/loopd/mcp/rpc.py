@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
 T = TypeVar("T")
+SEND_TIMEOUT = 10.0  # seconds for a message that expects no answer
 
 
 class McpError(Exception):
@@ -115,10 +116,15 @@ class RpcPeer:
         return await answer
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send a notification; `McpTimeout` if even that takes over `SEND_TIMEOUT`
+        (a server that stops reading, an HTTP server that never replies)."""
         message: JsonObject = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = dict(params)
-        await self._transport_or_fail().send(message)
+        await self._send(message, method)
+
+    async def _send(self, message: JsonObject, what: str) -> None:
+        await within(self.clock, SEND_TIMEOUT, self._transport_or_fail().send(message), what)
 
     async def _cancel_quietly(self, rid: int) -> None:
         with contextlib.suppress(McpError):
@@ -165,7 +171,7 @@ class RpcPeer:
         else:
             reply["error"] = {"code": -32601, "message": f"loopd does not offer {method}"}
         try:
-            await self._transport_or_fail().send(reply)
+            await self._send(reply, f"the answer to {method}")
         except McpError as err:
             log.debug("mcp %s: could not answer %s: %s", self.name, method, err)
 
