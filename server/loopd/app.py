@@ -113,29 +113,30 @@ def _factory(
     probe: LazyProbe,
 ) -> RuntimeFactory | None:
     """The factory for a catalog entry; None for a harness this build cannot run."""
-    models = tuple(m.id for m in entry.models)
     match entry.harness:
         case Harness.NATIVE:
             wiring = _native_wiring(entry, env, config, providers, probe)
             return NativeRuntimeFactory(entry.name, wiring, store)
         case Harness.CLAUDE:
-            claude = ClaudeSettings(
-                binary=entry.command,
-                env=dict(entry.env),
-                models=models,
-                default_model=entry.default_model,
-            )
-            return ClaudeRuntimeFactory(claude)
+            return ClaudeRuntimeFactory(ClaudeSettings(**_cli_fields(entry)))
         case Harness.CODEX:
-            codex = CodexSettings(
-                binary=entry.command,
-                env=dict(entry.env),
-                models=models,
-                default_model=entry.default_model,
-            )
-            return CodexRuntimeFactory(codex)
+            return CodexRuntimeFactory(CodexSettings(**_cli_fields(entry)))
         case Harness.ACP:
             return None
+
+
+def _cli_fields(entry: RuntimeEntry) -> dict[str, Any]:
+    """A foreign CLI's settings from its catalog entry: where it is, what it is
+    given, and the models and efforts the session offers."""
+    return {
+        "binary": entry.command,
+        "env": dict(entry.env),
+        "extra_args": tuple(entry.args),
+        "models": tuple(m.id for m in entry.models),
+        "default_model": entry.default_model,
+        "efforts": tuple(entry.efforts),
+        "default_effort": entry.default_effort,
+    }
 
 
 def _native_wiring(

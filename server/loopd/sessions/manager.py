@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 
 MAX_QUEUED = 64
 RUNTIME_OPTION = "runtime"
+MODE_OPTION = "mode"
 
 
 class SessionNotFound(LoopdError):
@@ -275,13 +276,16 @@ class SessionManager:
         return view
 
     async def _switch_runtime(self, live: LiveSession, name: str) -> None:
+        """The new runtime starts a fresh conversation with its own model and effort
+        defaults (the old ones mean nothing to it); the mode is loopd's and stays."""
         self._factory(name)
         if live.turn is not None:
             raise SessionBusy("cannot switch runtimes while a turn runs")
         await live.runtime.close()
-        identity = self._identity(name, live.record.config)
-        live.record = replace(live.record, runtime=identity, runtime_state={})
-        self.store.update(live.id, runtime=identity, runtime_state={})
+        config = {k: v for k, v in live.record.config.items() if k == MODE_OPTION}
+        identity = self._identity(name, config)
+        live.record = replace(live.record, runtime=identity, runtime_state={}, config=config)
+        self.store.update(live.id, runtime=identity, runtime_state={}, config=config)
         live.runtime = await self._factory(name).open(self._context(live, ()))
         commands = commands_for(live.runtime)
         await self._emitter(live).show(to_wire(AvailableCommandsUpdated(commands)))
