@@ -25,7 +25,7 @@ from loopd.testing.fake_llm import FakeLLMServer, ScriptedCall
 from tests.e2e.acp.conftest import Home, home
 from tests.e2e.conftest import CLIENTS, pinned_binary
 
-__all__ = ["CLAUDE", "CODEX", "Cli", "cli_env", "home"]
+__all__ = ["CLAUDE", "CODEX", "Cli", "cli_env", "home", "write_user_config"]
 
 CODEX_MODEL = "gpt-5.5"  # a slug from codex's own catalog, or it drops apply_patch
 

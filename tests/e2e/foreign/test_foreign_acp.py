@@ -17,7 +17,7 @@ from acp.client.connection import ClientSideConnection
 
 from loopd.testing.llm_script import Reply
 from tests.e2e.acp.conftest import Home, loopd_acp, text
-from tests.e2e.foreign.conftest import Cli, cli_env
+from tests.e2e.foreign.conftest import Cli, cli_env, write_user_config
 from tests.unit.acp.conftest import RecordingClient
 
 pytestmark = pytest.mark.e2e
@@ -117,3 +117,23 @@ async def test_a_new_loopd_process_continues_the_cli_conversation(home: Home, cl
     history = cli.texts(home.fake.requests[-1].body)
     assert any("remember ALPHA" in t for t in history)
     assert any("noted" in t for t in history)
+
+
+async def test_a_crashing_cli_is_a_visible_message_and_a_stop_reason(home: Home) -> None:
+    crash = home.root / "broken-claude"
+    crash.write_text("#!/bin/sh\necho 'fatal: licence exploded' >&2\nexit 1\n")
+    crash.chmod(0o755)
+    config = f'[runtimes.broken]\nharness = "claude"\ncommand = "{crash}"\n'
+    write_user_config(home, config)
+    client = RecordingClient()
+    async with loopd_with(home, client) as conn:
+        new = await conn.new_session(cwd=str(home.work), mcp_servers=[])
+        await conn.set_config_option(config_id="runtime", session_id=new.session_id, value="broken")
+        result = await asyncio.wait_for(
+            conn.prompt(session_id=new.session_id, prompt=text("hi")), 30
+        )
+    assert result.stop_reason == "end_turn"
+    shown = client.text()
+    assert "Claude Code exited with code 1" in shown
+    assert "licence exploded" in shown
+    assert not home.fake.requests
