@@ -14,6 +14,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,6 +49,28 @@ def isolated_env(tmp: Path, fake: FakeLLMServer | None, **extra: str) -> dict[st
         env["ANTHROPIC_API_KEY"] = "test-key"
     env.update(extra)
     return env
+
+
+def anthropic_texts(body: dict[str, Any]) -> list[str]:
+    """The texts an Anthropic Messages request carries, oldest first."""
+    texts = []
+    for message in body["messages"]:
+        content = message["content"]
+        if isinstance(content, str):
+            texts.append(content)
+        else:
+            texts += [b.get("text", "") for b in content if b.get("type") == "text"]
+    return texts
+
+
+def responses_texts(body: dict[str, Any]) -> list[str]:
+    """The texts an OpenAI Responses request carries, oldest first."""
+    return [
+        part.get("text", "")
+        for item in body["input"]
+        if isinstance(item.get("content"), list)
+        for part in item["content"]
+    ]
 
 
 @pytest.fixture

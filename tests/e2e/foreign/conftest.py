@@ -23,7 +23,7 @@ import pytest
 
 from loopd.testing.fake_llm import FakeLLMServer, ScriptedCall
 from tests.e2e.acp.conftest import Home, home
-from tests.e2e.conftest import CLIENTS, pinned_binary
+from tests.e2e.conftest import CLIENTS, anthropic_texts, pinned_binary, responses_texts
 
 __all__ = ["CLAUDE", "CODEX", "Cli", "cli_env", "home", "write_user_config"]
 
@@ -40,37 +40,17 @@ class Cli:
     texts: Callable[[dict[str, Any]], list[str]]  # the texts a request body carries
 
 
-def _anthropic_texts(body: dict[str, Any]) -> list[str]:
-    texts = []
-    for message in body["messages"]:
-        content = message["content"]
-        if isinstance(content, str):
-            texts.append(content)
-        else:
-            texts += [b.get("text", "") for b in content if b.get("type") == "text"]
-    return texts
-
-
-def _responses_texts(body: dict[str, Any]) -> list[str]:
-    return [
-        part.get("text", "")
-        for item in body["input"]
-        if isinstance(item.get("content"), list)
-        for part in item["content"]
-    ]
-
-
 CLAUDE = Cli(
     "claude",
     "sonnet",
     lambda name: ScriptedCall("Bash", {"command": f"touch {name}", "description": "make it"}),
-    _anthropic_texts,
+    anthropic_texts,
 )
 CODEX = Cli(
     "codex",
     CODEX_MODEL,
     lambda name: ScriptedCall("exec_command", {"cmd": f"touch {name}"}),
-    _responses_texts,
+    responses_texts,
 )
 
 

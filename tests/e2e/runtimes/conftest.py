@@ -5,19 +5,46 @@ state dir come from tests/e2e/conftest.py)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from loopd.protocol.approvals import ApprovalDecision
-from loopd.testing.fakes import ScriptedApprover
+from loopd.protocol.events import Prompt, TextBlock
+from loopd.runtimes.base import Runtime, RuntimeContext, RuntimeFactory
+from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
 from tests.e2e.conftest import pinned_binary
 
-__all__ = ["approver_of", "pinned_binary"]
+__all__ = ["approver_of", "open_runtime", "pinned_binary", "say"]
 
 
 def approver_of(*decisions: ApprovalDecision) -> ScriptedApprover:
     """Answers each question with the next decision, rejecting when out."""
     return ScriptedApprover.of(*decisions, when_out=ApprovalDecision.REJECT_ONCE)
+
+
+async def open_runtime(
+    factory: RuntimeFactory,
+    cwd: Path,
+    approver: ScriptedApprover | None = None,
+    state: dict[str, Any] | None = None,
+) -> tuple[Runtime, RecordingEmitter]:
+    """The factory's runtime for a session in `cwd`, in mode ask, and what it emits."""
+    emitter = RecordingEmitter()
+    context = RuntimeContext(
+        session_id="s1",
+        cwd=str(cwd),
+        additional_roots=(),
+        emitter=emitter,
+        approver=approver or approver_of(),
+        config={"mode": "ask"},
+        state=state or {},
+    )
+    return await factory.open(context), emitter
+
+
+def say(text: str) -> Prompt:
+    return Prompt((TextBlock(text),))
 
 
 @pytest.fixture
