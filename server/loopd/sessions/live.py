@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import SessionEvent, SessionInfoUpdated, to_wire
-from loopd.runtimes.base import Runtime
+from loopd.runtimes.base import McpServerConfig, Runtime
 from loopd.store.sqlite import SessionRecord, SqliteStore
 from loopd.tools.env import EditorTerminals, FileAccess
 
@@ -55,6 +55,7 @@ class LiveSession:
     queued: int = 0
     turn: asyncio.Task[Any] | None = None
     generation: int = 0  # bumped by cancel: queued prompts of an older one give up
+    mcp_servers: tuple[McpServerConfig, ...] = ()  # the editor's, for a runtime switch
 
     @property
     def id(self) -> str:

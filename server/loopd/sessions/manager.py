@@ -286,7 +286,7 @@ class SessionManager:
         identity = self._identity(name, config)
         live.record = replace(live.record, runtime=identity, runtime_state={}, config=config)
         self.store.update(live.id, runtime=identity, runtime_state={}, config=config)
-        live.runtime = await self._factory(name).open(self._context(live, ()))
+        live.runtime = await self._factory(name).open(self._context(live))
         commands = commands_for(live.runtime)
         await self._emitter(live).show(to_wire(AvailableCommandsUpdated(commands)))
 
@@ -296,16 +296,16 @@ class SessionManager:
         self, record: SessionRecord, link: ClientLink, mcp: Sequence[McpServerConfig]
     ) -> LiveSession:
         factory = self._factory(str(record.runtime.get("name", self.default_runtime)))
-        live = LiveSession(record, runtime=_Unopened(), links=[link])
+        live = LiveSession(record, runtime=_Unopened(), links=[link], mcp_servers=tuple(mcp))
         self._live[record.id] = live
         try:
-            live.runtime = await factory.open(self._context(live, mcp))
+            live.runtime = await factory.open(self._context(live))
         except BaseException:
             del self._live[record.id]
             raise
         return live
 
-    def _context(self, live: LiveSession, mcp: Sequence[McpServerConfig]) -> RuntimeContext:
+    def _context(self, live: LiveSession) -> RuntimeContext:
         record = live.record
         return RuntimeContext(
             session_id=record.id,
@@ -314,7 +314,7 @@ class SessionManager:
             emitter=self._emitter(live),
             approver=SessionApprover(lambda: live, self.approval_timeout),
             config=dict(record.config),
-            mcp_servers=tuple(mcp),
+            mcp_servers=live.mcp_servers,
             state=dict(record.runtime_state),
             editor_files=functools.partial(_editor_files, live),
             editor_terminals=functools.partial(_editor_terminals, live),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from loopd.engine.ports import Verdict
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import ConfigOption, Prompt, TextBlock
+from loopd.runtimes.base import McpServerConfig, Runtime, RuntimeContext
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.sessions.manager import SessionManager, SessionNotFound
 from loopd.testing.fakes import FakeToolBox, Reply, ScriptedPolicy, ScriptedProvider
@@ -199,15 +201,26 @@ async def test_config_changes_are_shown_on_every_link(tmp_path: Path) -> None:
         assert current["thought_level"] == "high"
 
 
-def with_claude(manager: SessionManager) -> SessionManager:
-    """The manager also offers a Claude Code runtime (never started by these tests)."""
-    settings = ClaudeSettings(
-        binary="/nonexistent/claude",
-        models=("sonnet", "opus"),
-        default_model="sonnet",
-        efforts=("low", "high"),
-    )
-    manager.runtimes = {**manager.runtimes, "claude": ClaudeRuntimeFactory(settings)}
+@dataclass
+class OpenedClaude:
+    """Opens Claude Code runtimes (never started by these tests), keeping each context."""
+
+    name: str = "claude"
+    contexts: list[RuntimeContext] = field(default_factory=list)
+
+    async def open(self, context: RuntimeContext) -> Runtime:
+        self.contexts.append(context)
+        settings = ClaudeSettings(
+            binary="/nonexistent/claude",
+            models=("sonnet", "opus"),
+            default_model="sonnet",
+            efforts=("low", "high"),
+        )
+        return await ClaudeRuntimeFactory(settings).open(context)
+
+
+def with_claude(manager: SessionManager, opened: OpenedClaude | None = None) -> SessionManager:
+    manager.runtimes = {**manager.runtimes, "claude": opened or OpenedClaude()}
     return manager
 
 
@@ -235,8 +248,10 @@ async def test_a_runtime_chosen_at_new_offers_its_own_model_and_effort(tmp_path:
 async def test_switching_runtime_keeps_the_mode_and_takes_the_new_defaults(
     tmp_path: Path,
 ) -> None:
-    manager = with_claude(scripted_manager(tmp_path, ScriptedProvider.of()))
-    view = await manager.new_session(str(tmp_path), RecordingLink())
+    opened = OpenedClaude()
+    manager = with_claude(scripted_manager(tmp_path, ScriptedProvider.of()), opened)
+    files = McpServerConfig("files", command="mcp-files")
+    view = await manager.new_session(str(tmp_path), RecordingLink(), mcp_servers=[files])
     await manager.set_config(view.id, "mode", "plan")
     switched = await manager.set_config(view.id, "runtime", "claude")
     assert current(switched.config_options) == {
@@ -249,3 +264,4 @@ async def test_switching_runtime_keeps_the_mode_and_takes_the_new_defaults(
     assert record is not None
     assert record.config == {"mode": "plan", "model": "sonnet", "thought_level": "default"}
     assert record.runtime["name"] == "claude"
+    assert opened.contexts[-1].mcp_servers == (files,)  # the editor's servers follow
