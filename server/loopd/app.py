@@ -204,6 +204,9 @@ class LazyProbe:
         return self._probe
 
 
+NO_SANDBOX = "No OS sandbox was found (see `loopd doctor`): every command asks first"
+
+
 @dataclass(eq=False)
 class GuardedParts:
     """A native session's tools and policy over one safety state: the mode, the
@@ -263,6 +266,11 @@ class GuardedParts:
 
     def remembered(self) -> Mapping[str, Any]:
         return self.policy.remembered.to_json()
+
+    @property
+    def containment(self) -> str:
+        tier = self.tool_env.sandbox.tier
+        return f"Commands run in the {tier} sandbox" if tier != "none" else NO_SANDBOX
 
     def begin_turn(self) -> None:
         self.tool_env.changes.begin_turn()

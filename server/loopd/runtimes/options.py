@@ -21,9 +21,15 @@ MODES: Final = tuple(c.value for c in MODE_CHOICES)
 DEFAULT_MODE: Final = DEFAULT.value
 
 
-def mode_option(current: str) -> ConfigOption:
+def mode_option(current: str, description: str | None = None) -> ConfigOption:
+    """The mode selector; `description` says how this runtime contains what runs."""
     return ConfigOption(
-        id="mode", name="Mode", category="mode", current_value=current, choices=MODE_CHOICES
+        id="mode",
+        name="Mode",
+        category="mode",
+        current_value=current,
+        choices=MODE_CHOICES,
+        description=description,
     )
 
 
