@@ -115,29 +115,30 @@ def _factory(
     probe: LazyProbe,
 ) -> RuntimeFactory | None:
     """The factory for a catalog entry; None for a harness this build cannot run."""
-    models = tuple(m.id for m in entry.models)
     match entry.harness:
         case Harness.NATIVE:
             wiring = _native_wiring(entry, env, config, providers, probe)
             return NativeRuntimeFactory(entry.name, wiring, store)
         case Harness.CLAUDE:
-            claude = ClaudeSettings(
-                binary=entry.command,
-                env=dict(entry.env),
-                models=models,
-                default_model=entry.default_model,
-            )
-            return ClaudeRuntimeFactory(claude)
+            return ClaudeRuntimeFactory(ClaudeSettings(**_cli_fields(entry)))
         case Harness.CODEX:
-            codex = CodexSettings(
-                binary=entry.command,
-                env=dict(entry.env),
-                models=models,
-                default_model=entry.default_model,
-            )
-            return CodexRuntimeFactory(codex)
+            return CodexRuntimeFactory(CodexSettings(**_cli_fields(entry)))
         case Harness.ACP:
             return None
+
+
+def _cli_fields(entry: RuntimeEntry) -> dict[str, Any]:
+    """A foreign CLI's settings from its catalog entry: where it is, what it is
+    given, and the models and efforts the session offers."""
+    return {
+        "binary": entry.command,
+        "env": dict(entry.env),
+        "extra_args": tuple(entry.args),
+        "models": tuple(m.id for m in entry.models),
+        "default_model": entry.default_model,
+        "efforts": tuple(entry.efforts),
+        "default_effort": entry.default_effort,
+    }
 
 
 def _native_wiring(
@@ -203,6 +204,9 @@ class LazyProbe:
         if self._probe is None:
             self._probe = probe_sandbox(env=dict(self._env))
         return self._probe
+
+
+NO_SANDBOX = "No OS sandbox was found (see `loopd doctor`): every command asks first"
 
 
 @dataclass(eq=False)
@@ -281,6 +285,11 @@ class GuardedParts:
 
     def remembered(self) -> Mapping[str, Any]:
         return self.policy.remembered.to_json()
+
+    @property
+    def containment(self) -> str:
+        tier = self.tool_env.sandbox.tier
+        return f"Commands run in the {tier} sandbox" if tier != "none" else NO_SANDBOX
 
     async def begin_turn(self) -> None:
         self.tool_env.changes.begin_turn()

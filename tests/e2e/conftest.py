@@ -2,15 +2,19 @@
 
 `isolated_env` gives a child loopd its own data dir, config dir and HOME (so the
 developer's config, sessions and CLIs never leak in), the loopback fake model as
-its Anthropic endpoint, and this checkout's sources on PYTHONPATH.
+its Anthropic endpoint, and this checkout's sources on PYTHONPATH. `pinned_binary`
+and `home_cache` are for the foreign CLIs (Claude Code, Codex) pinned in
+tests/clients.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +22,15 @@ from loopd.testing.fake_llm import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOPD = [sys.executable, "-m", "loopd"]
+CLIENTS = ROOT / "tests" / "clients" / "node_modules" / ".bin"
+
+
+def pinned_binary(name: str) -> str:
+    """The pinned CLI from tests/clients, or skip saying how to get it."""
+    path = CLIENTS / name
+    if not path.exists():
+        pytest.skip(f"{name} is not installed: run scripts/setup.sh (npm ci in tests/clients)")
+    return str(path)
 
 
 def isolated_env(tmp: Path, fake: FakeLLMServer | None, **extra: str) -> dict[str, str]:
@@ -38,6 +51,28 @@ def isolated_env(tmp: Path, fake: FakeLLMServer | None, **extra: str) -> dict[st
     return env
 
 
+def anthropic_texts(body: dict[str, Any]) -> list[str]:
+    """The texts an Anthropic Messages request carries, oldest first."""
+    texts = []
+    for message in body["messages"]:
+        content = message["content"]
+        if isinstance(content, str):
+            texts.append(content)
+        else:
+            texts += [b.get("text", "") for b in content if b.get("type") == "text"]
+    return texts
+
+
+def responses_texts(body: dict[str, Any]) -> list[str]:
+    """The texts an OpenAI Responses request carries, oldest first."""
+    return [
+        part.get("text", "")
+        for item in body["input"]
+        if isinstance(item.get("content"), list)
+        for part in item["content"]
+    ]
+
+
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLMServer]:
     with FakeLLMServer() as fake:
@@ -49,3 +84,14 @@ def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "workspace"
     ws.mkdir()
     return ws
+
+
+@pytest.fixture
+def home_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A state dir outside /tmp: codex refuses its sandbox helper under /tmp."""
+    base = Path.home() / ".cache" / "loopd-tests"
+    base.mkdir(parents=True, exist_ok=True)
+    path = base / tmp_path_factory.mktemp("codex").name
+    path.mkdir()
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -112,7 +112,6 @@ class Engine:
         self.config = config
         self.ports = ports
         self._history = list(history)
-        self._guard = LoopGuard()
 
     def reconfigure(self, config: EngineConfig, ports: EnginePorts) -> None:
         """Swap model, mode or policy. A running turn picks the change up at its next
@@ -157,7 +156,7 @@ class Engine:
         call = ToolCall(self.ports.new_id("exec"), EXEC_TOOL, {"command": command})
         reason: StopReason = "end_turn"
         try:
-            result = await self._tool_phase().run_alone(call)
+            result = await self._tool_phase(turn).run_alone(call)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:
@@ -190,7 +189,7 @@ class Engine:
             if not uses:
                 return turn.outcome(_MODEL_STOPS[reply.stop])
             turn.open_uses = uses
-            await self._tool_phase().run(uses, turn.state, turn.results)
+            await self._tool_phase(turn).run(uses, turn.state, turn.results)
             self._append_results(turn)
             if turn.state.stop is not None:
                 return await self._stop(turn, turn.state.stop, turn.state.stop_message or "")
@@ -223,7 +222,7 @@ class Engine:
             self.config.show_reasoning,
         )
 
-    def _tool_phase(self) -> ToolPhase:
+    def _tool_phase(self, turn: _Turn) -> ToolPhase:
         p = self.ports
         return ToolPhase(
             self.session_id,
@@ -233,7 +232,7 @@ class Engine:
             p.emitter,
             p.journal,
             self.config.limits,
-            self._guard,
+            turn.guard,
         )
 
     async def _append(self, message: Message) -> None:
@@ -273,7 +272,11 @@ class Engine:
 
 @dataclass(slots=True)
 class _Turn:
+    """One turn's state. The loop guard is the turn's own: what it detects is a turn
+    going in circles, and a stop it latches must not outlive the turn."""
+
     turn_id: str
+    guard: LoopGuard = field(default_factory=LoopGuard)
     iterations: int = 0
     usage: Usage = field(default_factory=Usage)
     context_tokens: int = 0

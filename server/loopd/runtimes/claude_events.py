@@ -15,20 +15,16 @@ back by tool_use_id. TodoWrite is the plan, not a tool card.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import (
     AgentMessageChunk,
     AgentThoughtChunk,
     ContentBlock,
-    DiffContent,
     EmbeddedResourceBlock,
     ImageBlock,
-    Location,
     PlanEntry,
     PlanStatus,
     PlanUpdated,
@@ -38,12 +34,12 @@ from loopd.protocol.events import (
     TextBlock,
     ToolCallStarted,
     ToolCallUpdated,
-    ToolContent,
     ToolKind,
     UsageUpdated,
 )
 from loopd.protocol.model import Usage
 from loopd.protocol.turns import StopReason
+from loopd.runtimes.claude_tools import mcp_title, tool_view
 
 # loopd mode -> Claude Code permission mode. full_auto is not `bypassPermissions`
 # (refused as root): the CLI stays in acceptEdits and the host allows every prompt.
@@ -56,80 +52,11 @@ PERMISSION_MODES: Final = {
 _LOOPD_MODES: Final = {"plan": "plan", "default": "ask", "acceptEdits": "accept_edits"}
 
 _DEFAULT_CONTEXT_WINDOW: Final = 200_000
-_DENY_MESSAGE: Final = "The user refused permission to run this tool."
-_CANCEL_MESSAGE: Final = "The user cancelled the turn."
 
 
 def loopd_mode(permission_mode: str) -> str | None:
     """The loopd mode a CLI permission mode corresponds to, if any."""
     return _LOOPD_MODES.get(permission_mode)
-
-
-# -- tool calls as the person sees them -------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ToolView:
-    title: str
-    kind: ToolKind
-    locations: tuple[Location, ...] = ()
-    content: tuple[ToolContent, ...] = ()
-
-
-def tool_view(name: str, tool_input: Mapping[str, Any], cwd: str) -> ToolView:
-    """Title, kind, locations and preview of one Claude Code tool call."""
-    path = str(tool_input.get("file_path") or tool_input.get("notebook_path") or "")
-    shown = _relative(path, cwd)
-    match name:
-        case "Bash":
-            return ToolView(str(tool_input.get("command") or "Run a command"), "execute")
-        case "Read":
-            line = tool_input.get("offset")
-            at = (Location(path, line if isinstance(line, int) else None),) if path else ()
-            return ToolView(f"Read {shown}", "read", at)
-        case "Write":
-            diff = DiffContent(path, None, str(tool_input.get("content", "")))
-            return ToolView(f"Write {shown}", "edit", _at(path), (diff,) if path else ())
-        case "Edit":
-            old, new = str(tool_input.get("old_string", "")), str(tool_input.get("new_string", ""))
-            return ToolView(f"Edit {shown}", "edit", _at(path), (DiffContent(path, old, new),))
-        case "NotebookEdit":
-            return ToolView(f"Edit {shown}", "edit", _at(path))
-        case "Glob" | "Grep":
-            scope = tool_input.get("path")
-            suffix = f" in {_relative(str(scope), cwd)}" if scope else ""
-            verb = "Find" if name == "Glob" else "Search"
-            return ToolView(f"{verb} {tool_input.get('pattern', '')}{suffix}", "search")
-        case "WebFetch":
-            return ToolView(f"Fetch {tool_input.get('url', '')}", "fetch")
-        case "WebSearch":
-            return ToolView(f"Search the web: {tool_input.get('query', '')}", "fetch")
-        case "Task" | "Agent":
-            return ToolView(str(tool_input.get("description") or name), "think")
-        case "TodoWrite":
-            return ToolView("Update the plan", "think")
-        case "ExitPlanMode":
-            plan = str(tool_input.get("plan", ""))
-            return ToolView("Ready to code?", "switch_mode", (), (TextBlock(plan),) if plan else ())
-        case _:
-            return ToolView(_mcp_title(name), "other")
-
-
-def _relative(path: str, cwd: str) -> str:
-    if path and os.path.isabs(path) and (path == cwd or path.startswith(cwd.rstrip("/") + "/")):
-        return os.path.relpath(path, cwd)
-    return path
-
-
-def _at(path: str) -> tuple[Location, ...]:
-    return (Location(path),) if path else ()
-
-
-def _mcp_title(name: str) -> str:
-    if name.startswith("mcp__") and name.count("__") >= 2:
-        _, server, tool = name.split("__", 2)
-        return f"{server}: {tool}"
-    return name
 
 
 # -- stdout -> events -------------------------------------------------------------------
@@ -204,7 +131,7 @@ class ClaudeTranslator:
             return []
         kind = tool_view(name, {}, self._cwd).kind
         self._tools[tool_id] = kind
-        return [ToolCallStarted(tool_id, _mcp_title(name), kind, "pending")]
+        return [ToolCallStarted(tool_id, mcp_title(name), kind, "pending")]
 
     def _assistant(self, msg: Mapping[str, Any], subagent: bool) -> list[SessionEvent]:
         message_id = str(msg.get("id", ""))
@@ -407,44 +334,3 @@ def control_success(request_id: str, response: Mapping[str, Any]) -> dict[str, A
 def control_error(request_id: str, error: str) -> dict[str, Any]:
     body = {"subtype": "error", "request_id": request_id, "error": error}
     return {"type": "control_response", "response": body}
-
-
-# -- permissions ------------------------------------------------------------------------
-
-
-def approval_request(session_id: str, request: Mapping[str, Any], cwd: str) -> ApprovalRequest:
-    """A `can_use_tool` control request as the question put to the person."""
-    name = str(request.get("tool_name", ""))
-    tool_input = dict(request.get("input") or {})
-    view = tool_view(name, tool_input, cwd)
-    return ApprovalRequest(
-        session_id=session_id,
-        tool_call_id=str(request.get("tool_use_id", "")),
-        tool_name=name,
-        title=view.title,
-        kind=view.kind,
-        raw_input=tool_input,
-        reason=str(request.get("decision_reason") or ""),
-        content=view.content,
-        locations=view.locations,
-    )
-
-
-def permission_answer(decision: ApprovalDecision, request: Mapping[str, Any]) -> dict[str, Any]:
-    """The `can_use_tool` response for the person's decision. "Always" sends the CLI's
-    own suggested rules back (a session rule for the tool when it suggested none)."""
-    if not decision.allowed:
-        if decision is ApprovalDecision.CANCELLED:
-            return {"behavior": "deny", "message": _CANCEL_MESSAGE, "interrupt": True}
-        return {"behavior": "deny", "message": _DENY_MESSAGE}
-    answer: dict[str, Any] = {"behavior": "allow", "updatedInput": dict(request.get("input") or {})}
-    if decision is ApprovalDecision.ALLOW_ALWAYS:
-        answer["updatedPermissions"] = request.get("permission_suggestions") or [
-            {
-                "type": "addRules",
-                "rules": [{"toolName": request.get("tool_name", "")}],
-                "behavior": "allow",
-                "destination": "session",
-            }
-        ]
-    return answer

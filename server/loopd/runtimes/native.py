@@ -57,6 +57,11 @@ class SessionParts(Protocol):
         """The person's "always" answers, as JSON the store keeps across restarts."""
         ...
 
+    @property
+    def containment(self) -> str:
+        """How commands are contained, for the person (the sandbox tier in use)."""
+        ...
+
     async def begin_turn(self) -> None:
         """A turn starts: what the file tools change from here is undone together.
         What the person must hear about the session's setup (an MCP server that did
@@ -197,7 +202,7 @@ class NativeRuntime:
 
     def config_options(self) -> tuple[ConfigOption, ...]:
         return (
-            mode_option(self.values["mode"]),
+            mode_option(self.values["mode"], self.parts.containment),
             model_option(self.values["model"], self.wiring.models),
             ConfigOption(
                 "thought_level",

@@ -21,9 +21,15 @@ MODES: Final = tuple(c.value for c in MODE_CHOICES)
 DEFAULT_MODE: Final = DEFAULT.value
 
 
-def mode_option(current: str) -> ConfigOption:
+def mode_option(current: str, description: str | None = None) -> ConfigOption:
+    """The mode selector; `description` says how this runtime contains what runs."""
     return ConfigOption(
-        id="mode", name="Mode", category="mode", current_value=current, choices=MODE_CHOICES
+        id="mode",
+        name="Mode",
+        category="mode",
+        current_value=current,
+        choices=MODE_CHOICES,
+        description=description,
     )
 
 
@@ -40,3 +46,27 @@ def check_mode(value: str) -> str:
         return parse_mode(value).value
     except ValueError as err:
         raise ConfigError(str(err)) from None
+
+
+CLI_DEFAULT_EFFORT: Final = "default"
+"""The effort choice that passes none: the CLI decides (its own default)."""
+
+
+def effort_option(current: str, efforts: tuple[str, ...]) -> ConfigOption:
+    """A foreign CLI's reasoning effort, as the editor's thinking selector."""
+    choices = tuple(ConfigChoice(e, e.capitalize()) for e in (CLI_DEFAULT_EFFORT, *efforts))
+    return ConfigOption(
+        id="thought_level",
+        name="Thinking",
+        category="thought_level",
+        current_value=current,
+        choices=choices,
+    )
+
+
+def check_effort(value: str, efforts: tuple[str, ...]) -> str:
+    """`value` when the CLI offers it (or it is the CLI's default); ConfigError if not."""
+    if value == CLI_DEFAULT_EFFORT or value in efforts:
+        return value
+    offered = ", ".join((CLI_DEFAULT_EFFORT, *efforts))
+    raise ConfigError(f"{value!r} is not offered for thought_level (offered: {offered})")

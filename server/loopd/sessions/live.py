@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
-from loopd.protocol.events import SessionEvent, SessionInfoUpdated, to_wire
-from loopd.runtimes.base import Runtime
+from loopd.protocol.events import ConfigOption, Prompt, SessionEvent, SessionInfoUpdated, to_wire
+from loopd.protocol.turns import Outcome
+from loopd.runtimes.base import McpServerConfig, Runtime
 from loopd.store.sqlite import SessionRecord, SqliteStore
 from loopd.tools.env import EditorTerminals, FileAccess
 
@@ -55,10 +56,49 @@ class LiveSession:
     queued: int = 0
     turn: asyncio.Task[Any] | None = None
     generation: int = 0  # bumped by cancel: queued prompts of an older one give up
+    mcp_servers: tuple[McpServerConfig, ...] = ()  # the editor's, for a runtime switch
 
     @property
     def id(self) -> str:
         return self.record.id
+
+    def attached(self, link: ClientLink) -> bool:
+        """By identity: two connections are never "equal", whatever they hold."""
+        return any(other is link for other in self.links)
+
+    def editor_files(self, local: FileAccess) -> FileAccess:
+        """The prompting editor's file access (or `local`), for the runtime's tools."""
+        if self.asker is None:
+            return local
+        roots = (self.record.cwd, *self.record.additional_dirs)
+        return self.asker.files(self.id, roots, local)
+
+    def editor_terminals(self) -> EditorTerminals | None:
+        link = self.asker
+        return link.terminals(self.id) if isinstance(link, OffersTerminals) else None
+
+
+class Unopened:
+    """A live session's runtime while the real one opens (events emitted during the
+    open already find the session); it is never prompted."""
+
+    async def prompt(self, prompt: Prompt) -> Outcome:
+        raise RuntimeError("runtime not opened")
+
+    async def cancel(self) -> None:
+        return None
+
+    async def set_config(self, option_id: str, value: str) -> None:
+        raise RuntimeError("runtime not opened")
+
+    def config_options(self) -> tuple[ConfigOption, ...]:
+        return ()
+
+    def state(self) -> Mapping[str, Any]:
+        return {}
+
+    async def close(self) -> None:
+        return None
 
 
 @dataclass(slots=True)

@@ -39,18 +39,18 @@ from loopd.sessions.commands import FileUndoing, commands_for, run_command, slas
 from loopd.sessions.live import (
     ClientLink,
     LiveSession,
-    OffersTerminals,
     SessionApprover,
     SessionEmitter,
+    Unopened,
 )
 from loopd.store.reconcile import reconcile_events
 from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
-from loopd.tools.env import EditorTerminals, FileAccess
 
 log = logging.getLogger(__name__)
 
 MAX_QUEUED = 64
 RUNTIME_OPTION = "runtime"
+MODE_OPTION = "mode"
 
 
 class SessionNotFound(LoopdError):
@@ -128,7 +128,7 @@ class SessionManager:
             if record is None:
                 raise SessionNotFound(f"no session {session_id!r}")
             live = await self._open(record, link, mcp_servers)
-        elif not _attached(live, link):
+        elif not live.attached(link):
             live.links.append(link)
         if replay:
             for wire in reconcile_events(self.store.events(session_id)):
@@ -149,7 +149,7 @@ class SessionManager:
             if self.store.get(session_id) is None:
                 raise SessionNotFound(f"no session {session_id!r}")
             return
-        if link is not None and _attached(live, link):
+        if link is not None and live.attached(link):
             live.links = [other for other in live.links if other is not link]
         if link is None or not live.links:
             await self._shut(live)
@@ -164,7 +164,7 @@ class SessionManager:
     async def detach(self, link: ClientLink) -> None:
         """A connection went away: cancel what it was running, close what only it had."""
         for live in list(self._live.values()):
-            if _attached(live, link):
+            if live.attached(link):
                 if live.asker is link:
                     await self.cancel(live.id)
                 await self.close_session(live.id, link)
@@ -275,14 +275,17 @@ class SessionManager:
         return view
 
     async def _switch_runtime(self, live: LiveSession, name: str) -> None:
+        """The new runtime starts a fresh conversation with its own model and effort
+        defaults (the old ones mean nothing to it); the mode is loopd's and stays."""
         self._factory(name)
         if live.turn is not None:
             raise SessionBusy("cannot switch runtimes while a turn runs")
         await live.runtime.close()
-        identity = self._identity(name, live.record.config)
-        live.record = replace(live.record, runtime=identity, runtime_state={})
-        self.store.update(live.id, runtime=identity, runtime_state={})
-        live.runtime = await self._factory(name).open(self._context(live, ()))
+        config = {k: v for k, v in live.record.config.items() if k == MODE_OPTION}
+        identity = self._identity(name, config)
+        live.record = replace(live.record, runtime=identity, runtime_state={}, config=config)
+        self.store.update(live.id, runtime=identity, runtime_state={}, config=config)
+        live.runtime = await self._factory(name).open(self._context(live))
         commands = commands_for(live.runtime)
         await self._emitter(live).show(to_wire(AvailableCommandsUpdated(commands)))
 
@@ -292,16 +295,16 @@ class SessionManager:
         self, record: SessionRecord, link: ClientLink, mcp: Sequence[McpServerConfig]
     ) -> LiveSession:
         factory = self._factory(str(record.runtime.get("name", self.default_runtime)))
-        live = LiveSession(record, runtime=_Unopened(), links=[link])
+        live = LiveSession(record, runtime=Unopened(), links=[link], mcp_servers=tuple(mcp))
         self._live[record.id] = live
         try:
-            live.runtime = await factory.open(self._context(live, mcp))
+            live.runtime = await factory.open(self._context(live))
         except BaseException:
             del self._live[record.id]
             raise
         return live
 
-    def _context(self, live: LiveSession, mcp: Sequence[McpServerConfig]) -> RuntimeContext:
+    def _context(self, live: LiveSession) -> RuntimeContext:
         record = live.record
         return RuntimeContext(
             session_id=record.id,
@@ -310,10 +313,10 @@ class SessionManager:
             emitter=self._emitter(live),
             approver=SessionApprover(lambda: live, self.approval_timeout),
             config=dict(record.config),
-            mcp_servers=tuple(mcp),
+            mcp_servers=live.mcp_servers,
             state=dict(record.runtime_state),
-            editor_files=functools.partial(_editor_files, live),
-            editor_terminals=functools.partial(_editor_terminals, live),
+            editor_files=functools.partial(LiveSession.editor_files, live),
+            editor_terminals=functools.partial(LiveSession.editor_terminals, live),
         )
 
     def _identity(self, name: str, config: Mapping[str, str]) -> dict[str, Any]:
@@ -370,45 +373,6 @@ def _user_chunk(block: ContentBlock, message_id: str) -> dict[str, Any]:
     return to_wire(UserMessageChunk(block, message_id))
 
 
-def _editor_files(live: LiveSession, local: FileAccess) -> FileAccess:
-    link = live.asker
-    if link is None:
-        return local
-    return link.files(live.id, (live.record.cwd, *live.record.additional_dirs), local)
-
-
-def _editor_terminals(live: LiveSession) -> EditorTerminals | None:
-    link = live.asker
-    return link.terminals(live.id) if isinstance(link, OffersTerminals) else None
-
-
-def _attached(live: LiveSession, link: ClientLink) -> bool:
-    """By identity: two connections are never "equal", whatever they hold."""
-    return any(other is link for other in live.links)
-
-
 def _title_of(text: str) -> str:
     first = text.strip().splitlines()[0]
     return first if len(first) <= 80 else first[:77] + "..."
-
-
-class _Unopened:
-    """Placeholder while the runtime opens; never prompted."""
-
-    async def prompt(self, prompt: Prompt) -> Outcome:
-        raise RuntimeError("runtime not opened")
-
-    async def cancel(self) -> None:
-        return None
-
-    async def set_config(self, option_id: str, value: str) -> None:
-        raise RuntimeError("runtime not opened")
-
-    def config_options(self) -> tuple[ConfigOption, ...]:
-        return ()
-
-    def state(self) -> Mapping[str, Any]:
-        return {}
-
-    async def close(self) -> None:
-        return None

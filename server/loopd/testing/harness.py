@@ -60,6 +60,7 @@ class ScriptedParts:
     policy: ScriptedPolicy
     modes: list[str] = field(default_factory=list)
     turns: int = 0
+    containment: str = "scripted: nothing is contained"
 
     def set_mode(self, mode: str) -> None:
         self.modes.append(mode)

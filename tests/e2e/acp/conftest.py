@@ -1,6 +1,8 @@
 """Spawning the real `loopd acp` against the loopback fake model, and talking to it
 raw (NDJSON) or through the Python SDK client.
 
+`loopd_acp` is the Python SDK client on a spawned `loopd acp`, initialized.
+
 The child gets a throwaway home: `LOOPD_HOME`, `XDG_CONFIG_HOME` and `HOME` point
 into the test's tmp dir, so the person's config and CLIs never leak in (PATH stays,
 for bwrap and friends); the only runtime is the native one, on Anthropic at the fake.
@@ -12,13 +14,16 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from acp import PROTOCOL_VERSION, Client, spawn_agent_process
+from acp.client.connection import ClientSideConnection
+from acp.schema import ClientCapabilities, Implementation, TextContentBlock
 
 from loopd.testing.fake_llm import FakeLLMServer
 
@@ -58,6 +63,29 @@ def home(tmp_path: Path) -> Any:
         root = tmp_path.resolve()
         (root / "work").mkdir()
         yield Home(root, fake)
+
+
+@asynccontextmanager
+async def loopd_acp(
+    home: Home,
+    client: Client,
+    capabilities: ClientCapabilities | None = None,
+    env: Mapping[str, str] | None = None,
+) -> AsyncIterator[ClientSideConnection]:
+    """`loopd acp` in `home` (`env` on top of `home.env()`), initialized."""
+    child_env = home.env(**(env or {}))
+    async with spawn_agent_process(client, *LOOPD, env=child_env, cwd=home.work) as (conn, _):
+        init = await conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=capabilities or ClientCapabilities(),
+            client_info=Implementation(name="py-e2e", version="0"),
+        )
+        assert init.protocol_version == 1
+        yield conn
+
+
+def text(value: str) -> list[TextContentBlock]:
+    return [TextContentBlock(type="text", text=value)]
 
 
 @dataclass

@@ -7,47 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import pytest
-from acp import PROTOCOL_VERSION, spawn_agent_process
-from acp.client.connection import ClientSideConnection
-from acp.schema import (
-    ClientCapabilities,
-    FileSystemCapabilities,
-    Implementation,
-    TextContentBlock,
-)
+from acp.schema import ClientCapabilities, FileSystemCapabilities
 
 from loopd.runtimes.compact import COMPACT_REQUEST
 from loopd.sessions.commands import CLEAR, COMPACT, UNDO
 from loopd.testing.llm_script import Reply, ScriptedCall
-from tests.e2e.acp.conftest import LOOPD, Home
+from tests.e2e.acp.conftest import Home, loopd_acp, text
 from tests.e2e.acp.editor import EDITOR_SECRET, EditorClient
 from tests.unit.acp.conftest import RecordingClient
 
 pytestmark = pytest.mark.e2e
 
 FS = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True))
-
-
-@asynccontextmanager
-async def loopd_acp(
-    home: Home, client: RecordingClient, capabilities: ClientCapabilities | None = None
-) -> AsyncIterator[ClientSideConnection]:
-    async with spawn_agent_process(client, *LOOPD, env=home.env(), cwd=home.work) as (conn, _):
-        init = await conn.initialize(
-            protocol_version=PROTOCOL_VERSION,
-            client_capabilities=capabilities or ClientCapabilities(),
-            client_info=Implementation(name="py-e2e", version="0"),
-        )
-        assert init.protocol_version == 1
-        yield conn
-
-
-def text(value: str) -> list[TextContentBlock]:
-    return [TextContentBlock(type="text", text=value)]
 
 
 def sent_to_model(home: Home, index: int) -> str:

@@ -51,3 +51,19 @@ async def test_undo_puts_back_the_last_turns_edits(
         assert "The user undid your last changes" in told
     finally:
         await app.aclose()
+
+
+async def test_the_mode_option_says_how_commands_are_contained(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
+) -> None:
+    from loopd.sandbox.probe import probe_sandbox
+
+    app = build_app(isolated_env(tmp_path, fake_llm), str(workspace))
+    try:
+        view = await app.manager.new_session(str(workspace), RecordingLink())
+        (mode,) = [o for o in view.config_options if o.id == "mode"]
+        best = probe_sandbox(env={"PATH": "/usr/bin:/bin"}).best
+        expected = f"Commands run in the {best} sandbox" if best != "none" else "No OS sandbox"
+        assert mode.description is not None and mode.description.startswith(expected)
+    finally:
+        await app.aclose()

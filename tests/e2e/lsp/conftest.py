@@ -189,16 +189,19 @@ Start = Callable[..., Awaitable[Editor]]
 
 @pytest.fixture
 async def start(tmp_path: Path) -> AsyncIterator[Start]:
-    """`await start(script, profile="extension"|"plain", answer_dialogs=True)`."""
+    """`await start(script, profile="extension"|"plain", answer_dialogs=True)`; with
+    `server=(argv, env)` that server instead of the launcher (`script` unused)."""
     editors: list[Editor] = []
 
     async def _start(
-        script: dict[str, Any], profile: str = "extension", answer_dialogs: bool = True
+        script: dict[str, Any],
+        profile: str = "extension",
+        answer_dialogs: bool = True,
+        server: tuple[list[str], dict[str, str]] | None = None,
     ) -> Editor:
+        argv, env = server or ([sys.executable, str(LAUNCHER)], launcher_env(tmp_path, script))
         config = ClientServerConfig(
-            server_command=[sys.executable, str(LAUNCHER)],
-            client_factory=_client_factory,
-            server_env=launcher_env(tmp_path, script),
+            server_command=argv, client_factory=_client_factory, server_env=env
         )
         client = await config.start()
         editor = Editor(client, tmp_path)

@@ -1,29 +1,21 @@
-"""Shared pieces for the foreign-runtime end-to-end tests: the pinned CLIs, the fake
-model server, work dirs, and an approver that rejects once its script runs out."""
+"""Shared pieces for the foreign-runtime end-to-end tests: work dirs, and an approver
+that rejects once its script runs out (the CLIs, the fake model server and the codex
+state dir come from tests/e2e/conftest.py)."""
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any
 
 import pytest
 
 from loopd.protocol.approvals import ApprovalDecision
-from loopd.testing.fake_llm import FakeLLMServer
-from loopd.testing.fakes import ScriptedApprover
+from loopd.protocol.events import Prompt, TextBlock
+from loopd.runtimes.base import Runtime, RuntimeContext, RuntimeFactory
+from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
+from tests.e2e.conftest import pinned_binary
 
-CLIENTS = Path(__file__).resolve().parents[2] / "clients" / "node_modules" / ".bin"
-E = TypeVar("E")
-
-
-def pinned_binary(name: str) -> str:
-    """The pinned CLI from tests/clients, or skip saying how to get it."""
-    path = CLIENTS / name
-    if not path.exists():
-        pytest.skip(f"{name} is not installed: run scripts/setup.sh (npm ci in tests/clients)")
-    return str(path)
+__all__ = ["approver_of", "open_runtime", "pinned_binary", "say"]
 
 
 def approver_of(*decisions: ApprovalDecision) -> ScriptedApprover:
@@ -31,10 +23,28 @@ def approver_of(*decisions: ApprovalDecision) -> ScriptedApprover:
     return ScriptedApprover.of(*decisions, when_out=ApprovalDecision.REJECT_ONCE)
 
 
-@pytest.fixture
-def fake_llm() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
+async def open_runtime(
+    factory: RuntimeFactory,
+    cwd: Path,
+    approver: ScriptedApprover | None = None,
+    state: dict[str, Any] | None = None,
+) -> tuple[Runtime, RecordingEmitter]:
+    """The factory's runtime for a session in `cwd`, in mode ask, and what it emits."""
+    emitter = RecordingEmitter()
+    context = RuntimeContext(
+        session_id="s1",
+        cwd=str(cwd),
+        additional_roots=(),
+        emitter=emitter,
+        approver=approver or approver_of(),
+        config={"mode": "ask"},
+        state=state or {},
+    )
+    return await factory.open(context), emitter
+
+
+def say(text: str) -> Prompt:
+    return Prompt((TextBlock(text),))
 
 
 @pytest.fixture
@@ -42,14 +52,3 @@ def workdir(tmp_path: Path) -> Path:
     work = tmp_path / "work"
     work.mkdir()
     return work
-
-
-@pytest.fixture
-def home_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A state dir outside /tmp: codex refuses its sandbox helper under /tmp."""
-    base = Path.home() / ".cache" / "loopd-tests"
-    base.mkdir(parents=True, exist_ok=True)
-    path = base / tmp_path_factory.mktemp("codex").name
-    path.mkdir()
-    yield path
-    shutil.rmtree(path, ignore_errors=True)

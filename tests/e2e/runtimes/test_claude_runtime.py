@@ -5,25 +5,21 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import (
     AgentMessageChunk,
-    Prompt,
-    TextBlock,
     ToolCallStarted,
     ToolCallUpdated,
     UsageUpdated,
 )
-from loopd.runtimes.base import RuntimeContext
-from loopd.runtimes.claude import ClaudeRuntime, ClaudeRuntimeFactory, ClaudeSettings
+from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
-from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
+from tests.e2e.conftest import anthropic_texts
 
-from .conftest import approver_of, pinned_binary
+from .conftest import approver_of, open_runtime, pinned_binary, say
 
 pytestmark = pytest.mark.e2e
 MODEL = "claude-sonnet-4-5"
@@ -46,44 +42,11 @@ def settings(fake: FakeLLMServer, home: Path, binary: str | None = None) -> Clau
     )
 
 
-async def open_runtime(
-    s: ClaudeSettings,
-    cwd: Path,
-    approver: ScriptedApprover | None = None,
-    state: dict[str, Any] | None = None,
-    mode: str = "ask",
-) -> tuple[ClaudeRuntime, RecordingEmitter]:
-    emitter = RecordingEmitter()
-    context = RuntimeContext(
-        session_id="s1",
-        cwd=str(cwd),
-        additional_roots=(),
-        emitter=emitter,
-        approver=approver or approver_of(),
-        config={"mode": mode},
-        state=state or {},
-    )
-    return await ClaudeRuntimeFactory(s).open(context), emitter
-
-
-def say(text: str) -> Prompt:
-    return Prompt((TextBlock(text),))
-
-
-def user_texts(body: dict[str, Any]) -> list[str]:
-    texts = []
-    for message in body["messages"]:
-        content = message["content"]
-        if isinstance(content, str):
-            texts.append(content)
-        else:
-            texts += [b.get("text", "") for b in content if b.get("type") == "text"]
-    return texts
-
-
 async def test_a_text_turn_streams(fake_llm: FakeLLMServer, workdir: Path, tmp_path: Path) -> None:
     fake_llm.script("*", Reply(text="hello from the fake model"))
-    runtime, emitter = await open_runtime(settings(fake_llm, tmp_path), workdir)
+    runtime, emitter = await open_runtime(
+        ClaudeRuntimeFactory(settings(fake_llm, tmp_path)), workdir
+    )
     try:
         outcome = await runtime.prompt(say("hi"))
     finally:
@@ -106,7 +69,9 @@ async def test_an_allowed_tool_runs(fake_llm: FakeLLMServer, workdir: Path, tmp_
     target = workdir / "made.txt"
     _touch_turn(fake_llm, target)
     approver = approver_of(ApprovalDecision.ALLOW_ONCE)
-    runtime, emitter = await open_runtime(settings(fake_llm, tmp_path), workdir, approver)
+    runtime, emitter = await open_runtime(
+        ClaudeRuntimeFactory(settings(fake_llm, tmp_path)), workdir, approver
+    )
     try:
         outcome = await runtime.prompt(say("make the file"))
     finally:
@@ -127,7 +92,9 @@ async def test_a_rejected_tool_does_not_run(
     target = workdir / "made.txt"
     _touch_turn(fake_llm, target)
     approver = approver_of(ApprovalDecision.REJECT_ONCE)
-    runtime, emitter = await open_runtime(settings(fake_llm, tmp_path), workdir, approver)
+    runtime, emitter = await open_runtime(
+        ClaudeRuntimeFactory(settings(fake_llm, tmp_path)), workdir, approver
+    )
     try:
         outcome = await runtime.prompt(say("make the file"))
     finally:
@@ -154,7 +121,9 @@ async def test_cancel_mid_stream_then_the_next_turn_works(
         Reply(text="one two three four five six", pause_after=3, gate="never"),
         Reply(text="second turn"),
     )
-    runtime, emitter = await open_runtime(settings(fake_llm, tmp_path), workdir)
+    runtime, emitter = await open_runtime(
+        ClaudeRuntimeFactory(settings(fake_llm, tmp_path)), workdir
+    )
     try:
         turn = asyncio.create_task(runtime.prompt(say("talk slowly")))
         async with asyncio.timeout(30):
@@ -175,27 +144,27 @@ async def test_a_reopened_runtime_resumes_the_conversation(
 ) -> None:
     fake_llm.script("*", Reply(text="noted"), Reply(text="it was ALPHA"))
     s = settings(fake_llm, tmp_path)
-    first, _ = await open_runtime(s, workdir)
+    first, _ = await open_runtime(ClaudeRuntimeFactory(s), workdir)
     try:
         await first.prompt(say("remember the word ALPHA"))
         state = dict(first.state())
     finally:
         await first.close()
-    second, emitter = await open_runtime(s, workdir, state=state)
+    second, emitter = await open_runtime(ClaudeRuntimeFactory(s), workdir, state=state)
     try:
         outcome = await second.prompt(say("what was the word?"))
     finally:
         await second.close()
     assert outcome.stop_reason == "end_turn"
     assert emitter.text == "it was ALPHA"
-    history = user_texts(fake_llm.requests[-1].body)
+    history = anthropic_texts(fake_llm.requests[-1].body)
     assert any("remember the word ALPHA" in t for t in history)
     assert second.state() == state
 
 
 async def test_a_missing_cli_is_a_visible_message(workdir: Path, tmp_path: Path) -> None:
     s = ClaudeSettings(binary=str(tmp_path / "no-such-claude"))
-    runtime, emitter = await open_runtime(s, workdir)
+    runtime, emitter = await open_runtime(ClaudeRuntimeFactory(s), workdir)
     outcome = await runtime.prompt(say("hi"))
     await runtime.close()
     assert outcome.stop_reason == "end_turn"
@@ -207,7 +176,9 @@ async def test_a_crashing_cli_is_a_visible_message(workdir: Path, tmp_path: Path
     crash = tmp_path / "claude"
     crash.write_text("#!/bin/sh\necho 'fatal: licence exploded' >&2\nexit 3\n")
     crash.chmod(0o755)
-    runtime, emitter = await open_runtime(ClaudeSettings(binary=str(crash)), workdir)
+    runtime, emitter = await open_runtime(
+        ClaudeRuntimeFactory(ClaudeSettings(binary=str(crash))), workdir
+    )
     outcome = await asyncio.wait_for(runtime.prompt(say("hi")), 20)
     await runtime.close()
     assert outcome.error and "licence exploded" in outcome.error

@@ -12,18 +12,15 @@ import pytest
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import (
     AgentMessageChunk,
-    Prompt,
-    TextBlock,
     ToolCallStarted,
     ToolCallUpdated,
     UsageUpdated,
 )
-from loopd.runtimes.base import RuntimeContext
-from loopd.runtimes.codex import CodexProvider, CodexRuntime, CodexRuntimeFactory, CodexSettings
+from loopd.runtimes.codex import CodexProvider, CodexRuntimeFactory, CodexSettings
 from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
-from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
+from tests.e2e.conftest import responses_texts
 
-from .conftest import approver_of, pinned_binary
+from .conftest import approver_of, open_runtime, pinned_binary, say
 
 pytestmark = pytest.mark.e2e
 MODEL = "gpt-5.5"  # a slug from codex's own catalog, or it drops apply_patch and warns
@@ -40,43 +37,13 @@ def settings(base_url: str, codex_home: Path, **timeouts: Any) -> CodexSettings:
     )
 
 
-async def open_runtime(
-    s: CodexSettings,
-    cwd: Path,
-    approver: ScriptedApprover | None = None,
-    state: dict[str, Any] | None = None,
-) -> tuple[CodexRuntime, RecordingEmitter]:
-    emitter = RecordingEmitter()
-    context = RuntimeContext(
-        session_id="s1",
-        cwd=str(cwd),
-        additional_roots=(),
-        emitter=emitter,
-        approver=approver or approver_of(),
-        config={"mode": "ask"},
-        state=state or {},
-    )
-    return await CodexRuntimeFactory(s).open(context), emitter
-
-
-def say(text: str) -> Prompt:
-    return Prompt((TextBlock(text),))
-
-
-def input_texts(body: dict[str, Any]) -> list[str]:
-    return [
-        part.get("text", "")
-        for item in body["input"]
-        if isinstance(item.get("content"), list)
-        for part in item["content"]
-    ]
-
-
 async def test_a_text_turn_streams(
     fake_llm: FakeLLMServer, workdir: Path, home_cache: Path
 ) -> None:
     fake_llm.script("*", Reply(text="hello from the fake model"))
-    runtime, emitter = await open_runtime(settings(fake_llm.openai_base_url, home_cache), workdir)
+    runtime, emitter = await open_runtime(
+        CodexRuntimeFactory(settings(fake_llm.openai_base_url, home_cache)), workdir
+    )
     try:
         outcome = await runtime.prompt(say("hi"))
     finally:
@@ -100,7 +67,7 @@ async def test_an_allowed_command_runs(
     _touch_turn(fake_llm)
     approver = approver_of(ApprovalDecision.ALLOW_ONCE)
     s = settings(fake_llm.openai_base_url, home_cache)
-    runtime, emitter = await open_runtime(s, workdir, approver)
+    runtime, emitter = await open_runtime(CodexRuntimeFactory(s), workdir, approver)
     try:
         outcome = await runtime.prompt(say("make the file"))
     finally:
@@ -122,7 +89,7 @@ async def test_a_rejected_command_does_not_run(
     _touch_turn(fake_llm)
     approver = approver_of(ApprovalDecision.REJECT_ONCE)
     s = settings(fake_llm.openai_base_url, home_cache)
-    runtime, emitter = await open_runtime(s, workdir, approver)
+    runtime, emitter = await open_runtime(CodexRuntimeFactory(s), workdir, approver)
     try:
         outcome = await asyncio.wait_for(runtime.prompt(say("make the file")), 60)
     finally:
@@ -141,7 +108,9 @@ async def test_cancel_mid_stream_then_the_next_turn_works(
         Reply(text="one two three four five six", pause_after=5, gate="never"),
         Reply(text="second turn"),
     )
-    runtime, emitter = await open_runtime(settings(fake_llm.openai_base_url, home_cache), workdir)
+    runtime, emitter = await open_runtime(
+        CodexRuntimeFactory(settings(fake_llm.openai_base_url, home_cache)), workdir
+    )
     try:
         turn = asyncio.create_task(runtime.prompt(say("talk slowly")))
         async with asyncio.timeout(30):
@@ -162,27 +131,27 @@ async def test_a_reopened_runtime_resumes_the_thread(
 ) -> None:
     fake_llm.script("*", Reply(text="noted"), Reply(text="it was ALPHA"))
     s = settings(fake_llm.openai_base_url, home_cache)
-    first, _ = await open_runtime(s, workdir)
+    first, _ = await open_runtime(CodexRuntimeFactory(s), workdir)
     try:
         await first.prompt(say("remember the word ALPHA"))
         state = dict(first.state())
     finally:
         await first.close()
-    second, emitter = await open_runtime(s, workdir, state=state)
+    second, emitter = await open_runtime(CodexRuntimeFactory(s), workdir, state=state)
     try:
         outcome = await second.prompt(say("what was the word?"))
     finally:
         await second.close()
     assert outcome.stop_reason == "end_turn"
     assert emitter.text == "it was ALPHA"
-    history = input_texts(fake_llm.requests[-1].body)
+    history = responses_texts(fake_llm.requests[-1].body)
     assert "remember the word ALPHA" in history
     assert second.state() == state
 
 
 async def test_an_unreachable_model_ends_the_turn(workdir: Path, home_cache: Path) -> None:
     s = settings("http://127.0.0.1:9/v1", home_cache, max_reconnects=0)
-    runtime, emitter = await open_runtime(s, workdir)
+    runtime, emitter = await open_runtime(CodexRuntimeFactory(s), workdir)
     try:
         outcome = await asyncio.wait_for(runtime.prompt(say("hi")), 60)
     finally:
@@ -193,7 +162,9 @@ async def test_an_unreachable_model_ends_the_turn(workdir: Path, home_cache: Pat
 
 
 async def test_a_missing_cli_is_a_visible_message(workdir: Path, tmp_path: Path) -> None:
-    runtime, emitter = await open_runtime(CodexSettings(binary=str(tmp_path / "nope")), workdir)
+    runtime, emitter = await open_runtime(
+        CodexRuntimeFactory(CodexSettings(binary=str(tmp_path / "nope"))), workdir
+    )
     outcome = await runtime.prompt(say("hi"))
     await runtime.close()
     assert outcome.error and "nope" in outcome.error

@@ -373,3 +373,13 @@ async def test_history_carries_tool_uses_for_the_next_turn() -> None:
     sent = rig.provider.requests[-1].messages
     assert sent[1].parts == (ToolUsePart("r", "read", {"path": "/a"}),)
     assert [m.role for m in sent] == ["user", "assistant", "user", "assistant", "user"]
+
+
+async def test_a_turn_stopped_by_a_limit_does_not_stop_the_next_one() -> None:
+    same = ("bash", {"command": "false"})
+    script = [Reply(tools=[(f"c{i}", *same)]) for i in range(3)]
+    rig = Rig(ScriptedProvider.of(*script, Reply(tools=[("d", *same)]), Reply(text="fine")))
+    engine = rig.engine()
+    assert (await engine.run(ask("go"))).stop_reason == "max_turn_requests"
+    assert (await engine.run(ask("again"))).stop_reason == "end_turn"
+    assert rig.tools.started[-1] == "d"

@@ -26,6 +26,7 @@ from loopd.protocol.events import (
 )
 from loopd.protocol.model import Usage
 from loopd.runtimes import claude_events as ce
+from loopd.runtimes import claude_tools as ct
 from loopd.runtimes.base import McpServerConfig
 from loopd.runtimes.claude import mcp_config
 
@@ -254,12 +255,12 @@ def test_subagent_text_is_not_shown_but_its_tool_calls_are() -> None:
 def test_tool_titles_and_kinds(
     name: str, tool_input: dict[str, Any], title: str, kind: str
 ) -> None:
-    view = ce.tool_view(name, tool_input, "/w")
+    view = ct.tool_view(name, tool_input, "/w")
     assert (view.title, view.kind) == (title, kind)
 
 
 def test_read_points_at_its_line() -> None:
-    assert ce.tool_view("Read", {"file_path": "/w/a.py", "offset": 10}, "/w").locations == (
+    assert ct.tool_view("Read", {"file_path": "/w/a.py", "offset": 10}, "/w").locations == (
         Location("/w/a.py", 10),
     )
 
@@ -312,7 +313,7 @@ BASH_REQUEST = next(
 
 
 def test_a_permission_request_becomes_an_approval_question() -> None:
-    question = ce.approval_request("s1", BASH_REQUEST, CWD)
+    question = ct.approval_request("s1", BASH_REQUEST, CWD)
     assert question.tool_call_id == "toolu_88642c12"
     assert (question.tool_name, question.kind) == ("Bash", "execute")
     assert question.title == f"touch {CWD}/made.txt"
@@ -320,12 +321,12 @@ def test_a_permission_request_becomes_an_approval_question() -> None:
 
 
 def test_permission_answers() -> None:
-    allow = ce.permission_answer(ApprovalDecision.ALLOW_ONCE, BASH_REQUEST)
+    allow = ct.permission_answer(ApprovalDecision.ALLOW_ONCE, BASH_REQUEST)
     assert allow == {"behavior": "allow", "updatedInput": BASH_REQUEST["input"]}
-    always = ce.permission_answer(ApprovalDecision.ALLOW_ALWAYS, BASH_REQUEST)
+    always = ct.permission_answer(ApprovalDecision.ALLOW_ALWAYS, BASH_REQUEST)
     assert always["updatedPermissions"] == BASH_REQUEST["permission_suggestions"]
     bare = {"tool_name": "Write", "input": {"file_path": "/w/x"}, "permission_suggestions": None}
-    assert ce.permission_answer(ApprovalDecision.ALLOW_ALWAYS, bare)["updatedPermissions"] == [
+    assert ct.permission_answer(ApprovalDecision.ALLOW_ALWAYS, bare)["updatedPermissions"] == [
         {
             "type": "addRules",
             "rules": [{"toolName": "Write"}],
@@ -334,8 +335,8 @@ def test_permission_answers() -> None:
         }
     ]
     for decision in (ApprovalDecision.REJECT_ONCE, ApprovalDecision.REJECT_ALWAYS):
-        assert ce.permission_answer(decision, BASH_REQUEST)["behavior"] == "deny"
-    cancelled = ce.permission_answer(ApprovalDecision.CANCELLED, BASH_REQUEST)
+        assert ct.permission_answer(decision, BASH_REQUEST)["behavior"] == "deny"
+    cancelled = ct.permission_answer(ApprovalDecision.CANCELLED, BASH_REQUEST)
     assert cancelled["behavior"] == "deny" and cancelled["interrupt"] is True
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,9 @@ import pytest
 from loopd.engine.ports import Verdict
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.errors import ConfigError
-from loopd.protocol.events import Prompt, TextBlock
+from loopd.protocol.events import ConfigOption, Prompt, TextBlock
+from loopd.runtimes.base import McpServerConfig, Runtime, RuntimeContext
+from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.sessions.manager import SessionManager, SessionNotFound
 from loopd.testing.fakes import FakeToolBox, Reply, ScriptedPolicy, ScriptedProvider
 from loopd.testing.harness import RecordingLink, scripted_manager
@@ -196,3 +199,69 @@ async def test_config_changes_are_shown_on_every_link(tmp_path: Path) -> None:
         assert update["sessionUpdate"] == "config_option_update"
         current = {o["id"]: o["currentValue"] for o in update["configOptions"]}
         assert current["thought_level"] == "high"
+
+
+@dataclass
+class OpenedClaude:
+    """Opens Claude Code runtimes (never started by these tests), keeping each context."""
+
+    name: str = "claude"
+    contexts: list[RuntimeContext] = field(default_factory=list)
+
+    async def open(self, context: RuntimeContext) -> Runtime:
+        self.contexts.append(context)
+        settings = ClaudeSettings(
+            binary="/nonexistent/claude",
+            models=("sonnet", "opus"),
+            default_model="sonnet",
+            efforts=("low", "high"),
+        )
+        return await ClaudeRuntimeFactory(settings).open(context)
+
+
+def with_claude(manager: SessionManager, opened: OpenedClaude | None = None) -> SessionManager:
+    manager.runtimes = {**manager.runtimes, "claude": opened or OpenedClaude()}
+    return manager
+
+
+def current(options: tuple[ConfigOption, ...]) -> dict[str, str]:
+    return {o.id: o.current_value for o in options}
+
+
+async def test_a_runtime_chosen_at_new_offers_its_own_model_and_effort(tmp_path: Path) -> None:
+    manager = with_claude(scripted_manager(tmp_path, ScriptedProvider.of()))
+    view = await manager.new_session(str(tmp_path), RecordingLink(), config={"runtime": "claude"})
+    assert current(view.config_options) == {
+        "mode": "ask",
+        "model": "sonnet",
+        "thought_level": "default",
+        "runtime": "claude",
+    }
+    [effort] = [o for o in view.config_options if o.id == "thought_level"]
+    assert [c.value for c in effort.choices] == ["default", "low", "high"]
+    changed = await manager.set_config(view.id, "thought_level", "high")
+    assert current(changed.config_options)["thought_level"] == "high"
+    with pytest.raises(ConfigError):
+        await manager.set_config(view.id, "thought_level", "off")
+
+
+async def test_switching_runtime_keeps_the_mode_and_takes_the_new_defaults(
+    tmp_path: Path,
+) -> None:
+    opened = OpenedClaude()
+    manager = with_claude(scripted_manager(tmp_path, ScriptedProvider.of()), opened)
+    files = McpServerConfig("files", command="mcp-files")
+    view = await manager.new_session(str(tmp_path), RecordingLink(), mcp_servers=[files])
+    await manager.set_config(view.id, "mode", "plan")
+    switched = await manager.set_config(view.id, "runtime", "claude")
+    assert current(switched.config_options) == {
+        "mode": "plan",
+        "model": "sonnet",
+        "thought_level": "default",
+        "runtime": "claude",
+    }
+    record = manager.store.get(view.id)
+    assert record is not None
+    assert record.config == {"mode": "plan", "model": "sonnet", "thought_level": "default"}
+    assert record.runtime["name"] == "claude"
+    assert opened.contexts[-1].mcp_servers == (files,)  # the editor's servers follow
