@@ -12,7 +12,7 @@ provider) are dropped because Anthropic would reject them.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -53,6 +53,7 @@ from loopd.providers.sse import (
     DEFAULT_IDLE_TIMEOUT,
     JsonObject,
     SseEndpoint,
+    SseProvider,
     incomplete,
     load_event,
     parse_tool_input,
@@ -77,7 +78,7 @@ _STOPS: Mapping[str, ModelStop] = {
 }
 
 
-class AnthropicProvider:
+class AnthropicProvider(SseProvider):
     """Streams replies from the Messages API. `bearer=True` sends
     `Authorization: Bearer` instead of `x-api-key`, for gateways that want it."""
 
@@ -93,14 +94,8 @@ class AnthropicProvider:
     ) -> None:
         auth = {"authorization": f"Bearer {api_key}"} if bearer else {"x-api-key": api_key}
         headers = {**auth, "anthropic-version": version}
-        self._endpoint = SseEndpoint(base_url, headers, client=client, idle_timeout=idle_timeout)
-        self._encoder = RequestEncoder()
-
-    async def aclose(self) -> None:
-        await self._endpoint.aclose()
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return self._endpoint.stream(PATH, self._encoder.encode(request), _Decoder())
+        endpoint = SseEndpoint(base_url, headers, client=client, idle_timeout=idle_timeout)
+        super().__init__(endpoint, PATH, RequestEncoder(), _Decoder)
 
 
 # ---- request ----

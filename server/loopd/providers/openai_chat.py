@@ -15,7 +15,7 @@ do not expect it.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,7 @@ from loopd.providers.sse import (
     DEFAULT_IDLE_TIMEOUT,
     JsonObject,
     SseEndpoint,
+    SseProvider,
     data_url,
     incomplete,
     load_event,
@@ -56,7 +57,7 @@ _STOPS: Mapping[str, ModelStop] = {
 }
 
 
-class OpenAIChatProvider:
+class OpenAIChatProvider(SseProvider):
     """Streams replies from any Chat Completions endpoint. `base_url` includes the
     `/v1` (as `OPENAI_BASE_URL` does)."""
 
@@ -69,14 +70,8 @@ class OpenAIChatProvider:
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         headers = {"authorization": f"Bearer {api_key}"}
-        self._endpoint = SseEndpoint(base_url, headers, client=client, idle_timeout=idle_timeout)
-        self._encoder = RequestEncoder()
-
-    async def aclose(self) -> None:
-        await self._endpoint.aclose()
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return self._endpoint.stream(PATH, self._encoder.encode(request), _Decoder())
+        endpoint = SseEndpoint(base_url, headers, client=client, idle_timeout=idle_timeout)
+        super().__init__(endpoint, PATH, RequestEncoder(), _Decoder)
 
 
 # ---- request ----

@@ -13,7 +13,7 @@ overflow, not a retry).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -45,6 +45,7 @@ from loopd.providers.sse import (
     DEFAULT_IDLE_TIMEOUT,
     JsonObject,
     SseEndpoint,
+    SseProvider,
     data_url,
     incomplete,
     load_event,
@@ -58,7 +59,7 @@ _THINKING_EVENTS = frozenset(
 _INCOMPLETE: Mapping[str, ModelStop] = {"content_filter": "refusal"}
 
 
-class OpenAIResponsesProvider:
+class OpenAIResponsesProvider(SseProvider):
     """Streams replies from the Responses API. `base_url` includes the `/v1`."""
 
     def __init__(
@@ -70,14 +71,8 @@ class OpenAIResponsesProvider:
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         headers = {"authorization": f"Bearer {api_key}"}
-        self._endpoint = SseEndpoint(base_url, headers, client=client, idle_timeout=idle_timeout)
-        self._encoder = RequestEncoder()
-
-    async def aclose(self) -> None:
-        await self._endpoint.aclose()
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return self._endpoint.stream(PATH, self._encoder.encode(request), _Decoder())
+        endpoint = SseEndpoint(base_url, headers, client=client, idle_timeout=idle_timeout)
+        super().__init__(endpoint, PATH, RequestEncoder(), _Decoder)
 
 
 # ---- request ----

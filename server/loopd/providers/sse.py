@@ -17,14 +17,14 @@ import functools
 import json
 import logging
 import ssl
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import httpx
 from httpx_sse import SSEError, aconnect_sse
 
 from loopd.protocol.errors import BadRequest, IncompleteStream, Transient
-from loopd.protocol.model import INVALID_JSON_KEY, ResponseDone, StreamEvent
+from loopd.protocol.model import INVALID_JSON_KEY, ModelRequest, ResponseDone, StreamEvent
 from loopd.providers.classify import error_from_response
 
 log = logging.getLogger(__name__)
@@ -113,6 +113,36 @@ class SseEndpoint:
         except SSEError as exc:
             raise BadRequest(f"{url}: expected an event stream ({exc})") from exc
         yield decoder.finish()
+
+
+class Encoder(Protocol):
+    """Request bodies of one wire format, from cached fragments (see body.py)."""
+
+    def encode(self, request: ModelRequest) -> bytes: ...
+
+
+class SseProvider:
+    """The shape every provider shares: one endpoint, one path, an encoder kept for
+    the provider's life (its cache is the point) and a fresh decoder per reply.
+    Subclasses only say how to authenticate and which format to speak."""
+
+    def __init__(
+        self,
+        endpoint: SseEndpoint,
+        path: str,
+        encoder: Encoder,
+        decoder: Callable[[], Decoder],
+    ) -> None:
+        self._endpoint = endpoint
+        self._path = path
+        self._encoder = encoder
+        self._decoder = decoder
+
+    async def aclose(self) -> None:
+        await self._endpoint.aclose()
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        return self._endpoint.stream(self._path, self._encoder.encode(request), self._decoder())
 
 
 def load_event(data: str) -> JsonObject | None:
