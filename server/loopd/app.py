@@ -88,6 +88,7 @@ def build_app(env: Mapping[str, str], cwd: str) -> App:
         runtimes=factories,
         default_runtime=catalog.catalog.default or "",
         now=utc_now,
+        approval_timeout=float(config.approvals.timeout_seconds),
         no_runtime_help=f"{HOW_TO_CONFIGURE}, or put the claude or codex CLI on PATH "
         "(`loopd doctor` shows what was found)",
         identify=functools.partial(_identity, catalog.catalog),

@@ -49,6 +49,7 @@ The file format (every key optional; unknown keys are errors):
     allow = []
     ask = []
     deny = []
+    timeout_seconds = 600      # an unanswered question is a rejection after this
 """
 
 from loopd.config.load import (

@@ -241,9 +241,15 @@ def _limits(t: _Table) -> Limits:
 
 
 def _approvals(t: _Table) -> Approvals:
-    t.only({"allow", "ask", "deny"})
+    t.only({"allow", "ask", "deny", "timeout_seconds"})
+    timeout = t.number("timeout_seconds", Approvals().timeout_seconds)
+    if timeout <= 0:
+        t.fail("timeout_seconds", "must be a positive number of seconds")
     return Approvals(
-        allow=t.texts("allow") or (), ask=t.texts("ask") or (), deny=t.texts("deny") or ()
+        allow=t.texts("allow") or (),
+        ask=t.texts("ask") or (),
+        deny=t.texts("deny") or (),
+        timeout_seconds=timeout,
     )
 
 

@@ -130,11 +130,13 @@ class Limits:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Approvals:
-    """`[approvals]`: rule strings, kept verbatim; the policy layer interprets them."""
+    """`[approvals]`: rule strings, kept verbatim (the policy layer interprets them),
+    and how long a question waits for the person before it counts as a rejection."""
 
     allow: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
+    timeout_seconds: int = 600
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

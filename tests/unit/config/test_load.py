@@ -261,3 +261,15 @@ def test_data_dir_prefers_loopd_home(tmp_path: Path) -> None:
     assert data_dir({"LOOPD_HOME": str(tmp_path)}) == tmp_path
     fallback = data_dir({})
     assert fallback.is_absolute() and "loopd" in fallback.parts[-1]
+
+
+def test_the_approval_timeout_is_configurable_and_must_be_positive(tmp_path: Path) -> None:
+    from loopd.protocol.errors import ConfigError
+
+    user = tmp_path / "user.toml"
+    user.write_text("[approvals]\ntimeout_seconds = 30\n")
+    config = load_config({}, tmp_path, user_file=user, workspace_file=tmp_path / "none.toml")
+    assert config.approvals.timeout_seconds == 30
+    user.write_text("[approvals]\ntimeout_seconds = 0\n")
+    with pytest.raises(ConfigError, match="timeout_seconds"):
+        load_config({}, tmp_path, user_file=user, workspace_file=tmp_path / "none.toml")
