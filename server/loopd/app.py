@@ -9,7 +9,9 @@ is a client of that manager.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -200,11 +202,13 @@ class LazyProbe:
     def __init__(self, env: Mapping[str, str]) -> None:
         self._env = env
         self._probe: SandboxProbe | None = None
+        self._lock = threading.Lock()
 
     def get(self) -> SandboxProbe:
-        if self._probe is None:
-            self._probe = probe_sandbox(env=dict(self._env))
-        return self._probe
+        with self._lock:  # sessions opening at once share the one probe
+            if self._probe is None:
+                self._probe = probe_sandbox(env=dict(self._env))
+            return self._probe
 
 
 NO_SANDBOX = "No OS sandbox was found (see `loopd doctor`): every command asks first"
@@ -243,7 +247,8 @@ class GuardedParts:
         probe: LazyProbe,
         rules: RuleSet,
     ) -> GuardedParts:
-        found, grant, parsed = probe.get(), NetworkGrant(), parse_mode(mode)
+        found = await asyncio.to_thread(probe.get)  # runs trial commands, once
+        grant, parsed = NetworkGrant(), parse_mode(mode)
 
         async def on_plan(entries: tuple[PlanEntry, ...]) -> None:
             await ctx.emitter.emit(PlanUpdated(entries))
