@@ -110,7 +110,11 @@ class SessionManager:
             config=config,
         )
         self.store.create(record)
-        live = await self._open(record, link, mcp_servers)
+        try:
+            live = await self._open(record, link, mcp_servers)
+        except BaseException:
+            self.store.delete(record.id)  # a session that never opened is not listed
+            raise
         return self._view(live)
 
     async def load_session(
