@@ -77,7 +77,8 @@ def acp() -> int:
     """`initialize` is answered while the app is still being built (in a thread:
     catalog discovery runs each CLI's `--version`, the store opens); the first
     request that needs sessions waits for it."""
-    from loopd.acp.server import protect_stdout, serve_stdio
+    from loopd.acp.server import serve_stdio
+    from loopd.stdio import protect_stdout
 
     out = protect_stdout()  # before anything else can print: stdout is the protocol's
 
@@ -114,11 +115,14 @@ def lsp(tcp: str | None) -> int:
         if not host or not port.isdigit():
             raise ConfigError(f"--tcp wants HOST:PORT, got {tcp!r}")
         address = (host, int(port))
+    from loopd.stdio import protect_stdout
+
+    out = protect_stdout() if address is None else None  # stdout is the protocol's
 
     async def main() -> None:
         app = build_app(dict(os.environ), os.getcwd())
         try:
-            await serve(app.manager, address)
+            await serve(app.manager, address, out)
         finally:
             await app.aclose()
 

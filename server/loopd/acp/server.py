@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sys
 from dataclasses import dataclass
 from typing import IO, Any
@@ -21,6 +20,7 @@ from acp.agent.connection import AgentSideConnection
 
 from loopd.acp.agent import LoopdAgent
 from loopd.sessions.manager import SessionManager
+from loopd.stdio import protect_stdout
 
 log = logging.getLogger(__name__)
 
@@ -60,15 +60,6 @@ async def serve_stdio(
         await serve(agent, stdio.writer, stdio.reader)
     finally:
         stdio.close()
-
-
-def protect_stdout() -> IO[bytes]:
-    """A private handle on the real stdout, for the protocol writer; descriptor 1
-    (and so `print`, and any library writing to it) becomes stderr."""
-    sys.stdout.flush()
-    protocol_fd = os.dup(sys.stdout.fileno())
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    return os.fdopen(protocol_fd, "wb", buffering=0)
 
 
 @dataclass(slots=True)

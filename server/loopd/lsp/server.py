@@ -20,7 +20,7 @@ import os
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
@@ -35,6 +35,7 @@ from loopd.lsp.wire import BadParams, raw_converter
 from loopd.protocol.errors import ConfigError, LoopdError
 from loopd.runtimes.base import McpServerConfig
 from loopd.sessions.manager import SessionManager, SessionNotFound, SessionView
+from loopd.stdio import protect_stdout
 
 log = logging.getLogger(__name__)
 
@@ -181,11 +182,16 @@ def build_server(manager: SessionManager) -> LoopdServer:
     return server
 
 
-async def serve(manager: SessionManager, tcp: tuple[str, int] | None = None) -> None:
-    """Serve LSP on stdio (one connection) or on TCP (any number, until cancelled)."""
+async def serve(
+    manager: SessionManager, tcp: tuple[str, int] | None = None, out: BinaryIO | None = None
+) -> None:
+    """Serve LSP on stdio (one connection) or on TCP (any number, until cancelled).
+    `out` is the protocol's stdout from `loopd.stdio.protect_stdout`, for callers
+    that protect it before building the manager (recommended: nothing may print)."""
     if tcp is None:
         reader = await _stdin_reader()
-        await _serve_connection(manager, reader, StdoutWriter(sys.stdout.buffer))
+        writer = StdoutWriter(out if out is not None else protect_stdout())
+        await _serve_connection(manager, reader, writer)
         return
 
     async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
