@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
+from loopd.policy.paths import secret_reason
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import Location, ToolKind
 from loopd.tools.base import Args, failure
@@ -101,7 +102,23 @@ class Grep:
                 found = await _rg_search(self.rg, query, want)
         except GrepFailed as e:
             return failure(f"grep failed: {e}")
-        return ToolResult(output=_render(found, query, env))
+        shown, withheld = _without_secrets(found)
+        output = _render(shown, query, env)
+        if withheld:
+            output += f"\n[{len(withheld)} matches in files that look like secrets are withheld.]"
+        return ToolResult(output=output)
+
+
+def _without_secrets(found: list[Match]) -> tuple[list[Match], list[Match]]:
+    """Matches split into those that may be shown and those inside secret files
+    (keys, `.env`, credentials): a search must not read out what `read` refuses."""
+    home = os.path.realpath(os.path.expanduser("~"))
+    shown: list[Match] = []
+    withheld: list[Match] = []
+    for m in found:
+        secret = secret_reason(os.path.realpath(m.path), home) is not None
+        (withheld if secret else shown).append(m)
+    return shown, withheld
 
 
 def _render(found: list[Match], query: Query, env: ToolEnv) -> str:

@@ -137,3 +137,14 @@ async def test_glob_errors_and_empty_results(call: Call, tree: Path) -> None:
     not_dir = await call("glob", pattern="*", path="a.txt")
     assert not_dir.result.is_error
     assert "a.txt is not a directory" in not_dir.result.output
+
+
+async def test_grep_withholds_matches_in_secret_files(grep: ToolRegistry, tree: Path) -> None:
+    (tree / "server.key").write_text("alpha SECRET-KEY-MATERIAL\n")
+    (tree / "creds").mkdir()
+    (tree / "creds" / "id_rsa").write_text("alpha PRIVATE\n")
+    result = await run_grep(grep, pattern="alpha")
+    assert "SECRET-KEY-MATERIAL" not in result.output
+    assert "PRIVATE" not in result.output
+    assert "a.txt:1: alpha" in result.output
+    assert result.output.endswith("matches in files that look like secrets are withheld.]")
