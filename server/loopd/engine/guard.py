@@ -49,7 +49,7 @@ class LoopGuardOptions:
 
     - `repeat_cap`: this many identical consecutive actions stop the run. Three,
       because a pathological loop shows itself in three repeats, and two is often a
-      legitimate retry after a transient failure.
+      legitimate retry after a transient failure. None switches the check off.
     - `max_cycle_period`: the longest cycle inspected (periods 2..N; period 1 is the
       repeat cap). Four covers the read-edit-test-read dances seen in practice while
       keeping the history, and the check, tiny.
@@ -61,7 +61,7 @@ class LoopGuardOptions:
       person (or the model) can wrap up before the hard stop.
     """
 
-    repeat_cap: int = 3
+    repeat_cap: int | None = 3
     max_cycle_period: int = 4
     cycle_min_occurrences: int = 3
     max_cost_usd: float | None = None
@@ -69,7 +69,7 @@ class LoopGuardOptions:
     warn_fraction: float = 0.8
 
     def __post_init__(self) -> None:
-        if self.repeat_cap < 2:
+        if self.repeat_cap is not None and self.repeat_cap < 2:
             raise ValueError("repeat_cap must be at least 2: one action is not a repeat")
         if self.cycle_min_occurrences < 2:
             raise ValueError("cycle_min_occurrences must be at least 2")
@@ -79,7 +79,7 @@ class LoopGuardOptions:
     @property
     def history_size(self) -> int:
         """How many past actions the checks can ever look at."""
-        return max(self.repeat_cap, self.max_cycle_period * self.cycle_min_occurrences)
+        return max(self.repeat_cap or 0, self.max_cycle_period * self.cycle_min_occurrences)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +212,7 @@ class LoopGuard:
     def _repetition(self, tool: str) -> str | None:
         history = list(self._history)
         cap = self._options.repeat_cap
-        if len(history) >= cap and len(set(history[-cap:])) == 1:
+        if cap is not None and len(history) >= cap and len(set(history[-cap:])) == 1:
             return f"the same {tool} call {cap} times in a row"
         laps = self._options.cycle_min_occurrences
         period = _cycle_period(history, self._options.max_cycle_period, laps)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from loopd.engine.guard import LoopGuardOptions
 from loopd.engine.ports import ToolCall
 
 
@@ -27,6 +28,9 @@ class Limits:
 
     `max_parallel` caps one scheduled group; `max_result_bytes` caps what one tool
     result costs the context (see `truncate_result`).
+
+    Zero turns a check off: `max_iterations`, `max_tool_calls` and
+    `max_identical_calls` (one identical call is not a repeat, so 1 is off too).
     """
 
     max_iterations: int = 25
@@ -35,6 +39,17 @@ class Limits:
     max_result_bytes: int = 64_000
     max_identical_calls: int = 3
     max_turn_tokens: int = 0
+
+
+def guard_options(limits: Limits) -> LoopGuardOptions:
+    """The loop guard for a turn under `limits`: the repeat cap is the configured
+    `max_identical_calls` and the action budget `max_tool_calls`, so the guard warns
+    once at 80% of it and then stops, and a limit set to 0 is off."""
+    identical = limits.max_identical_calls
+    return LoopGuardOptions(
+        repeat_cap=identical if identical >= 2 else None,
+        max_actions=limits.max_tool_calls or None,
+    )
 
 
 def canonical_input(value: Mapping[str, Any]) -> str:
@@ -56,21 +71,6 @@ def call_key(call: ToolCall) -> str:
     confused with part of an input.
     """
     return canonical_input({"tool": call.name, "input": call.input})
-
-
-def is_repeat(calls: Sequence[ToolCall], n: int) -> bool:
-    """Whether the last `n` calls are identical (by `call_key`).
-
-    Identity is over the tool *and* its canonical input. That is what lets the
-    detector coexist with recovery: retrying with a different approach is not an
-    identical call, so it never trips, while the same failing command three times
-    does. `n` of one or less disables the check, since a single call is not a repeat;
-    fewer than `n` calls is not a repeat yet.
-    """
-    if n <= 1 or len(calls) < n:
-        return False
-    first = call_key(calls[-n])
-    return all(call_key(call) == first for call in calls[-n + 1 :])
 
 
 def truncate_result(text: str, max_bytes: int) -> str:

@@ -18,11 +18,22 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from loopd.context.compaction import CompactionPolicy, Rejected
+from loopd.context.reminders import reminder_part
+from loopd.context.view import ContextView
+from loopd.engine.compactor import (
+    MAX_OVERFLOW_RETRIES,
+    Compacted,
+    ContextKeeper,
+    MemoryWindows,
+    NoContextJournal,
+)
 from loopd.engine.guard import LoopGuard
-from loopd.engine.limits import Limits, truncate_result
+from loopd.engine.limits import Limits, guard_options, truncate_result
 from loopd.engine.ports import (
     Approver,
     Clock,
+    ContextJournal,
     Emitter,
     Journal,
     Policy,
@@ -30,6 +41,7 @@ from loopd.engine.ports import (
     ToolBox,
     ToolCall,
     ToolResult,
+    WindowBook,
 )
 from loopd.engine.streaming import ReplyStreamer, RetryPolicy
 from loopd.engine.toolrun import ToolPhase, TurnState
@@ -52,7 +64,7 @@ from loopd.protocol.messages import (
     ToolResultPart,
     ToolUsePart,
 )
-from loopd.protocol.model import ModelRequest, ModelStop, ThinkingLevel, Usage
+from loopd.protocol.model import ModelRequest, ModelStop, ResponseDone, ThinkingLevel, Usage
 from loopd.protocol.turns import Outcome, StopReason
 
 EXEC_TOOL = "bash"
@@ -71,9 +83,10 @@ class EngineConfig:
     limits: Limits = field(default_factory=Limits)
     thinking: ThinkingLevel = "off"
     max_tokens: int = 8192
-    context_window: int = 200_000
+    context_window: int = 200_000  # for a model whose window nothing has told
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     show_reasoning: bool = True
+    compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
 
 
 @dataclass(slots=True)
@@ -87,6 +100,8 @@ class EnginePorts:
     clock: Clock
     new_id: Callable[[str], str] = random_id
     jitter: Callable[[], float] = random.random
+    windows: WindowBook = field(default_factory=MemoryWindows)
+    context: ContextJournal = field(default_factory=NoContextJournal)
 
 
 _MODEL_STOPS: dict[ModelStop, StopReason] = {
@@ -107,11 +122,23 @@ class Engine:
         config: EngineConfig,
         ports: EnginePorts,
         history: Sequence[Message] = (),
+        start: int = 0,
+        summary: str = "",
     ) -> None:
+        """`start` and `summary` restore a compacted view: the model is sent the
+        summary, then `history[start:]`."""
         self.session_id = session_id
         self.config = config
         self.ports = ports
         self._history = list(history)
+        self._notice: str | None = None  # the budget notice, until the model reads it
+        self.keeper = ContextKeeper(
+            ContextView(self._history, start, summary),
+            config.compaction,
+            ports.windows,
+            ports.context,
+            config.context_window,
+        )
 
     def reconfigure(self, config: EngineConfig, ports: EnginePorts) -> None:
         """Swap model, mode or policy. A running turn picks the change up at its next
@@ -119,6 +146,9 @@ class Engine:
         for what comes next, not for what already streamed."""
         self.config = config
         self.ports = ports
+        self.keeper.windows, self.keeper.journal = ports.windows, ports.context
+        self.keeper.policy = config.compaction
+        self.keeper.fallback_window = config.context_window
 
     async def note(self, text: str) -> None:
         """Tell the model something that happened outside any turn (an undo, say), as
@@ -129,11 +159,14 @@ class Engine:
     def history(self) -> tuple[Message, ...]:
         return tuple(self._history)
 
-    async def run(self, prompt: Prompt) -> Outcome:
-        """Execute one turn for `prompt` and say how it ended."""
-        turn = _Turn(self.ports.new_id("turn"))
+    async def run(self, prompt: Prompt, reminders: Sequence[str] = ()) -> Outcome:
+        """Execute one turn for `prompt` and say how it ended. `reminders` (what
+        changed outside the conversation) reach the model beside the prompt."""
+        turn = _Turn(self.ports.new_id("turn"), LoopGuard(guard_options(self.config.limits)))
+        pending = [*reminders, *self._take_notice()]
+        extra = (reminder_part(pending),) if pending else ()
         try:
-            await self._append(Message("user", prompt_parts(prompt)))
+            await self._append(Message("user", (*prompt_parts(prompt), *extra)))
             return await self._cycle(turn)
         except asyncio.CancelledError:
             task = asyncio.current_task()
@@ -152,7 +185,7 @@ class Engine:
         the next turn must know what they saw; a user message, not a tool result,
         because no provider accepts a result without a call, and inventing a call the
         model never made would put words in its mouth."""
-        turn = _Turn(self.ports.new_id("turn"))
+        turn = _Turn(self.ports.new_id("turn"), LoopGuard(guard_options(self.config.limits)))
         call = ToolCall(self.ports.new_id("exec"), EXEC_TOOL, {"command": command})
         reason: StopReason = "end_turn"
         try:
@@ -166,29 +199,38 @@ class Engine:
         await self._append(Message("user", (TextPart(exec_message(command, output)),)))
         return turn.outcome(reason)
 
+    async def compact(self) -> Compacted | Rejected:
+        """`/compact`: fold the whole view into the summary, by the same mechanism as
+        the automatic compaction. A provider failure raises."""
+        if self.keeper.view.start >= len(self._history):
+            return Rejected("there is nothing to compact yet")
+        return await self.keeper.compact(self.ports.provider, self._request(), keep_segments=0)
+
     async def _cycle(self, turn: _Turn) -> Outcome:
         limits = self.config.limits
         while True:
-            if turn.iterations >= limits.max_iterations:
+            if limits.max_iterations and turn.iterations >= limits.max_iterations:
                 return await self._stop(turn, "max_turn_requests", _iteration_note(limits))
             turn.iterations += 1
-            try:
-                reply = await self._streamer().request(self._request())
-            except ProviderError as err:
-                message = f"The model request failed: {err.message}"
-                return await self._stop(turn, _failure_stop(err), message)
-            turn.usage += reply.usage
-            turn.context_tokens = reply.usage.context_tokens + reply.usage.output_tokens
-            await self._append(Message("assistant", reply.parts))
-            await self.ports.emitter.emit(
-                UsageUpdated(turn.context_tokens, self.config.context_window)
-            )
-            uses = self._history[-1].tool_uses
-            if reply.stop == "pause_turn":
+            reply = await self._reply(turn)
+            if isinstance(reply, Outcome):
+                return reply
+            request, done = reply
+            turn.usage += done.usage
+            uses = tuple(p for p in done.parts if isinstance(p, ToolUsePart))
+            # Paired before the first await: a cancel landing from here on finds every
+            # announced call in `open_uses` and gives it a result.
+            turn.open_uses = () if done.stop == "pause_turn" else uses
+            await self._append(Message("assistant", done.parts))
+            used, cost = self.keeper.replied(request, done.usage)
+            turn.context_tokens = used
+            window = self.keeper.window(request.model)
+            await self.ports.emitter.emit(UsageUpdated(used, window, cost))
+            await self._announce_notice(request)
+            if done.stop == "pause_turn":
                 continue
             if not uses:
-                return turn.outcome(_MODEL_STOPS[reply.stop])
-            turn.open_uses = uses
+                return turn.outcome(_MODEL_STOPS[done.stop])
             await self._tool_phase(turn).run(uses, turn.state, turn.results)
             self._append_results(turn)
             if turn.state.stop is not None:
@@ -199,12 +241,63 @@ class Engine:
                     turn, "max_tokens", f"Stopped: the turn used its {ceiling}-token budget."
                 )
 
+    async def _reply(self, turn: _Turn) -> tuple[ModelRequest, ResponseDone] | Outcome:
+        """One step's reply, compacting first when the policy says so, and compacting
+        then retrying the same step when the provider says the prompt overflowed."""
+        while True:
+            request = self._request()
+            if self.keeper.due(request):
+                await self._compact(request, forced=False)
+                request = self._request()
+            try:
+                return request, await self._streamer().request(request)
+            except ContextOverflow as err:
+                if self.keeper.overflows >= MAX_OVERFLOW_RETRIES:
+                    reason = "it still overflows after compacting"
+                    return await self._stop(turn, "max_tokens", _overflow_note(reason, err))
+                self.keeper.overflowed(request, err)
+                failure = await self._compact(self._request(), forced=True)
+                if failure is not None:
+                    return await self._stop(turn, "max_tokens", _overflow_note(failure, err))
+            except ProviderError as err:
+                message = f"The model request failed: {err.message}"
+                return await self._stop(turn, "end_turn", message)
+
+    async def _compact(self, request: ModelRequest, forced: bool) -> str | None:
+        """Compact and tell the person. Returns why it failed, or None. A failed
+        automatic compaction is only shown: the request may still fit."""
+        try:
+            result = await self.keeper.compact(self.ports.provider, request)
+        except ProviderError as err:
+            result = Rejected(f"the summary could not be made ({err.message})")
+        if isinstance(result, Rejected):
+            self.keeper.armed = False
+            if not forced:
+                await self._say(f"[Context not compacted: {result.reason}.]")
+            return result.reason
+        await self._say(result.note)
+        return None
+
+    async def _announce_notice(self, request: ModelRequest) -> None:
+        notice = self.keeper.notice(request)
+        if notice is not None:
+            self._notice = notice
+            await self._say(f"[{notice}]")
+
+    def _take_notice(self) -> list[str]:
+        notice, self._notice = self._notice, None
+        return [notice] if notice else []
+
+    async def _say(self, text: str) -> None:
+        chunk = AgentMessageChunk(f"\n\n{text}\n\n", self.ports.new_id("msg"))
+        await self.ports.emitter.emit(chunk)
+
     def _request(self) -> ModelRequest:
         cfg = self.config
         return ModelRequest(
             model=cfg.model,
             system=cfg.system,
-            messages=tuple(self._history),
+            messages=self.keeper.view.messages(),
             tools=tuple(self.ports.tools.specs()),
             max_tokens=cfg.max_tokens,
             thinking=cfg.thinking,
@@ -237,15 +330,21 @@ class Engine:
 
     async def _append(self, message: Message) -> None:
         self._history.append(message)
+        self.keeper.view.appended()
         await self.ports.journal.append(message)
 
     def _append_results(self, turn: _Turn) -> None:
         """The step's results as one message, in the model's order. Already journaled
-        one by one as they finished, so only the in-memory history grows here."""
-        parts = tuple(turn.results[use.id] for use in turn.open_uses)
+        one by one as they finished, so only the in-memory history grows here. A
+        pending budget notice rides along, for the model to read with the results."""
+        parts: tuple[Part, ...] = tuple(turn.results[use.id] for use in turn.open_uses)
         turn.open_uses = ()
         turn.results = {}
+        notice = self._take_notice()
+        if notice:
+            parts = (*parts, reminder_part(notice))
         self._history.append(Message("user", parts))
+        self.keeper.view.appended()
 
     async def _pair_after_cancel(self, turn: _Turn) -> None:
         """Close every announced call that has no result: the screen shows it failed,
@@ -276,7 +375,7 @@ class _Turn:
     going in circles, and a stop it latches must not outlive the turn."""
 
     turn_id: str
-    guard: LoopGuard = field(default_factory=LoopGuard)
+    guard: LoopGuard
     iterations: int = 0
     usage: Usage = field(default_factory=Usage)
     context_tokens: int = 0
@@ -290,9 +389,12 @@ class _Turn:
         )
 
 
-def _failure_stop(err: ProviderError) -> StopReason:
-    """A prompt that no longer fits is a token limit; any other failure ends the turn."""
-    return "max_tokens" if isinstance(err, ContextOverflow) else "end_turn"
+def _overflow_note(reason: str, err: ContextOverflow) -> str:
+    return (
+        "Stopped: the conversation no longer fits the model's context window "
+        f"({err.message}), and compacting it could not make room: {reason}. Use /clear "
+        "to start a fresh context, or switch to a model with a larger window."
+    )
 
 
 def _iteration_note(limits: Limits) -> str:

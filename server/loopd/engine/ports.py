@@ -31,6 +31,22 @@ class Journal(Protocol):
     async def append(self, message: Message) -> None: ...
 
 
+class WindowBook(Protocol):
+    """The context windows learned from overflow errors, per model, kept so the next
+    session already knows them."""
+
+    def learned(self, model: str) -> int | None: ...
+
+    def learn(self, model: str, window: int) -> None: ...
+
+
+class ContextJournal(Protocol):
+    """Persists where the model's view of the history starts and the summary that
+    stands for what lies before it."""
+
+    def compacted(self, start: int, summary: str) -> None: ...
+
+
 class Clock(Protocol):
     def monotonic(self) -> float: ...
 

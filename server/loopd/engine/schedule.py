@@ -46,7 +46,8 @@ def schedule(
 
     - two writes to the same path;
     - a read and a write of the same path;
-    - any two shell commands, whose side effects are arbitrary;
+    - a shell command and anything that reads or writes a path, or another command:
+      a command can write anything, so it is a write of every path;
     - anything that needs approval, since a person's decisions are sequential;
     - anything whose declaration failed, since nothing is known about what it touches.
 
@@ -100,7 +101,9 @@ def _shareable(
 def _conflicts(mine: Declaration, group: Sequence[Declaration]) -> bool:
     """Whether a call declaring `mine` may not run alongside calls declaring `group`."""
     for theirs in group:
-        if mine.command is not None and theirs.command is not None:
+        if mine.command is not None and _touches_anything(theirs):
+            return True
+        if theirs.command is not None and _touches_anything(mine):
             return True
         if _touches(mine.writes, theirs) or _touches(theirs.writes, mine):
             return True
@@ -110,3 +113,8 @@ def _conflicts(mine: Declaration, group: Sequence[Declaration]) -> bool:
 def _touches(writes: Sequence[str], declaration: Declaration) -> bool:
     """Whether any of `writes` is a path `declaration` reads or writes."""
     return any(path in declaration.reads or path in declaration.writes for path in writes)
+
+
+def _touches_anything(declaration: Declaration) -> bool:
+    """Whether a command, which may write any path, races with `declaration`."""
+    return bool(declaration.command is not None or declaration.reads or declaration.writes)

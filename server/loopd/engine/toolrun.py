@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from loopd.engine.guard import LoopAction, LoopGuard
-from loopd.engine.limits import Limits, call_key, is_repeat, truncate_result
+from loopd.engine.limits import Limits, call_key, truncate_result
 from loopd.engine.ports import (
     Approver,
     Declaration,
@@ -37,11 +37,12 @@ from loopd.protocol.turns import StopReason
 
 @dataclass(slots=True)
 class TurnState:
-    """What one turn has done so far, across its steps."""
+    """What one turn has done so far, across its steps. `warnings` are the loop
+    guard's, by the call they ride on: the model reads each with that call's result."""
 
-    calls: list[ToolCall] = field(default_factory=list)
     stop: StopReason | None = None
     stop_message: str | None = None
+    warnings: dict[str, str] = field(default_factory=dict)
 
     def halt(self, reason: StopReason, message: str) -> None:
         if self.stop is None:
@@ -80,7 +81,7 @@ class ToolPhase:
         for group in groups:
             async with asyncio.TaskGroup() as tasks:
                 for ex in group:
-                    tasks.create_task(self._execute(ex, decisions[ex.index], results))
+                    tasks.create_task(self._execute(ex, decisions[ex.index], results, turn))
             if self.cancelled:
                 # An approval answered "cancelled": the person stopped the turn. Raised
                 # here, in the phase's own task, because a child's CancelledError
@@ -133,23 +134,19 @@ class ToolPhase:
         if INVALID_JSON_KEY in call.input:
             raw = call.input[INVALID_JSON_KEY]
             return f"Invalid arguments for {call.name}: not valid JSON: {raw!r}"
-        turn.calls.append(call)
-        if len(turn.calls) > self.limits.max_tool_calls:
-            message = f"Stopped: more than {self.limits.max_tool_calls} tool calls in one turn."
-            turn.halt("max_turn_requests", message)
-            return message
-        if is_repeat(turn.calls, self.limits.max_identical_calls):
-            message = (
-                f"Stopped: the same {call.name} call was made "
-                f"{self.limits.max_identical_calls} times in a row with identical input."
-            )
-            turn.halt("max_turn_requests", message)
-            return message
         verdict = self.guard.observe(LoopAction(call.name, call_key(call)))
-        if verdict.status == "stop":
-            message = f"Stopped by the loop guard: {verdict.reason}."
-            turn.halt("max_turn_requests", message)
-            return message
+        match verdict.status:
+            case "stop":
+                message = f"Stopped by the loop guard: {verdict.reason}."
+                turn.halt("max_turn_requests", message)
+                return message
+            case "warn":
+                turn.warnings[call.id] = (
+                    f"[Loop guard: {verdict.reason} in this turn. Finish the task or "
+                    "stop and report; the turn ends when the budget runs out.]"
+                )
+            case "ok":
+                pass
         return None
 
     def _decide(self, ex: ToolExecution) -> PolicyDecision:
@@ -158,7 +155,11 @@ class ToolPhase:
         return self.policy.decide(ex.call, ex.declaration)
 
     async def _execute(
-        self, ex: ToolExecution, decision: PolicyDecision, results: dict[str, ToolResultPart]
+        self,
+        ex: ToolExecution,
+        decision: PolicyDecision,
+        results: dict[str, ToolResultPart],
+        turn: TurnState,
     ) -> None:
         call = ex.call
         refusal = await self._refusal(ex, decision)
@@ -167,7 +168,7 @@ class ToolPhase:
             return
         await self.emitter.emit(ToolCallUpdated(call.id, status="in_progress"))
         result = await self.tools.run(call, _Progress(self.emitter, call.id))
-        await self._finish(call, result, results)
+        await self._finish(call, result, results, turn.warnings.pop(call.id, ""))
 
     async def _refusal(self, ex: ToolExecution, decision: PolicyDecision) -> str | None:
         """Why this call must not run, or None when it may. Asking happens here."""
@@ -206,13 +207,18 @@ class ToolPhase:
         return answer
 
     async def _finish(
-        self, call: ToolCall, result: ToolResult, results: dict[str, ToolResultPart]
+        self,
+        call: ToolCall,
+        result: ToolResult,
+        results: dict[str, ToolResultPart],
+        warning: str = "",
     ) -> None:
         output = truncate_result(result.output, self.limits.max_result_bytes)
-        part = ToolResultPart(call.id, output, result.is_error)
+        told = f"{output}\n\n{warning}" if warning else output
+        part = ToolResultPart(call.id, told, result.is_error)
         results[call.id] = part
         await self.journal.append(Message("user", (part,)))
-        await self._show(call, result, output)
+        await self._show(call, result, told)
 
     async def _show(self, call: ToolCall, result: ToolResult, output: str) -> None:
         shown: tuple[ToolContent, ...] = result.content or (TextBlock(output),)

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loopd.engine.limits import Limits, call_key, canonical_input, is_repeat, truncate_result
+from loopd.engine.guard import LoopAction, LoopGuard
+from loopd.engine.limits import Limits, call_key, canonical_input, guard_options, truncate_result
 from loopd.engine.ports import ToolCall
 
 _counter = iter(range(1_000_000))
@@ -75,29 +76,40 @@ def test_call_key_differs_when_tool_or_input_differ(one: ToolCall, other: ToolCa
     assert call_key(one) != call_key(other)
 
 
-# -- is_repeat ---------------------------------------------------------------------------
+# -- the guard a turn gets from its limits -------------------------------------------
 
 A, B = call("bash", command="make"), call("bash", command="make test")
 A_AGAIN = ToolCall(id="other", name="bash", input={"command": "make"})
 
+
+def verdicts(limits: Limits, calls: list[ToolCall]) -> list[str]:
+    guard = LoopGuard(guard_options(limits))
+    return [guard.observe(LoopAction(c.name, call_key(c))).status for c in calls]
+
+
 REPEATS = {
-    "no calls": ([], 3, False),
-    "fewer calls than n": ([A, A], 3, False),
-    "n identical calls": ([A, A, A], 3, True),
-    "n identical calls after different ones": ([B, A, A, A], 3, True),
-    "the last call differs": ([A, A, B], 3, False),
-    "a different call in the middle": ([A, B, A], 3, False),
-    "identical apart from call id": ([A, A_AGAIN, A], 3, True),
-    "same input to a different tool": ([A, A, call("sh", command="make")], 3, False),
-    "n of one never repeats": ([A], 1, False),
-    "n of zero never repeats": ([A, A], 0, False),
-    "n of two": ([B, A, A], 2, True),
+    "three identical calls stop by default": (Limits(), [A, A_AGAIN, A], "stop"),
+    "a different call in the middle": (Limits(), [A, B, A], "ok"),
+    "five is honoured above three": (Limits(max_identical_calls=5), [A] * 4, "ok"),
+    "and stops at five": (Limits(max_identical_calls=5), [A] * 5, "stop"),
+    "zero turns the check off": (Limits(max_identical_calls=0), [A] * 12, "ok"),
+    "one is no repeat, so off": (Limits(max_identical_calls=1), [A] * 12, "ok"),
+    "two": (Limits(max_identical_calls=2), [B, A, A], "stop"),
 }
 
 
-@pytest.mark.parametrize(("calls", "n", "expected"), REPEATS.values(), ids=REPEATS.keys())
-def test_is_repeat(calls: list[ToolCall], n: int, expected: bool) -> None:
-    assert is_repeat(calls, n) is expected
+@pytest.mark.parametrize(("limits", "calls", "last"), REPEATS.values(), ids=REPEATS.keys())
+def test_the_configured_repeat_cap_is_the_guards(
+    limits: Limits, calls: list[ToolCall], last: str
+) -> None:
+    assert verdicts(limits, calls)[-1] == last
+
+
+def test_the_tool_call_budget_warns_once_then_stops() -> None:
+    many = [call("read", path=str(i)) for i in range(11)]
+    seen = verdicts(Limits(max_tool_calls=10), many)
+    assert seen == ["ok"] * 7 + ["warn", "ok", "ok", "stop"]
+    assert set(verdicts(Limits(max_tool_calls=0), many * 3)) == {"ok"}
 
 
 # -- truncate_result ---------------------------------------------------------------------

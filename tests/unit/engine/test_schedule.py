@@ -61,7 +61,15 @@ CASES = {
         [write("/a"), write("/b"), read("/c")], [[0, 1, 2]]
     ),
     "two shell commands are separated": Case([shell("make"), shell("ls")], [[0], [1]]),
-    "a shell command runs beside an unrelated read": Case([shell("make"), read("/a")], [[0, 1]]),
+    "a shell command is separated from a write it does not declare": Case(
+        [write("/a"), shell("make")], [[0], [1]]
+    ),
+    "and from a read, since it may write that path too": Case(
+        [shell("make"), read("/a")], [[0], [1]]
+    ),
+    "calls after a command still run together": Case(
+        [shell("make"), read("/a"), read("/b")], [[0], [1, 2]]
+    ),
     "a shell command that writes a path is separated from its read": Case(
         [shell("make", writes=("/a",)), read("/a")], [[0], [1]]
     ),
@@ -121,8 +129,8 @@ def _conflict(a: ToolExecution, b: ToolExecution) -> bool:
     x, y = a.declaration, b.declaration
     if x is None or y is None:
         return True
-    if x.command is not None and y.command is not None:
-        return True
+    if x.command is not None or y.command is not None:
+        return True  # a command may write any path; these declarations all touch one
     return bool(set(x.writes) & set(y.reads + y.writes) or set(y.writes) & set(x.reads))
 
 

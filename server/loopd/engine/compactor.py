@@ -1,0 +1,228 @@
+"""Keeping a session inside its model's window: occupancy, the budget notice,
+automatic compaction, and the recovery from an overflow.
+
+`ContextKeeper` owns the model's view of the history (`loopd.context.view`). Before
+each request it compacts when the policy says so; after each reply it calibrates
+the estimate against the provider's count; on an overflow it learns the window the
+endpoint named, keeps it (through the `WindowBook` port, so the next session knows
+it), compacts and lets the engine retry the same step. It gives up only when the
+compaction cannot make room, and then says why.
+
+The summary is written by the model, in requests that must themselves fit: the part
+to summarise is rendered as text and cut into pieces (`loopd.context.compaction`),
+each folded into the summary so far.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loopd.context.compaction import (
+    BP,
+    CompactionPolicy,
+    Cut,
+    Rejected,
+    occupancy_bp,
+    pieces,
+    plan_cut,
+    transcript,
+)
+from loopd.context.tokens import estimate_text, estimate_tools
+from loopd.context.view import ContextView
+from loopd.context.window import (
+    MIN_LEARNED,
+    cost_usd,
+    effective_window,
+    learn_window,
+    parse_overflow,
+)
+from loopd.engine.ports import ContextJournal, Provider, WindowBook
+from loopd.protocol.errors import ContextOverflow, ProviderError
+from loopd.protocol.messages import TextPart, user_text
+from loopd.protocol.model import ModelRequest, ResponseDone, ToolSpec, Usage
+
+SUMMARISER = (
+    "You maintain the running summary of a coding session between a person and an AI "
+    "coding agent, so the agent can continue the work from the summary alone. Keep: "
+    "the task and the person's requests and preferences, decisions made, files read "
+    "or changed and how, commands run and what they showed, errors met, and what is "
+    "left to do. Be specific (paths, names, values) and brief. Reply with the updated "
+    "summary only."
+)
+MAX_OVERFLOW_RETRIES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """A compaction that happened: how many messages it folded into the summary."""
+
+    summarised: int
+    summary: str
+    before: int
+    after: int
+
+    @property
+    def note(self) -> str:
+        return (
+            f"[Context compacted: {self.summarised} earlier messages were summarised "
+            f"(about {self.before:,} → {self.after:,} tokens). The full conversation "
+            "stays in this session.]"
+        )
+
+
+@dataclass(slots=True)
+class ContextKeeper:
+    view: ContextView
+    policy: CompactionPolicy
+    windows: WindowBook
+    journal: ContextJournal
+    fallback_window: int
+    cost: float = 0.0
+    armed: bool = True
+    noticed: bool = False
+    overflows: int = 0
+    last_estimate: int = 0
+    _fixed: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def window(self, model: str) -> int:
+        return effective_window(model, self.windows.learned(model), self.fallback_window)
+
+    def fixed(self, system: str, tools: tuple[ToolSpec, ...]) -> int:
+        """The estimate of what every request carries besides its messages."""
+        key = (system, id(tools))
+        if key not in self._fixed:
+            self._fixed = {key: estimate_text(system) + estimate_tools(tools)}
+        return self._fixed[key]
+
+    def projected(self, request: ModelRequest) -> int:
+        """The calibrated size of `request`'s prompt."""
+        return self.view.scaled(self.view.estimate + self.fixed(request.system, request.tools))
+
+    def occupancy(self, request: ModelRequest) -> int:
+        return occupancy_bp(self.projected(request), self.window(request.model))
+
+    def due(self, request: ModelRequest) -> bool:
+        """Whether the policy wants a compaction before sending `request`."""
+        occupancy = self.occupancy(request)
+        if occupancy < self.policy.rearm_below:
+            self.armed = True
+        return self.policy.automatic and self.armed and occupancy >= self.policy.compact_at
+
+    def notice(self, request: ModelRequest) -> str | None:
+        """The one budget notice, when occupancy first reaches `notice_at`."""
+        at = self.policy.notice_at
+        if not at or self.noticed or self.occupancy(request) < at:
+            return None
+        self.noticed = True
+        window = self.window(request.model)
+        return (
+            f"Context budget: about {self.occupancy(request) * 100 // BP}% of the "
+            f"{window:,}-token window is in use. At {self.policy.compact_at * 100 // BP}% "
+            "the older part of the conversation is summarised: keep what you still need "
+            "in the plan or in files, and keep tool output small."
+        )
+
+    def replied(self, request: ModelRequest, usage: Usage) -> tuple[int, float | None]:
+        """After a reply: calibrate, charge its cost. Returns (used, session cost)."""
+        self.overflows = 0
+        estimate = self.view.estimate + self.fixed(request.system, request.tools)
+        self.view.calibrate(estimate, usage.context_tokens)
+        spent = cost_usd(
+            request.model,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+        )
+        if spent is not None:
+            self.cost += spent
+        used = usage.context_tokens + usage.output_tokens
+        return used, self.cost if spent is not None or self.cost else None
+
+    def overflowed(self, request: ModelRequest, err: ContextOverflow) -> None:
+        """Learn from an overflow: the window it names, and how far off the estimate
+        was when it names the prompt's real size too."""
+        self.overflows += 1
+        overflow = parse_overflow(err.message)
+        sent = self.projected(request)
+        window = self.window(request.model)
+        learned = learn_window(overflow, window, sent)
+        if overflow.prompt:
+            raw = self.view.estimate + self.fixed(request.system, request.tools)
+            self.view.calibrate(raw, overflow.prompt)
+        elif learned >= window:  # no figure and no progress: shrink
+            learned = max(MIN_LEARNED, int(window * 0.9))
+        self.windows.learn(request.model, learned)
+        self.armed = True
+
+    async def compact(
+        self,
+        provider: Provider,
+        request: ModelRequest,
+        keep_segments: int | None = None,
+    ) -> Compacted | Rejected:
+        """Fold the older part of the view into the summary. A provider failure
+        raises; the view is then as it was."""
+        window = self.window(request.model)
+        fixed = self.view.scaled(self.fixed(request.system, request.tools))
+        plan = plan_cut(self.view, self.policy, window, fixed, keep_segments)
+        if isinstance(plan, Rejected):
+            return plan
+        before = self.projected(request)
+        summary = await self._summarise(provider, request.model, window, plan)
+        start = self.view.start
+        self.view.compact(plan.index, summary)
+        self.journal.compacted(plan.index, summary)
+        self.armed, self.noticed = False, False
+        return Compacted(plan.index - start, summary, before, self.projected(request))
+
+    async def _summarise(self, provider: Provider, model: str, window: int, cut: Cut) -> str:
+        budget = self.policy.summary_budget(window)
+        overhead = estimate_text(SUMMARISER) + 2 * budget + 64
+        room = self.policy.input_limit(window) - overhead
+        room = int(room / max(1.0, self.view.scale))
+        if room < 64:
+            raise ContextOverflow(f"a {window}-token window leaves no room to summarise")
+        summary = self.view.summary
+        history = self.view.history[self.view.start : cut.index]
+        for piece in pieces(transcript(history), room):
+            summary = await _fold(provider, model, summary, piece, budget)
+        return summary
+
+
+async def _fold(provider: Provider, model: str, summary: str, piece: str, budget: int) -> str:
+    so_far = f"The summary so far:\n{summary}\n\n" if summary else ""
+    ask = (
+        f"{so_far}The next part of the conversation:\n\n{piece}\n\n"
+        f"Write the updated summary, in at most {budget * 3 // 4} words."
+    )
+    request = ModelRequest(
+        model=model, system=SUMMARISER, messages=(user_text(ask),), max_tokens=budget
+    )
+    text = ""
+    async for event in provider.stream(request):
+        if isinstance(event, ResponseDone):
+            text = "".join(p.text for p in event.parts if isinstance(p, TextPart)).strip()
+    if not text:
+        raise ProviderError("the model gave no summary")
+    return text
+
+
+@dataclass(slots=True)
+class MemoryWindows:
+    """Learned windows kept for the life of the process only."""
+
+    learned_by_model: dict[str, int] = field(default_factory=dict)
+
+    def learned(self, model: str) -> int | None:
+        return self.learned_by_model.get(model)
+
+    def learn(self, model: str, window: int) -> None:
+        self.learned_by_model[model] = window
+
+
+class NoContextJournal:
+    """Compactions kept in memory only."""
+
+    def compacted(self, start: int, summary: str) -> None:
+        return None
