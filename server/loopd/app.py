@@ -30,7 +30,7 @@ from loopd.config.schema import Harness
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig, random_id
 from loopd.engine.ports import Emitter
-from loopd.instructions import system_prompt
+from loopd.instructions import read_chain, system_prompt
 from loopd.mcp import McpServers
 from loopd.policy.decide import RulePolicy
 from loopd.policy.grants import CallGrants
@@ -49,7 +49,7 @@ from loopd.sandbox.base import Unsandboxed
 from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
-from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv
+from loopd.tools.env import FileTooLarge, NotText, RoutedFiles, SystemClock, ToolEnv
 from loopd.tools.files import BeneathFiles
 from loopd.tools.registry import ToolRegistry, builtin_tools
 
@@ -168,7 +168,8 @@ def _native_wiring(
     return NativeWiring(
         provider_for=lambda model: provider,
         parts_for=functools.partial(GuardedParts.open, env=env, probe=probe, rules=rules),
-        system_for=lambda ctx: system_prompt(ctx.cwd, ctx.roots),
+        system_for=lambda ctx, chain: system_prompt(ctx.cwd, ctx.roots, chain),
+        chain_for=read_chain,
         clock=SystemClock(),
         default_mode=config.defaults.mode or DEFAULT_MODE.value,
         models=models or (default_model,),
@@ -305,6 +306,20 @@ class GuardedParts:
 
     async def undo(self) -> UndoReport:
         return await self.tool_env.changes.undo(self.tool_env.files)
+
+    async def changed_files(self) -> list[str]:
+        """Each file the agent read, read again through the session's file access
+        (the editor's buffer when it has one), and compared with what it saw."""
+        files, seen = self.tool_env.files, self.tool_env.reads
+        now: dict[str, str | None] = {}
+        for path in seen.tracked():
+            try:
+                now[path] = await files.read_text(path)
+            except FileNotFoundError:
+                now[path] = None
+            except (OSError, ValueError, NotText, FileTooLarge):
+                now[path] = None
+        return seen.changes(now.__getitem__)
 
     async def aclose(self) -> None:
         await self.mcp.aclose()

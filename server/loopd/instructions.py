@@ -1,20 +1,19 @@
 """The native engine's system prompt: who it is, where it works, and the workspace's
-own instructions.
+own instructions (the chain of `loopd.context.instructions`, read here from disk).
 
-Instruction files are read once, when a session opens, and frozen into the prompt:
-a file that changes mid-session must not silently rewrite the prefix every request
-shares (that would also defeat prompt caching). `AGENTS.md` is the cross-tool
-convention; `AGENT.md`, `CLAUDE.md` and `.loopd/instructions.md` are read too. Each
-file is capped so a huge one cannot crowd out the conversation.
+The prompt is built once, when a session starts, and stored with the session: mode,
+model and thinking changes, `/clear`, `/compact` and a reload all reuse the stored
+bytes, so the provider's prompt cache keeps working and the model's rules do not
+change under it. Later changes to the files arrive as reminders.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-INSTRUCTION_FILES = ("AGENTS.md", "AGENT.md", "CLAUDE.md", ".loopd/instructions.md")
-MAX_INSTRUCTION_CHARS = 20_000
+from loopd.context.instructions import chain_paths, render_chain
 
 BASE = """You are loopd, a coding agent working inside the user's editor.
 
@@ -26,17 +25,31 @@ Keep the todo list (the `plan` tool) current on multi-step work. Answer in
 concise Markdown."""
 
 
-def system_prompt(cwd: str, roots: Sequence[str]) -> str:
+def system_prompt(cwd: str, roots: Sequence[str], chain: Mapping[str, str]) -> str:
     others = [r for r in roots if r != cwd]
     more = f" (also: {', '.join(others)})" if others else ""
-    sections = [BASE.format(cwd=cwd, more_roots=more)]
-    for name in INSTRUCTION_FILES:
-        path = Path(cwd) / name
+    return "\n\n".join([BASE.format(cwd=cwd, more_roots=more), *render_chain(chain, cwd)])
+
+
+def read_chain(cwd: str) -> dict[str, str]:
+    """The instruction files that exist now, path → text, outermost first."""
+    chain: dict[str, str] = {}
+    cwd = os.path.realpath(cwd)
+    for path in chain_paths(cwd, repo_root(cwd)):
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            chain[path] = Path(path).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if len(text) > MAX_INSTRUCTION_CHARS:
-            text = text[:MAX_INSTRUCTION_CHARS] + "\n[... truncated ...]"
-        sections.append(f"Instructions from {name}:\n{text.strip()}")
-    return "\n\n".join(sections)
+    return chain
+
+
+def repo_root(cwd: str) -> str | None:
+    """The nearest folder at or above `cwd` holding `.git`, or None."""
+    here = os.path.realpath(cwd)
+    while True:
+        if os.path.exists(os.path.join(here, ".git")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent

@@ -203,7 +203,7 @@ class Engine:
         """`/compact`: fold the whole view into the summary, by the same mechanism as
         the automatic compaction. A provider failure raises."""
         if self.keeper.view.start >= len(self._history):
-            return Rejected("there is nothing to compact yet")
+            return Rejected("")  # nothing to compact yet
         return await self.keeper.compact(self.ports.provider, self._request(), keep_segments=0)
 
     async def _cycle(self, turn: _Turn) -> Outcome:

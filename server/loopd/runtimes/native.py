@@ -8,6 +8,14 @@ engine turns that into a `cancelled` outcome with every tool call paired.
 
 A prompt whose text starts with `!` is a command the person typed: it runs through
 `Engine.exec` (the bash tool, the policy, the sandbox), not through the model.
+
+The model's context lives with the session in the store: the system prompt frozen
+when the session started (reused byte for byte across option changes, `/clear`,
+`/compact` and reloads), the instruction files as the model last saw them, and the
+compacted view (where it starts, and the summary before it). The windows learned
+from overflow errors are kept per runtime and model. Before each prompt the session
+checks what changed outside the conversation (instruction files, files the agent
+read) and hands it to the engine as reminders.
 """
 
 from __future__ import annotations
@@ -17,6 +25,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
+from loopd.context.compaction import Rejected
+from loopd.context.instructions import reminders as instruction_reminders
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.ports import Clock, Policy, Provider, ToolBox
 from loopd.protocol.errors import ConfigError
@@ -31,10 +41,10 @@ from loopd.protocol.messages import Message
 from loopd.protocol.model import ThinkingLevel
 from loopd.protocol.turns import Outcome, UndoReport
 from loopd.runtimes.base import RuntimeContext
-from loopd.runtimes.compact import summarise
 from loopd.runtimes.options import MODES, check_mode, mode_option, model_option
+from loopd.sessions.commands import compacted_note
 from loopd.store.reconcile import reconcile_messages
-from loopd.store.sqlite import SqliteStore
+from loopd.store.sqlite import ContextRecord, SqliteStore
 
 THOUGHT_LEVELS: tuple[ThinkingLevel, ...] = ("off", "low", "medium", "high")
 
@@ -72,6 +82,10 @@ class SessionParts(Protocol):
         """Put back the newest turn's file changes that are still as it left them."""
         ...
 
+    async def changed_files(self) -> list[str]:
+        """Reminders for files the agent read that changed since (each told once)."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -81,7 +95,8 @@ class NativeWiring:
 
     provider_for: Callable[[str], Provider]
     parts_for: Callable[[RuntimeContext, str, Mapping[str, Any]], Awaitable[SessionParts]]
-    system_for: Callable[[RuntimeContext], str]
+    system_for: Callable[[RuntimeContext, Mapping[str, str]], str]
+    chain_for: Callable[[str], dict[str, str]]  # the instruction files now, from disk
     clock: Clock
     default_mode: str
     models: tuple[str, ...]
@@ -92,11 +107,31 @@ class NativeWiring:
 
 @dataclass(slots=True)
 class StoreJournal:
+    """The history and the compacted view, journaled to the session's rows."""
+
     store: SqliteStore
     session_id: str
 
     async def append(self, message: Message) -> None:
         self.store.append_message(self.session_id, message)
+
+    def compacted(self, start: int, summary: str) -> None:
+        self.store.save_context(self.session_id, start=start, summary=summary)
+
+
+@dataclass(slots=True)
+class StoreWindows:
+    """Learned windows, per runtime (two endpoints may serve one model id with
+    different windows) and model, in the store every process shares."""
+
+    store: SqliteStore
+    runtime: str
+
+    def learned(self, model: str) -> int | None:
+        return self.store.learned_window(f"{self.runtime}/{model}")
+
+    def learn(self, model: str, window: int) -> None:
+        self.store.learn_window(f"{self.runtime}/{model}", window)
 
 
 class NativeRuntimeFactory:
@@ -106,12 +141,20 @@ class NativeRuntimeFactory:
         self.store = store
 
     async def open(self, context: RuntimeContext) -> NativeRuntime:
-        history = reconcile_messages(self.store.messages(context.session_id))
+        sid = context.session_id
+        history = reconcile_messages(self.store.messages(sid))
         mode = _pick(context.config.get("mode"), MODES, self.wiring.default_mode)
         remembered = context.state.get("approvals", {})
         parts = await self.wiring.parts_for(context, mode, remembered)
-        journal = StoreJournal(self.store, context.session_id)
-        return NativeRuntime(context, self.wiring, journal, history, parts)
+        record = self.store.context(sid)
+        if record.system is None:  # a new session: freeze its prompt now
+            chain = await asyncio.to_thread(self.wiring.chain_for, context.cwd)
+            record = replace(record, system=self.wiring.system_for(context, chain))
+            record = replace(record, instructions=chain)
+            self.store.save_context(sid, system=record.system, instructions=chain)
+        journal = StoreJournal(self.store, sid)
+        windows = StoreWindows(self.store, self.name)
+        return NativeRuntime(context, self.wiring, journal, windows, history, parts, record)
 
 
 class NativeRuntime:
@@ -120,26 +163,37 @@ class NativeRuntime:
         context: RuntimeContext,
         wiring: NativeWiring,
         journal: StoreJournal,
+        windows: StoreWindows,
         history: Sequence[Message],
         parts: SessionParts,
+        record: ContextRecord,
     ) -> None:
         self.context = context
         self.wiring = wiring
         self.journal = journal
+        self.windows = windows
+        self.system = record.system or ""
+        self.told = dict(record.instructions)
         self.values = {
             "mode": _pick(context.config.get("mode"), MODES, wiring.default_mode),
             "model": _pick_model(context.config.get("model"), wiring),
             "thought_level": _pick(context.config.get("thought_level"), THOUGHT_LEVELS, "off"),
         }
         self.parts = parts
-        self.engine = Engine(context.session_id, self._engine_config(), self._ports(), history)
+        self.engine = Engine(
+            context.session_id,
+            self._engine_config(),
+            self._ports(),
+            history,
+            record.start,
+            record.summary,
+        )
         self._turn: asyncio.Task[Any] | None = None
 
     def _engine_config(self) -> EngineConfig:
         thinking = cast(ThinkingLevel, self.values["thought_level"])
-        system = self.wiring.system_for(self.context)
         return replace(
-            self.wiring.engine, model=self.values["model"], thinking=thinking, system=system
+            self.wiring.engine, model=self.values["model"], thinking=thinking, system=self.system
         )
 
     def _ports(self) -> EnginePorts:
@@ -152,18 +206,34 @@ class NativeRuntime:
             policy=self.parts.policy,
             journal=self.journal,
             clock=self.wiring.clock,
+            windows=self.windows,
+            context=self.journal,
         )
 
     async def prompt(self, prompt: Prompt) -> Outcome:
         command = typed_command(prompt)
         await self.parts.begin_turn()
-        work = self.engine.run(prompt) if command is None else self.engine.exec(command)
+        if command is None:
+            work = self.engine.run(prompt, await self._reminders())
+        else:
+            work = self.engine.exec(command)
         turn = asyncio.create_task(work)
         self._turn = turn
         try:
             return await turn
         finally:
             self._turn = None
+
+    async def _reminders(self) -> list[str]:
+        """What changed outside the conversation since the model was last told:
+        instruction files of the chain, and files it read."""
+        cwd = self.context.cwd
+        now = await asyncio.to_thread(self.wiring.chain_for, cwd)
+        told = instruction_reminders(self.told, now, cwd)
+        if told:
+            self.told = now
+            self.journal.store.save_context(self.context.session_id, instructions=now)
+        return [*told, *await self.parts.changed_files()]
 
     async def cancel(self) -> None:
         if self._turn is not None:
@@ -219,19 +289,14 @@ class NativeRuntime:
         self._replace_history(())
 
     async def compact_context(self) -> str | None:
-        """`/compact`: the history becomes one model-written summary of it. Returns the
-        summary ("" when there was nothing to compact), None when `cancel` stopped it;
-        a provider failure raises and leaves the history as it was."""
-        history = self.engine.history
-        if not history:
-            return ""
-        config = self._engine_config()
-        provider = self.wiring.provider_for(config.model)
-        specs = self.parts.tools.specs()
-        task = asyncio.create_task(summarise(provider, config.model, config.system, history, specs))
+        """`/compact`: the model's view becomes one summary of it, by the mechanism the
+        automatic compaction uses; the transcript stays whole. Returns the note to
+        show, None when `cancel` stopped it; a provider failure raises and leaves the
+        view as it was."""
+        task = asyncio.create_task(self.engine.compact())
         self._turn = task
         try:
-            compacted = await task
+            result = await task
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
@@ -239,12 +304,14 @@ class NativeRuntime:
             return None
         finally:
             self._turn = None
-        self._replace_history(compacted)
-        return compacted[1].text
+        if isinstance(result, Rejected):
+            return compacted_note("", result.reason)
+        return compacted_note(result.summary)
 
     def _replace_history(self, history: Sequence[Message]) -> None:
         session_id = self.context.session_id
         self.journal.store.clear_messages(session_id)
+        self.journal.store.save_context(session_id, start=0, summary="")
         for message in history:
             self.journal.store.append_message(session_id, message)
         self.engine = Engine(session_id, self._engine_config(), self._ports(), history)

@@ -3,7 +3,8 @@
 A prompt whose text starts with a command's name (`/clear`, `/compact`, `/undo`;
 words after it are ignored) does not start a turn. `/clear` starts a fresh model
 context in the same session; `/compact` has the model summarise the conversation and
-continues from that summary alone; `/undo` puts back the files the last turn changed.
+continues from that summary alone (the transcript stays whole; only what the model
+is sent changes); `/undo` puts back the files the last turn changed.
 The journal keeps the prompt and a note saying what happened, so a replay shows where
 the context changed. A command is offered
 (`available_commands_update`) only when the session's runtime can really do it.
@@ -34,7 +35,7 @@ class ContextCompacting(Protocol):
     """A runtime that can replace its model context with a summary of it."""
 
     async def compact_context(self) -> str | None:
-        """The summary ("" if there was nothing to compact), None if cancelled."""
+        """The note to show (see `compacted_note`), None if cancelled."""
         ...
 
 
@@ -54,9 +55,10 @@ def commands_for(runtime: object) -> tuple[Command, ...]:
     return tuple(command for command, works in offered if works)
 
 
-def compacted_note(summary: str) -> str:
+def compacted_note(summary: str, refused: str = "") -> str:
+    """What the person reads after `/compact`: the summary, or why there was none."""
     if not summary:
-        return "Nothing to compact yet."
+        return f"Nothing compacted: {refused}." if refused else "Nothing to compact yet."
     return f"Compacted the context. The model continues from this summary:\n\n{summary}"
 
 
@@ -76,8 +78,7 @@ async def run_command(runtime: object, name: str) -> str | None:
         await runtime.clear_context()
         return CLEARED_NOTE
     if name == COMPACT.name and isinstance(runtime, ContextCompacting):
-        summary = await runtime.compact_context()
-        return None if summary is None else compacted_note(summary)
+        return await runtime.compact_context()
     if name == UNDO.name and isinstance(runtime, FileUndoing):
         return (await runtime.undo()).summary
     raise AssertionError(f"/{name} is not a command of this runtime")

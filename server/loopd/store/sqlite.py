@@ -1,12 +1,17 @@
 """SqliteStore: every session of the user, shared by every loopd process.
 
-One SQLite file (WAL) under the data dir. Three tables: `sessions` (one row each:
+One SQLite file (WAL) under the data dir. Five tables: `sessions` (one row each:
 roots, title, runtime identity and resume state, config values, remembered
 approvals), `events` (the journal of what clients were shown, as ACP `session/update`
-JSON, replayed on load) and `messages` (the model-facing history). Each append is its
-own committed transaction, written before the event is shown, so a process killed
-mid-turn loses nothing already on screen. WAL with synchronous=NORMAL makes a commit
-durable against a process crash without an fsync per chunk.
+JSON, replayed on load), `messages` (the model-facing history, whole: compaction
+never deletes from it), `contexts` (per session: the system prompt frozen when it
+started, the instruction files as last told to the model, and where the model's view
+of the history starts, with the summary of what lies before) and `model_windows`
+(context windows learned from overflow errors, so every later session knows them).
+Each append is its own committed transaction, written before the event is shown, so
+a process killed mid-turn loses nothing already on screen. WAL with
+synchronous=NORMAL makes a commit durable against a process crash without an fsync
+per chunk.
 """
 
 from __future__ import annotations
@@ -48,6 +53,17 @@ CREATE TABLE IF NOT EXISTS messages (
     body TEXT NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
+CREATE TABLE IF NOT EXISTS contexts (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    system TEXT,
+    instructions TEXT NOT NULL DEFAULT '{}',
+    start INTEGER NOT NULL DEFAULT 0,
+    summary TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS model_windows (
+    model TEXT PRIMARY KEY,
+    tokens INTEGER NOT NULL
+);
 """
 
 
@@ -63,6 +79,17 @@ class SessionRecord:
     runtime_state: Mapping[str, Any] = field(default_factory=dict)
     config: Mapping[str, str] = field(default_factory=dict)
     approvals: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextRecord:
+    """A session's model context: `system` is None until the session first froze
+    it; `instructions` maps each instruction file to the text the model last saw."""
+
+    system: str | None = None
+    instructions: Mapping[str, str] = field(default_factory=dict)
+    start: int = 0
+    summary: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +209,51 @@ class SqliteStore:
         """Forget the model's context (the journal of what was shown stays)."""
         with self._tx() as db:
             db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+
+    # -- model context -------------------------------------------------------------------
+
+    def context(self, session_id: str) -> ContextRecord:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT system, instructions, start, summary FROM contexts WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+        if row is None:
+            return ContextRecord()
+        return ContextRecord(row[0], json.loads(row[1]), row[2], row[3])
+
+    def save_context(self, session_id: str, **fields: Any) -> None:
+        """Set fields of a session's `ContextRecord` (`system`, `instructions`,
+        `start`, `summary`), creating the row when needed."""
+        allowed = {"system", "instructions", "start", "summary"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"cannot save {sorted(unknown)}")
+        names = list(fields)
+        values = [json.dumps(v) if isinstance(v, Mapping) else v for v in fields.values()]
+        updates = ", ".join(f"{n} = excluded.{n}" for n in names)
+        with self._tx() as db:
+            db.execute(
+                f"INSERT INTO contexts (session_id, {', '.join(names)}) "
+                f"VALUES (?{', ?' * len(names)}) "
+                f"ON CONFLICT(session_id) DO UPDATE SET {updates}",
+                (session_id, *values),
+            )
+
+    def learned_window(self, model: str) -> int | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT tokens FROM model_windows WHERE model = ?", (model,)
+            ).fetchone()
+        return None if row is None else int(row[0])
+
+    def learn_window(self, model: str, tokens: int) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO model_windows (model, tokens) VALUES (?, ?) "
+                "ON CONFLICT(model) DO UPDATE SET tokens = excluded.tokens",
+                (model, tokens),
+            )
 
     def events(self, session_id: str) -> list[dict[str, Any]]:
         with self._lock:

@@ -16,6 +16,7 @@ from typing import Any
 
 from loopd.engine.loop import EngineConfig
 from loopd.engine.ports import ToolBox
+from loopd.instructions import read_chain
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.turns import UndoReport
 from loopd.runtimes.base import RuntimeContext
@@ -74,6 +75,9 @@ class ScriptedParts:
     def remembered(self) -> Mapping[str, Any]:
         return {"remembered": [[name, str(d)] for name, d in self.policy.remembered]}
 
+    async def changed_files(self) -> list[str]:
+        return []
+
     async def aclose(self) -> None:
         return None
 
@@ -99,7 +103,8 @@ def scripted_manager(
     wiring = NativeWiring(
         provider_for=lambda model: provider,
         parts_for=parts_for,
-        system_for=lambda ctx: f"You work in {ctx.cwd}.",
+        system_for=lambda ctx, chain: "\n\n".join([f"You work in {ctx.cwd}.", *chain.values()]),
+        chain_for=read_chain,
         clock=FakeClock(),
         default_mode="ask",
         models=("scripted",),

@@ -10,6 +10,10 @@ the model cannot change a place it did not mean to. Its declaration never refuse
 non-matching edit, because several edits to one file in one step are all declared
 before the first runs, and the second may only match once the first has applied.
 The preview is shown when it can be computed, and the check that counts is in `run`.
+
+Both refuse to change an existing file the agent has not read, or that changed since
+it last read it (`loopd.context.freshness`): an edit computed from a stale picture
+overwrites someone else's work. A new file needs no read.
 """
 
 from __future__ import annotations
@@ -70,9 +74,13 @@ class Write:
             verb = "Created" if old is None else "Wrote"
         except PermissionError:  # a secret is written, never read; the write decides
             old, verb, known = None, "Wrote", False
+        refusal = env.reads.refusal(path, old, env.display(path))
+        if refusal is not None:
+            return failure(refusal)
         new: str = args["content"]
         await env.files.write_text(path, new)
         env.changes.record(path, old, new, known)
+        env.reads.saw(path, new)
         return ToolResult(
             output=f"{verb} {env.display(path)} ({count_lines(new)} lines).",
             content=(DiffContent(path, old, new),),
@@ -141,6 +149,9 @@ class Edit:
         old = await read_existing(env, path)
         if old is None:
             return failure(f"{shown} does not exist; use write to create a file")
+        refusal = env.reads.refusal(path, old, shown)
+        if refusal is not None:
+            return failure(refusal)
         change = _replace(old, args)
         if change is None:
             return failure(
@@ -154,6 +165,7 @@ class Edit:
             )
         await env.files.write_text(path, change.new_text)
         env.changes.record(path, old, change.new_text)
+        env.reads.saw(path, change.new_text)
         where = f"line {change.line}" if change.count == 1 else f"first at line {change.line}"
         plural = "occurrence" if change.count == 1 else "occurrences"
         return ToolResult(

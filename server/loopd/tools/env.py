@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from loopd.context.freshness import FileLog
 from loopd.engine.ports import Clock
 from loopd.policy.grants import CallGrants
 from loopd.protocol.errors import ToolInputError
@@ -176,7 +177,8 @@ class ToolEnv:
     `aclose()`: that stops every background process the session started.
 
     `sandbox` contains commands; `outside` prepares the ones the person approved to
-    run outside it (still with a scrubbed environment). `grants` carries what the
+    run outside it (still with a scrubbed environment). `reads` holds the read
+    bookmarks `write` and `edit` check (see `loopd.context.freshness`). `grants` carries what the
     policy allowed each call beyond the defaults (see `loopd.policy.grants`)."""
 
     roots: tuple[str, ...]
@@ -191,6 +193,7 @@ class ToolEnv:
     editor_terminals: Callable[[], EditorTerminals | None] = lambda: None
     plan: tuple[PlanEntry, ...] = ()
     changes: ChangeLog = field(default_factory=ChangeLog)
+    reads: FileLog = field(default_factory=FileLog)  # what the agent saw of each file
     processes: BackgroundProcesses = field(init=False)
     _scratch: str | None = field(default=None, init=False)
 

@@ -51,7 +51,9 @@ class Read:
 
     async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
         path = env.resolve(args["path"])
-        lines = (await env.files.read_text(path)).splitlines()
+        text = await env.files.read_text(path)
+        env.reads.saw(path, text)
+        lines = text.splitlines()
         offset: int = args.get("offset", 1)
         limit: int = args.get("limit", env.limits.read_default_lines)
         location = (Location(path, offset),)

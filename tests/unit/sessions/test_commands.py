@@ -7,7 +7,8 @@ from pathlib import Path
 
 from loopd.protocol.errors import ProviderError
 from loopd.protocol.events import Prompt, TextBlock
-from loopd.runtimes.compact import COMPACT_REQUEST
+from loopd.context.view import ACK, summary_message
+from loopd.engine.compactor import SUMMARISER
 from loopd.sessions.commands import (
     CLEAR,
     CLEARED_NOTE,
@@ -68,20 +69,21 @@ async def test_compact_continues_from_the_models_summary(tmp_path: Path) -> None
 
     assert compacted.stop_reason == "end_turn"
     summary_request = provider.requests[1]
-    assert [m.text for m in summary_request.messages] == ["first", "one", COMPACT_REQUEST]
-    assert summary_request.tools == provider.requests[0].tools
-    assert [m.text for m in provider.requests[2].messages] == [
-        COMPACT_REQUEST,
-        "the summary",
-        "second",
-    ]
+    assert summary_request.system == SUMMARISER and summary_request.tools == ()
+    (asked,) = summary_request.messages
+    assert "User: first" in asked.text and "Assistant: one" in asked.text
+    after = [m.text for m in provider.requests[2].messages]
+    assert after == [summary_message("the summary").text, ACK, "second"]
+    assert provider.requests[2].system == provider.requests[0].system
     assert compacted_note("the summary") in text_of(link)
+    assert [m.text for m in manager.store.messages(view.id)][:2] == ["first", "one"]
     await manager.shutdown()
 
     reopened = scripted_manager(tmp_path, provider)
     await reopened.load_session(view.id, RecordingLink())
     await reopened.prompt(view.id, ask("third"), link)
-    assert [m.text for m in provider.requests[3].messages][:2] == [COMPACT_REQUEST, "the summary"]
+    again = [m.text for m in provider.requests[3].messages]
+    assert again == [summary_message("the summary").text, ACK, "second", "two", "third"]
 
 
 async def test_a_failed_or_cancelled_compact_keeps_the_history(tmp_path: Path) -> None:

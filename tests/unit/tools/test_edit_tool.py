@@ -28,6 +28,7 @@ async def test_write_over_a_file_previews_old_to_new(
     call: Call, env: ToolEnv, tmp_path: Path
 ) -> None:
     (tmp_path / "f.txt").write_text("old\n")
+    await call("read", path="f.txt")
     out = await call("write", path="f.txt", content="new\n")
     path = f"{env.cwd}/f.txt"
     assert out.declaration.title == "Write f.txt"
@@ -36,9 +37,11 @@ async def test_write_over_a_file_previews_old_to_new(
 
 
 @pytest.fixture
-def source(tmp_path: Path) -> Path:
+async def source(call: Call, tmp_path: Path) -> Path:
+    """A file the agent has read, so it may change it."""
     path = tmp_path / "m.py"
     path.write_text("def f():\n    return 1\n\n\ndef g():\n    return 1\n")
+    await call("read", path="m.py")
     return path
 
 
@@ -122,6 +125,72 @@ async def test_edit_declared_before_an_earlier_edit_applies_still_runs(
 async def test_edit_keeps_a_crlf_file_crlf(call: Call, tmp_path: Path) -> None:
     path = tmp_path / "dos.txt"
     path.write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    await call("read", path="dos.txt")
     out = await call("edit", path="dos.txt", old_string="one\ntwo", new_string="1\n2")
     assert not out.result.is_error
     assert path.read_bytes() == b"1\r\n2\r\nthree\r\n"
+
+
+# -- fresh files: no change to a file the agent has not seen as it is -----------------
+
+
+async def test_a_file_never_read_is_refused_then_accepted_after_a_read(
+    call: Call, tmp_path: Path
+) -> None:
+    (tmp_path / "f.txt").write_text("theirs\n")
+    for name, args in (
+        ("write", {"content": "mine\n"}),
+        ("edit", {"old_string": "theirs", "new_string": "mine"}),
+    ):
+        refused = await call(name, path="f.txt", **args)
+        assert refused.result.is_error
+        assert "you have not read it yet: read it first" in refused.result.output
+        assert (tmp_path / "f.txt").read_text() == "theirs\n"
+    await call("read", path="f.txt")
+    assert not (await call("write", path="f.txt", content="mine\n")).result.is_error
+    assert (tmp_path / "f.txt").read_text() == "mine\n"
+
+
+async def test_a_file_changed_since_the_read_is_refused_until_read_again(
+    call: Call, tmp_path: Path
+) -> None:
+    target = tmp_path / "f.txt"
+    target.write_text("a = 1\n")
+    await call("read", path="f.txt")
+    target.write_text("a = 1\nb = 2\n")  # the person (or a command) changed it
+    stale = await call("edit", path="f.txt", old_string="a = 1", new_string="a = 3")
+    assert stale.result.is_error
+    assert "changed since you last read it" in stale.result.output
+    assert target.read_text() == "a = 1\nb = 2\n"
+    await call("read", path="f.txt")
+    fresh = await call("edit", path="f.txt", old_string="a = 1", new_string="a = 3")
+    assert not fresh.result.is_error
+    assert target.read_text() == "a = 3\nb = 2\n"
+
+
+async def test_its_own_changes_keep_a_file_fresh_and_new_files_need_no_read(
+    call: Call, tmp_path: Path
+) -> None:
+    assert not (await call("write", path="new.txt", content="x = 1\n")).result.is_error
+    edit = await call("edit", path="new.txt", old_string="x = 1", new_string="x = 2")
+    assert not edit.result.is_error
+    again = await call("edit", path="new.txt", old_string="x = 2", new_string="x = 3")
+    assert not again.result.is_error
+    assert (tmp_path / "new.txt").read_text() == "x = 3\n"
+
+
+async def test_a_changed_file_is_told_once(call: Call, env: ToolEnv, tmp_path: Path) -> None:
+    target = tmp_path / "f.txt"
+    target.write_text("one\n")
+    await call("read", path="f.txt")
+
+    def now(path: str) -> str | None:
+        return Path(path).read_text() if Path(path).exists() else None
+
+    assert env.reads.changes(now) == []
+    target.write_text("two\n")
+    (told,) = env.reads.changes(now)
+    assert f"{env.cwd}/f.txt changed since you last read it" in told
+    assert env.reads.changes(now) == []
+    target.unlink()
+    assert env.reads.changes(now) == [f"{env.cwd}/f.txt was deleted since you read it."]
