@@ -82,14 +82,14 @@ class ContextKeeper:
     noticed: bool = False
     overflows: int = 0
     last_estimate: int = 0
-    _fixed: dict[tuple[str, int], int] = field(default_factory=dict)
+    _fixed: dict[tuple[str, tuple[str, ...]], int] = field(default_factory=dict)
 
     def window(self, model: str) -> int:
         return effective_window(model, self.windows.learned(model), self.fallback_window)
 
     def fixed(self, system: str, tools: tuple[ToolSpec, ...]) -> int:
         """The estimate of what every request carries besides its messages."""
-        key = (system, id(tools))
+        key = (system, tuple(t.name for t in tools))
         if key not in self._fixed:
             self._fixed = {key: estimate_text(system) + estimate_tools(tools)}
         return self._fixed[key]
@@ -110,23 +110,27 @@ class ContextKeeper:
 
     def notice(self, request: ModelRequest) -> str | None:
         """The one budget notice, when occupancy first reaches `notice_at`."""
-        at = self.policy.notice_at
-        if not at or self.noticed or self.occupancy(request) < at:
-            return None
+        at, occupancy = self.policy.notice_at, self.occupancy(request)
+        if not at or self.noticed or occupancy < at or self.due(request):
+            return None  # a compaction that is due says more than a notice would
         self.noticed = True
         window = self.window(request.model)
         return (
-            f"Context budget: about {self.occupancy(request) * 100 // BP}% of the "
+            f"Context budget: about {occupancy * 100 // BP}% of the "
             f"{window:,}-token window is in use. At {self.policy.compact_at * 100 // BP}% "
             "the older part of the conversation is summarised: keep what you still need "
             "in the plan or in files, and keep tool output small."
         )
 
+    def sending(self, request: ModelRequest) -> None:
+        """`request` is about to go out: remember its estimate, which the reply's
+        count calibrates (the view grows by the reply before that happens)."""
+        self.last_estimate = self.view.estimate + self.fixed(request.system, request.tools)
+
     def replied(self, request: ModelRequest, usage: Usage) -> tuple[int, float | None]:
         """After a reply: calibrate, charge its cost. Returns (used, session cost)."""
         self.overflows = 0
-        estimate = self.view.estimate + self.fixed(request.system, request.tools)
-        self.view.calibrate(estimate, usage.context_tokens)
+        self.view.calibrate(self.last_estimate, usage.context_tokens)
         spent = cost_usd(
             request.model,
             usage.input_tokens,
@@ -148,8 +152,7 @@ class ContextKeeper:
         window = self.window(request.model)
         learned = learn_window(overflow, window, sent)
         if overflow.prompt:
-            raw = self.view.estimate + self.fixed(request.system, request.tools)
-            self.view.calibrate(raw, overflow.prompt)
+            self.view.calibrate(self.last_estimate, overflow.prompt)
         elif learned >= window:  # no figure and no progress: shrink
             learned = max(MIN_LEARNED, int(window * 0.9))
         self.windows.learn(request.model, learned)

@@ -249,6 +249,7 @@ class Engine:
             if self.keeper.due(request):
                 await self._compact(request, forced=False)
                 request = self._request()
+            self.keeper.sending(request)
             try:
                 return request, await self._streamer().request(request)
             except ContextOverflow as err:

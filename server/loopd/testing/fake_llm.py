@@ -13,6 +13,15 @@ lower-cased headers, JSON body) so tests assert what was sent. An exhausted queu
 answers 400 with a message saying so. Point providers at `base_url` (Anthropic) or
 `base_url + "/v1"` (OpenAI).
 
+A window makes the fake a model with a small context: `FakeLLMServer(window=N)`
+answers any request whose estimated size (ceil(body bytes / 4), the same rule as
+loopd's own estimate) exceeds N tokens with that format's real overflow error
+("prompt is too long: X tokens > N maximum" from Anthropic, `context_length_exceeded`
+"maximum context length is N tokens" from OpenAI), without using up a scripted step;
+a reply it does send reports the estimate as its input tokens. `responder`, when
+given, answers every request the queues have nothing for (long scripted sessions
+whose compaction requests come at times the test does not fix).
+
 Two control routes serve tests in another process: `GET /_fake/requests` returns
 the recorded requests as JSON, `POST /_fake/release/NAME` releases a gate.
 
@@ -53,8 +62,8 @@ import json
 import sys
 import threading
 from collections import defaultdict, deque
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -77,6 +86,8 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    size: int = 0
+    """The body's length in bytes, as sent."""
     disconnected: bool = False
     """The client closed the connection before the reply was fully written."""
 
@@ -85,7 +96,15 @@ class FakeLLMServer:
     """Scripted loopback LLM endpoint. Use as a context manager (sync, so it also
     works inside async tests) or call `start` and `close`."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        window: int | None = None,
+        responder: Callable[[RecordedRequest], Step] | None = None,
+    ) -> None:
+        self.window = window
+        self.responder = responder
         self._queues: dict[str, deque[Step]] = defaultdict(deque)
         self._requests: list[RecordedRequest] = []
         self._gates: dict[str, threading.Event] = {}
@@ -149,12 +168,12 @@ class FakeLLMServer:
         with self._lock:
             self._requests.append(request)
 
-    def next_step(self, route: str) -> Step | None:
+    def next_step(self, route: str, request: RecordedRequest) -> Step | None:
         with self._lock:
             for queue in (self._queues[route], self._queues[ANY_ROUTE]):
                 if queue:
                     return queue.popleft()
-        return None
+        return None if self.responder is None else self.responder(request)
 
     def _serve(self) -> None:
         self._httpd.serve_forever(poll_interval=0.01)
@@ -188,7 +207,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {})
             return
         body = json.loads(raw) if raw else {}
-        request = RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        request = RecordedRequest(self.path, headers, body, len(raw))
         self.server_fake.record(request)
         route = self.path.split("?", 1)[0]  # Claude Code posts /v1/messages?beta=true
         wire_type = WIRES.get(route)
@@ -196,8 +216,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
         wire = wire_type(str(body.get("model") or "fake-model"))
+        tokens = -(-len(raw) // 4)
+        window = self.server_fake.window
         try:
-            self._answer(wire, self.server_fake.next_step(route))
+            if window is not None and tokens > window:
+                self._json(*wire.error_body("context_overflow", _overflow(route, tokens, window)))
+            else:
+                step = self.server_fake.next_step(route, request)
+                self._answer(wire, step if window is None else _sized(step, tokens))
         except (BrokenPipeError, ConnectionResetError):
             request.disconnected = True
         self.close_connection = True
@@ -253,6 +279,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(raw)
+
+
+def _overflow(route: str, tokens: int, window: int) -> str:
+    """The overflow message the real service of `route` sends."""
+    if route == ANTHROPIC:
+        return f"prompt is too long: {tokens} tokens > {window} maximum"
+    return (
+        f"This model's maximum context length is {window} tokens. However, your messages "
+        f"resulted in {tokens} tokens. Please reduce the length of the messages."
+    )
+
+
+def _sized(step: Step | None, tokens: int) -> Step | None:
+    """A reply reports the request's real size as its input tokens."""
+    return replace(step, input_tokens=tokens) if isinstance(step, Reply) else step
 
 
 def _retry_headers(error: HttpError) -> dict[str, str]:

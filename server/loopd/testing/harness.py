@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from loopd.engine.loop import EngineConfig
-from loopd.engine.ports import ToolBox
+from loopd.engine.ports import Provider, ToolBox
 from loopd.instructions import read_chain
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.turns import UndoReport
@@ -23,7 +23,7 @@ from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
-from loopd.testing.fakes import FakeClock, FakeToolBox, ScriptedPolicy, ScriptedProvider
+from loopd.testing.fakes import FakeClock, FakeToolBox, ScriptedPolicy
 from loopd.tools.env import FileAccess
 
 
@@ -84,7 +84,7 @@ class ScriptedParts:
 
 def scripted_manager(
     data_dir: Path,
-    provider: ScriptedProvider,
+    provider: Provider,
     tools: ToolBox | None = None,
     policy: ScriptedPolicy | None = None,
     tools_for: Callable[[RuntimeContext], ToolBox] | None = None,

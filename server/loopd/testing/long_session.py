@@ -1,0 +1,102 @@
+"""A long session for the fake LLM server: a model that reads a file, then answers
+at length, and writes the summaries compaction asks for, whenever it asks.
+
+`LongSession.respond` is a `FakeLLMServer` responder; `pairs_intact` and
+`request_tokens` check what was sent. Used by the context tests, the end-to-end
+ACP test and the context benchmark, so all three exercise the same session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from loopd.testing.fake_llm import RecordedRequest
+from loopd.testing.llm_script import Reply, ScriptedCall, Step
+
+SUMMARY = "Summary: the person asks about one module after another; each was read and explained."
+
+
+@dataclass(slots=True)
+class LongSession:
+    """Each prompt gets a `read` of a file, then a reply of `reply_words` words.
+    A request that asks for a summary gets `SUMMARY`."""
+
+    reply_words: int = 1_500
+    summaries: int = 0
+    turns: int = 0
+
+    def respond(self, request: RecordedRequest) -> Step:
+        body = request.body
+        if "summary of a coding session" in _system(body):
+            self.summaries += 1
+            return Reply(text=f"{SUMMARY} ({self.summaries})", output_tokens=40)
+        if _last_is_tool_result(body):
+            self.turns += 1
+            words = " ".join(f"word{i % 97}" for i in range(self.reply_words))
+            return Reply(text=f"Answer {self.turns}: {words}", output_tokens=self.reply_words)
+        return Reply(tool_calls=(ScriptedCall("read", {"path": "module.py"}),))
+
+
+def _system(body: dict[str, Any]) -> str:
+    system = body.get("system")
+    if isinstance(system, list):
+        return " ".join(str(b.get("text", "")) for b in system)
+    if isinstance(system, str):
+        return system
+    first = (body.get("messages") or [{}])[0]
+    return str(first.get("content")) if first.get("role") == "system" else ""
+
+
+def _last_is_tool_result(body: dict[str, Any]) -> bool:
+    messages = body.get("messages") or []
+    if not messages:
+        return False
+    last = messages[-1]
+    if last.get("role") == "tool":
+        return True
+    content = last.get("content")
+    return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+
+
+def request_tokens(request: RecordedRequest) -> int:
+    """The request's size by the fake's own rule: ceil(bytes / 4)."""
+    return -(-request.size // 4)
+
+
+def pairs_intact(body: dict[str, Any]) -> bool:
+    """Every tool call sent is answered by a result right after it, and every result
+    answers a call right before it (Anthropic and OpenAI Chat bodies)."""
+    messages = body.get("messages") or []
+    open_calls: set[str] = set()
+    for message in messages:
+        calls, results = _calls(message), _results(message)
+        if results and not results <= open_calls:
+            return False
+        open_calls -= results
+        if calls:
+            if open_calls:
+                return False
+            open_calls = calls
+        elif not results and open_calls:
+            return False
+    return not open_calls
+
+
+def _calls(message: dict[str, Any]) -> set[str]:
+    if message.get("role") != "assistant":
+        return set()
+    found = {c["id"] for c in message.get("tool_calls") or []}
+    content = message.get("content")
+    if isinstance(content, list):
+        found |= {b["id"] for b in content if b.get("type") == "tool_use"}
+    return found
+
+
+def _results(message: dict[str, Any]) -> set[str]:
+    if message.get("role") == "tool":
+        return {str(message["tool_call_id"])}
+    content = message.get("content")
+    if message.get("role") != "user" or not isinstance(content, list):
+        return set()
+    return {b["tool_use_id"] for b in content if b.get("type") == "tool_result"}

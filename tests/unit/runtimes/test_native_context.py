@@ -1,0 +1,92 @@
+"""A native session kept inside a small window, over real HTTP to the fake model: the
+window learned from the overflow error, kept in the store for the next process,
+compaction that keeps tool calls with their results, and the transcript whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopd.protocol.events import Prompt, TextBlock
+from loopd.protocol.messages import TextPart
+from loopd.providers.factory import make_provider
+from loopd.testing.fake_llm import FakeLLMServer
+from loopd.testing.harness import RecordingLink, scripted_manager
+from loopd.testing.long_session import LongSession, pairs_intact, request_tokens
+
+WINDOW = 20_000
+TURNS = 40
+
+
+def ask(text: str) -> Prompt:
+    return Prompt((TextBlock(text),))
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai_chat"])
+async def test_a_long_session_in_a_small_window_keeps_working(tmp_path: Path, kind: str) -> None:
+    session = LongSession()
+    with FakeLLMServer(window=WINDOW, responder=session.respond) as fake:
+        base = fake.base_url if kind == "anthropic" else fake.openai_base_url
+        provider = make_provider(kind, base_url=base, api_key="k")  # type: ignore[arg-type]
+        manager = scripted_manager(tmp_path, provider)
+        link = RecordingLink()
+        view = await manager.new_session(str(tmp_path), link)
+        stops = [
+            (await manager.prompt(view.id, ask(f"explain module {n}"), link)).stop_reason
+            for n in range(TURNS)
+        ]
+        await manager.shutdown()
+        await provider.aclose()
+        sent = fake.requests
+
+    assert stops == ["end_turn"] * TURNS
+    over = [i for i, r in enumerate(sent) if request_tokens(r) > WINDOW]
+    assert over, "the session never reached the window, so it tested nothing"
+    assert over == [over[0]], "after the first overflow, every request fits the learned window"
+    assert session.summaries >= 3
+    assert all(pairs_intact(r.body) for r in sent)
+    assert manager.store.learned_window("native/scripted") == WINDOW
+
+    notes = [
+        u["content"]["text"]
+        for _, u in link.updates
+        if u["sessionUpdate"] == "agent_message_chunk" and "Context compacted" in u["content"]["text"]
+    ]
+    assert len(notes) >= 3
+    usage = [u for _, u in link.updates if u["sessionUpdate"] == "usage_update"]
+    assert usage[-1]["size"] == WINDOW and 0 < usage[-1]["used"] <= WINDOW
+    prompts = [m.parts[0] for m in manager.store.messages(view.id) if m.role == "user"]
+    assert [p.text for p in prompts if isinstance(p, TextPart) and "explain" in p.text] == [
+        f"explain module {n}" for n in range(TURNS)
+    ]
+
+
+async def test_a_restarted_process_knows_the_learned_window(tmp_path: Path) -> None:
+    session = LongSession(reply_words=4_000)
+    with FakeLLMServer(window=WINDOW, responder=session.respond) as fake:
+        provider = make_provider("anthropic", base_url=fake.base_url, api_key="k")
+        first = scripted_manager(tmp_path, provider)
+        link = RecordingLink()
+        view = await first.new_session(str(tmp_path), link)
+        for n in range(6):
+            await first.prompt(view.id, ask(f"explain module {n}"), link)
+        await first.shutdown()
+        overflowed = sum(request_tokens(r) > WINDOW for r in fake.requests)
+        assert overflowed == 1
+
+        later = scripted_manager(tmp_path, provider)
+        relink = RecordingLink()
+        await later.load_session(view.id, relink)
+        replayed = len(relink.updates)
+        before = len(fake.requests)
+        for n in range(6):
+            outcome = await later.prompt(view.id, ask(f"explain module {n + 6}"), relink)
+            assert outcome.stop_reason == "end_turn"
+        await later.shutdown()
+        await provider.aclose()
+        after = fake.requests[before:]
+
+    assert all(request_tokens(r) <= WINDOW for r in after)
+    usage = [u for _, u in relink.updates[replayed:] if u["sessionUpdate"] == "usage_update"]
+    assert usage and {u["size"] for u in usage} == {WINDOW}
