@@ -27,10 +27,13 @@ from loopd.protocol.errors import (
 )
 
 _OVERFLOW_TEXT = (
-    "prompt is too long",
-    "maximum context length",
+    "prompt is too long",  # Anthropic
+    "maximum context length",  # OpenAI, vLLM, LM Studio
     "context window",
     "context_length_exceeded",
+    "exceeds the available context size",  # llama.cpp server
+    "exceed_context_size",
+    "exceeded max context length",  # Ollama
 )
 _FATAL_KINDS = frozenset({"insufficient_quota", "billing_error", "usage_not_included"})
 _AUTH_KINDS = frozenset({"authentication_error", "permission_error", "invalid_api_key"})

@@ -51,7 +51,8 @@ async def test_a_long_session_in_a_small_window_keeps_working(tmp_path: Path, ki
     notes = [
         u["content"]["text"]
         for _, u in link.updates
-        if u["sessionUpdate"] == "agent_message_chunk" and "Context compacted" in u["content"]["text"]
+        if u["sessionUpdate"] == "agent_message_chunk"
+        and "Context compacted" in u["content"]["text"]
     ]
     assert len(notes) >= 3
     usage = [u for _, u in link.updates if u["sessionUpdate"] == "usage_update"]

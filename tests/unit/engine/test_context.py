@@ -1,0 +1,181 @@
+"""The engine inside its window, against a scripted model: the one budget notice, a
+compaction that cannot make room ending the turn with its reason, and the two
+regressions (a command beside a write, a cancel during the usage update)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from loopd.context.compaction import CompactionPolicy
+from loopd.engine.compactor import MemoryWindows
+from loopd.engine.limits import Limits
+from loopd.engine.loop import Engine, EngineConfig, EnginePorts
+from loopd.protocol.errors import ContextOverflow
+from loopd.protocol.events import AgentMessageChunk, Prompt, SessionEvent, TextBlock, UsageUpdated
+from loopd.protocol.messages import ToolResultPart
+from loopd.protocol.model import Usage
+from loopd.testing.fakes import (
+    FakeClock,
+    FakeToolBox,
+    MemoryJournal,
+    RecordingEmitter,
+    Reply,
+    ScriptedApprover,
+    ScriptedPolicy,
+    ScriptedProvider,
+)
+
+
+@dataclass
+class Rig:
+    provider: ScriptedProvider
+    tools: FakeToolBox = field(default_factory=FakeToolBox)
+    emitter: RecordingEmitter = field(default_factory=RecordingEmitter)
+    journal: MemoryJournal = field(default_factory=MemoryJournal)
+    windows: MemoryWindows = field(default_factory=MemoryWindows)
+    policy: CompactionPolicy = field(default_factory=CompactionPolicy)
+    limits: Limits = field(default_factory=Limits)
+
+    def engine(self) -> Engine:
+        counter = iter(range(10_000))
+        ports = EnginePorts(
+            self.provider,
+            self.tools,
+            self.emitter,
+            ScriptedApprover(),
+            ScriptedPolicy(),
+            self.journal,
+            FakeClock(),
+            new_id=lambda prefix: f"{prefix}_{next(counter)}",
+            jitter=lambda: 0.0,
+            windows=self.windows,
+        )
+        config = EngineConfig(model="m", limits=self.limits, compaction=self.policy)
+        return Engine("s1", config, ports)
+
+
+def ask(text: str) -> Prompt:
+    return Prompt((TextBlock(text),))
+
+
+TINY = Usage(input_tokens=1, output_tokens=1)  # calibrates the estimate to its floor
+
+
+async def test_the_budget_notice_is_given_exactly_once() -> None:
+    quiet = CompactionPolicy(automatic=False, notice_at=3_000, compact_at=10_000)
+    replies = [Reply(text="a" * 4_000, usage=TINY) for _ in range(8)]
+    rig = Rig(ScriptedProvider.of(*replies), policy=quiet)
+    rig.windows.learn("m", 10_000)
+    engine = rig.engine()
+    for n in range(8):
+        assert (await engine.run(ask(f"turn {n}"))).stop_reason == "end_turn"
+
+    shown = [e.text for e in rig.emitter.of(AgentMessageChunk) if "Context budget" in e.text]
+    assert len(shown) == 1
+    told = [m for m in rig.provider.requests[-1].messages if "Context budget" in m.text]
+    assert len(told) == 1 and told[0].role == "user"
+    sizes = {e.size for e in rig.emitter.of(UsageUpdated)}
+    assert sizes == {10_000}
+
+
+async def test_an_overflow_that_compaction_cannot_fix_ends_the_turn_with_the_reason() -> None:
+    overflow = ContextOverflow("prompt is too long: 30000 tokens > 20000 maximum")
+    rig = Rig(ScriptedProvider.of(overflow))
+    engine = rig.engine()
+    outcome = await engine.run(ask("x" * 100_000))
+
+    assert outcome.stop_reason == "max_tokens"
+    assert outcome.error is not None
+    assert "compacting it could not make room" in outcome.error
+    assert "the newest step alone is about" in outcome.error
+    assert "prompt is too long" in rig.emitter.text
+    assert len(rig.provider.requests) == 1, "no summary was asked for a tail that cannot fit"
+    assert rig.windows.learned("m") == 20_000
+
+
+async def test_an_overflow_compacts_and_retries_the_same_step() -> None:
+    rig = Rig(
+        ScriptedProvider.of(
+            Reply(text="b" * 40_000),
+            Reply(text="c" * 40_000),
+            ContextOverflow("prompt is too long: 25000 tokens > 20000 maximum"),
+            Reply(text="first half"),
+            Reply(text="the summary"),
+            Reply(text="continued"),
+        )
+    )
+    engine = rig.engine()
+    for prompt in ("one", "two", "three"):
+        assert (await engine.run(ask(prompt))).stop_reason == "end_turn"
+
+    first, second = rig.provider.requests[3:5]  # the summary, made in two pieces
+    assert "User: one" in first.messages[0].text and "ccc" not in first.messages[0].text
+    assert "The summary so far:\nfirst half" in second.messages[0].text
+    assert "Assistant: ccc" in second.messages[0].text
+    retry = rig.provider.requests[-1]
+    assert "the summary" in retry.messages[0].text
+    assert retry.messages[-1].text == "three"
+    assert [m.text for m in engine.history][-2:] == ["three", "continued"]
+    assert len(engine.history) == 6, "the history stays whole"
+    assert "Context compacted" in rig.emitter.text
+
+
+async def test_a_write_and_a_command_in_one_step_run_one_after_the_other() -> None:
+    calls = [("w", "write", {"path": "/w/a"}), ("b", "bash", {"command": "cat /w/a"})]
+    rig = Rig(ScriptedProvider.of(Reply(tools=calls), Reply(text="ok")))
+    await rig.engine().run(ask("write then run"))
+    assert rig.tools.started == ["w", "b"]
+    assert rig.tools.peak == 1
+
+
+@dataclass(slots=True)
+class StallOnUsage(RecordingEmitter):
+    """Holds the usage update open, as a slow client connection would."""
+
+    reached: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def emit(self, event: SessionEvent) -> None:
+        await RecordingEmitter.emit(self, event)
+        if isinstance(event, UsageUpdated):
+            self.reached.set()
+            await asyncio.Event().wait()
+
+
+async def test_a_cancel_during_the_usage_update_pairs_every_announced_call() -> None:
+    calls = [("r1", "read", {"path": "/w/a"}), ("r2", "read", {"path": "/w/b"})]
+    rig = Rig(ScriptedProvider.of(Reply(tools=calls)), emitter=StallOnUsage())
+    engine = rig.engine()
+    turn = asyncio.create_task(engine.run(ask("read both")))
+    async with asyncio.timeout(5):
+        await rig.emitter.reached.wait()  # type: ignore[attr-defined]
+    turn.cancel()
+    outcome = await turn
+
+    assert outcome.stop_reason == "cancelled"
+    calls_msg, results_msg = engine.history[-2:]
+    assert [u.id for u in calls_msg.tool_uses] == ["r1", "r2"]
+    assert results_msg.tool_results == (
+        ToolResultPart("r1", "Cancelled by the user.", True),
+        ToolResultPart("r2", "Cancelled by the user.", True),
+    )
+    assert rig.tools.started == []
+
+
+async def test_the_configured_repeat_cap_and_the_budget_warning_reach_the_model() -> None:
+    same = [Reply(tools=[(f"c{i}", "read", {"path": "/w/a"})]) for i in range(4)]
+    rig = Rig(ScriptedProvider.of(*same, Reply(text="done")), limits=Limits(max_identical_calls=5))
+    engine = rig.engine()
+    assert (await engine.run(ask("read a lot"))).stop_reason == "end_turn"
+    assert rig.tools.started == ["c0", "c1", "c2", "c3"]
+
+    many = [Reply(tools=[(f"d{i}", "read", {"path": f"/w/{i}"})]) for i in range(6)]
+    rig = Rig(ScriptedProvider.of(*many), limits=Limits(max_tool_calls=5))
+    engine = rig.engine()
+    outcome = await engine.run(ask("read everything"))
+    assert outcome.stop_reason == "max_turn_requests"
+    results = [p for m in engine.history for p in m.tool_results]
+    warned = [r.tool_use_id for r in results if "[Loop guard: 4 of 5 actions used" in r.content]
+    assert warned == ["d3"]
+    assert "Stopped by the loop guard: more than 5 actions" in results[-1].content
+    assert "Stopped by the loop guard" in rig.emitter.text
