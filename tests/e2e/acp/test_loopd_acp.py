@@ -11,7 +11,6 @@ import json
 import pytest
 from acp.schema import ClientCapabilities, FileSystemCapabilities
 
-from loopd.runtimes.compact import COMPACT_REQUEST
 from loopd.sessions.commands import CLEAR, COMPACT, UNDO
 from loopd.testing.llm_script import Reply, ScriptedCall
 from tests.e2e.acp.conftest import Home, loopd_acp, text
@@ -53,7 +52,12 @@ async def test_an_edit_asks_with_its_diff_and_the_answer_decides(home: Home, ans
     target = home.work / "a.py"
     target.write_text("x = 1\n")
     edit = {"path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}
-    home.fake.script("*", Reply(tool_calls=(ScriptedCall("edit", edit),)), Reply(text="finished"))
+    home.fake.script(
+        "*",
+        Reply(tool_calls=(ScriptedCall("read", {"path": "a.py"}),)),
+        Reply(tool_calls=(ScriptedCall("edit", edit),)),
+        Reply(text="finished"),
+    )
     client = RecordingClient(answers=[answer])
     async with loopd_acp(home, client) as conn:
         new = await conn.new_session(cwd=str(home.work), mcp_servers=[])
@@ -169,7 +173,8 @@ async def test_clear_and_compact_change_what_the_model_gets(home: Home) -> None:
     assert len(home.fake.requests) == 4
     assert "zebra" in sent_to_model(home, 0)
     assert "zebra" not in sent_to_model(home, 1)
-    assert COMPACT_REQUEST in sent_to_model(home, 2)
+    assert "User: giraffe question" in sent_to_model(home, 2)  # the summary's request
     last = sent_to_model(home, 3)
     assert "SUMMARY: the person asked about giraffes." in last
     assert "giraffe question" not in last
+    assert home.fake.requests[3].body["system"] == home.fake.requests[0].body["system"]

@@ -23,6 +23,7 @@ async def test_undo_puts_back_the_last_turns_edits(
     (workspace / "a.py").write_text("x = 1\n")
     fake_llm.script(
         "*",
+        Reply(tool_calls=(ScriptedCall("read", {"path": "a.py"}),)),
         Reply(
             tool_calls=(
                 ScriptedCall("edit", {"path": "a.py", "old_string": "1", "new_string": "2"}),

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from loopd.protocol.errors import ProviderError
-from loopd.protocol.events import Prompt, TextBlock
 from loopd.context.view import ACK, summary_message
 from loopd.engine.compactor import SUMMARISER
+from loopd.protocol.errors import ProviderError
+from loopd.protocol.events import Prompt, TextBlock
 from loopd.sessions.commands import (
     CLEAR,
     CLEARED_NOTE,
