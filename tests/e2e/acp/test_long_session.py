@@ -1,0 +1,48 @@
+"""The long session end to end: the real `loopd acp` (catalog, native engine, real
+tools, store) against a fake model whose window is 20k tokens. The window is learned
+from the first overflow, the conversation is compacted as it grows, and every turn
+ends normally; the editor sees the usage against the learned window and a note at
+each compaction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopd.testing.fake_llm import FakeLLMServer
+from loopd.testing.long_session import LongSession, pairs_intact, request_tokens
+from tests.e2e.acp.conftest import Home, loopd_acp, text
+from tests.unit.acp.conftest import RecordingClient
+
+pytestmark = pytest.mark.e2e
+
+WINDOW = 20_000
+TURNS = 40
+
+
+async def test_forty_turns_in_a_twenty_thousand_token_window(tmp_path: Path) -> None:
+    session = LongSession()
+    with FakeLLMServer(window=WINDOW, responder=session.respond) as fake:
+        home = Home(tmp_path.resolve(), fake)
+        home.work.mkdir()
+        (home.work / "module.py").write_text("def f():\n    return 1\n" * 20)
+        client = RecordingClient()
+        async with loopd_acp(home, client) as conn:
+            new = await conn.new_session(cwd=str(home.work), mcp_servers=[])
+            stops = [
+                (await conn.prompt(session_id=new.session_id, prompt=text(f"explain {n}")))
+                .stop_reason
+                for n in range(TURNS)
+            ]
+        sent = fake.requests
+
+    assert stops == ["end_turn"] * TURNS
+    over = [i for i, r in enumerate(sent) if request_tokens(r) > WINDOW]
+    assert len(over) == 1, "one overflow teaches the window; nothing sent after it exceeds it"
+    assert session.summaries >= 3
+    assert all(pairs_intact(r.body) for r in sent)
+    usage = client.of("usage_update")
+    assert usage[-1]["size"] == WINDOW and usage[-1]["used"] <= WINDOW
+    notes = [u["content"]["text"] for u in client.of("agent_message_chunk")]
+    assert sum("Context compacted" in n for n in notes) >= 3
