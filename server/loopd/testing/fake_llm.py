@@ -29,7 +29,9 @@ From another process::
 
     python -m loopd.testing.fake_llm --script FILE.json [--port N]
 
-prints its base URL as the first line of stdout, then serves until killed. The
+prints its base URL as the first line of stdout, then serves until killed.
+`--window N` gives it an N-token window; `--long-session WORDS` answers whatever the
+script does not with `loopd.testing.long_session` (replies of WORDS words). The
 script file maps a route (or `"*"`) to a list of steps::
 
     {
@@ -318,8 +320,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--script", type=Path, help="JSON script (see the module docstring)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--window", type=int, help="overflow above this many tokens")
+    parser.add_argument("--long-session", type=int, metavar="WORDS", help="reply length")
     args = parser.parse_args(argv)
-    fake = FakeLLMServer(args.host, args.port)
+    responder = None
+    if args.long_session:
+        from loopd.testing.long_session import LongSession
+
+        responder = LongSession(reply_words=args.long_session).respond
+    fake = FakeLLMServer(args.host, args.port, window=args.window, responder=responder)
     if args.script:
         fake.load(load_script(args.script))
     with fake:

@@ -78,6 +78,10 @@ def test_json_lines_and_prompt_from_stdin(
     kinds = [line["update"]["sessionUpdate"] for line in lines[:-1]]
     assert kinds[0] == "session_info_update"
     assert "agent_message_chunk" in kinds
+    (usage,) = [line["update"] for line in lines[:-1] if "used" in line["update"]]
+    assert usage["sessionUpdate"] == "usage_update"
+    assert (usage["used"], usage["size"]) == (19, 200_000)  # the catalog's window
+    assert usage["cost"]["currency"] == "USD" and usage["cost"]["amount"] > 0
     assert lines[-1]["stopReason"] == "end_turn"
     assert fake_llm.requests[0].body["messages"][0]["content"][0]["text"] == "hello\n"
 
