@@ -13,15 +13,13 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
-from benchmarks.turn import NoApprover, StoreEmitter
+from benchmarks.turn import FakeServer, NoApprover, StoreEmitter
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.protocol.events import Prompt, TextBlock
 from loopd.providers.anthropic import AnthropicProvider
@@ -29,29 +27,13 @@ from loopd.runtimes.native import StoreJournal
 from loopd.store.sqlite import SessionRecord, SqliteStore
 from loopd.testing.fakes import FakeClock, FakeToolBox, ScriptedPolicy
 
-FAKE = (sys.executable, "-m", "loopd.testing.fake_llm")
 TURNS = 400
 WINDOW = 20_000
 EARLY, LATE = range(10, 20), range(TURNS - 10, TURNS)
 
 
-class LongFake:
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            [*FAKE, "--window", str(WINDOW), "--long-session", "1500"],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        self.base_url = self.proc.stdout.readline().strip()
-
-    def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(5)
-
-
 async def session() -> dict[str, float]:
-    fake = LongFake()
+    fake = FakeServer([], "--window", str(WINDOW), "--long-session", "1500")
     tmp = tempfile.TemporaryDirectory()
     store = SqliteStore(Path(tmp.name) / "bench.db")
     store.create(SessionRecord(id="bench", cwd="/", created_at="0", updated_at="0"))

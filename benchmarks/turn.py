@@ -42,12 +42,12 @@ ROUNDS = 7
 class FakeServer:
     """`python -m loopd.testing.fake_llm` in a child process."""
 
-    def __init__(self, steps: list[dict[str, Any]]) -> None:
+    def __init__(self, steps: list[dict[str, Any]], *flags: str) -> None:
         self.dir = tempfile.TemporaryDirectory()
         script = Path(self.dir.name) / "script.json"
         script.write_text(json.dumps({"*": steps}))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "loopd.testing.fake_llm", "--script", str(script)],
+            [sys.executable, "-m", "loopd.testing.fake_llm", "--script", str(script), *flags],
             stdout=subprocess.PIPE,
             text=True,
         )

@@ -6,6 +6,7 @@ each compaction."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,8 +32,9 @@ async def test_forty_turns_in_a_twenty_thousand_token_window(tmp_path: Path) -> 
         async with loopd_acp(home, client) as conn:
             new = await conn.new_session(cwd=str(home.work), mcp_servers=[])
             stops = [
-                (await conn.prompt(session_id=new.session_id, prompt=text(f"explain {n}")))
-                .stop_reason
+                (
+                    await conn.prompt(session_id=new.session_id, prompt=text(f"explain {n}"))
+                ).stop_reason
                 for n in range(TURNS)
             ]
         sent = fake.requests

@@ -8,51 +8,13 @@ import asyncio
 from dataclasses import dataclass, field
 
 from loopd.context.compaction import CompactionPolicy
-from loopd.engine.compactor import MemoryWindows
 from loopd.engine.limits import Limits
-from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.protocol.errors import ContextOverflow
 from loopd.protocol.events import AgentMessageChunk, Prompt, SessionEvent, TextBlock, UsageUpdated
 from loopd.protocol.messages import ToolResultPart
 from loopd.protocol.model import Usage
-from loopd.testing.fakes import (
-    FakeClock,
-    FakeToolBox,
-    MemoryJournal,
-    RecordingEmitter,
-    Reply,
-    ScriptedApprover,
-    ScriptedPolicy,
-    ScriptedProvider,
-)
-
-
-@dataclass
-class Rig:
-    provider: ScriptedProvider
-    tools: FakeToolBox = field(default_factory=FakeToolBox)
-    emitter: RecordingEmitter = field(default_factory=RecordingEmitter)
-    journal: MemoryJournal = field(default_factory=MemoryJournal)
-    windows: MemoryWindows = field(default_factory=MemoryWindows)
-    policy: CompactionPolicy = field(default_factory=CompactionPolicy)
-    limits: Limits = field(default_factory=Limits)
-
-    def engine(self) -> Engine:
-        counter = iter(range(10_000))
-        ports = EnginePorts(
-            self.provider,
-            self.tools,
-            self.emitter,
-            ScriptedApprover(),
-            ScriptedPolicy(),
-            self.journal,
-            FakeClock(),
-            new_id=lambda prefix: f"{prefix}_{next(counter)}",
-            jitter=lambda: 0.0,
-            windows=self.windows,
-        )
-        config = EngineConfig(model="m", limits=self.limits, compaction=self.policy)
-        return Engine("s1", config, ports)
+from loopd.testing.fakes import RecordingEmitter, Reply, ScriptedProvider
+from tests.unit.engine.test_loop import Rig
 
 
 def ask(text: str) -> Prompt:
@@ -65,7 +27,7 @@ TINY = Usage(input_tokens=1, output_tokens=1)  # calibrates the estimate to its 
 async def test_the_budget_notice_is_given_exactly_once() -> None:
     quiet = CompactionPolicy(automatic=False, notice_at=3_000, compact_at=10_000)
     replies = [Reply(text="a" * 4_000, usage=TINY) for _ in range(8)]
-    rig = Rig(ScriptedProvider.of(*replies), policy=quiet)
+    rig = Rig(ScriptedProvider.of(*replies), compaction=quiet)
     rig.windows.learn("m", 10_000)
     engine = rig.engine()
     for n in range(8):

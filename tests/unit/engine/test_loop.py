@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from loopd.context.compaction import CompactionPolicy
+from loopd.engine.compactor import MemoryWindows
 from loopd.engine.limits import Limits
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.ports import Verdict
@@ -46,6 +48,8 @@ class Rig:
     journal: MemoryJournal = field(default_factory=MemoryJournal)
     clock: FakeClock = field(default_factory=FakeClock)
     limits: Limits = field(default_factory=Limits)
+    windows: MemoryWindows = field(default_factory=MemoryWindows)
+    compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
 
     def engine(self) -> Engine:
         counter = iter(range(10_000))
@@ -59,8 +63,10 @@ class Rig:
             self.clock,
             new_id=lambda prefix: f"{prefix}_{next(counter)}",
             jitter=lambda: 0.0,
+            windows=self.windows,
         )
-        return Engine("s1", EngineConfig(model="m", limits=self.limits), ports)
+        config = EngineConfig(model="m", limits=self.limits, compaction=self.compaction)
+        return Engine("s1", config, ports)
 
     def updates(self, call_id: str) -> list[ToolCallUpdated]:
         return [e for e in self.emitter.of(ToolCallUpdated) if e.tool_call_id == call_id]
