@@ -22,22 +22,29 @@ WINDOW = 20_000
 TURNS = 40
 
 
-async def test_forty_turns_in_a_twenty_thousand_token_window(tmp_path: Path) -> None:
+@pytest.fixture
+def small(tmp_path: Path) -> Iterator[tuple[Home, LongSession]]:
+    """A home whose model has a 20k window and answers as `LongSession` does."""
     session = LongSession()
     with FakeLLMServer(window=WINDOW, responder=session.respond) as fake:
         home = Home(tmp_path.resolve(), fake)
         home.work.mkdir()
         (home.work / "module.py").write_text("def f():\n    return 1\n" * 20)
-        client = RecordingClient()
-        async with loopd_acp(home, client) as conn:
-            new = await conn.new_session(cwd=str(home.work), mcp_servers=[])
-            stops = [
-                (
-                    await conn.prompt(session_id=new.session_id, prompt=text(f"explain {n}"))
-                ).stop_reason
-                for n in range(TURNS)
-            ]
-        sent = fake.requests
+        yield home, session
+
+
+async def test_forty_turns_in_a_twenty_thousand_token_window(
+    small: tuple[Home, LongSession],
+) -> None:
+    home, session = small
+    client = RecordingClient()
+    async with loopd_acp(home, client) as conn:
+        new = await conn.new_session(cwd=str(home.work), mcp_servers=[])
+        stops = [
+            (await conn.prompt(session_id=new.session_id, prompt=text(f"explain {n}"))).stop_reason
+            for n in range(TURNS)
+        ]
+    sent = home.fake.requests
 
     assert stops == ["end_turn"] * TURNS
     over = [i for i, r in enumerate(sent) if request_tokens(r) > WINDOW]
