@@ -43,6 +43,10 @@ async def test_a_prompt_streams_acp_updates(start: Start) -> None:
     assert editor.texts("agent_thought_chunk") == "hmm"
     assert all(set(u) == {"sessionId", "update"} for u in editor.updates)
     assert {u["sessionId"] for u in editor.updates} == {session_id}
+    (usage,) = [
+        u["update"] for u in editor.updates if u["update"]["sessionUpdate"] == "usage_update"
+    ]
+    assert usage["size"] == 200_000 and usage["used"] > 0
     ends = editor.progress_ends()
     assert ends == ["end_turn"]
 
