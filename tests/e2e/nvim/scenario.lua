@@ -57,6 +57,7 @@ check(chat:find('**completed** `Write', 1, true) ~= nil, 'the chat shows the too
 check(chat:find('```diff', 1, true) ~= nil, 'the chat shows the diff')
 check(chat:find('> let me see', 1, true) ~= nil, 'the chat shows the thought')
 check(vim.tbl_contains(progress, 'begin') and vim.tbl_contains(progress, 'end'), 'LSP progress began and ended')
+check(tostring(vim.g.loopd_usage):find('^context %d+%% of 200%.0k') ~= nil, 'g:loopd_usage: ' .. tostring(vim.g.loopd_usage))
 
 -- 2. a long turn, cancelled with :Loopd cancel ($/cancelRequest)
 vim.cmd('Loopd ask take your time')

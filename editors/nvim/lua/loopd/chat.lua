@@ -63,10 +63,28 @@ local function merge_tool(update)
   end
 end
 
+local function tokens(n)
+  if n >= 1000 then return string.format('%.1fk', n / 1000) end
+  return tostring(n)
+end
+
+--- The context in use, for a statusline: `g:loopd_usage` ("context 12% of 200k, $0.04").
+local function set_usage(update)
+  local used, size = tonumber(update.used) or 0, tonumber(update.size) or 0
+  local text = string.format('context %d%% of %s', size > 0 and math.floor(100 * used / size) or 0, tokens(size))
+  if type(update.cost) == 'table' and update.cost.amount then
+    text = text .. string.format(', $%.2f', update.cost.amount)
+  end
+  vim.g.loopd_usage = text
+end
+
 --- Feed one update; rendering happens once per event-loop turn.
 function M.feed(update)
   local kind = update.sessionUpdate
-  if kind == 'agent_message_chunk' then
+  if kind == 'usage_update' then
+    set_usage(update)
+    return
+  elseif kind == 'agent_message_chunk' then
     append_chunk('agent', update)
   elseif kind == 'agent_thought_chunk' then
     append_chunk('thought', update)
