@@ -21,6 +21,9 @@ from collections.abc import Callable
 MAX_TRACKED = 256
 """Bookmarks kept, newest first; the oldest is forgotten, which only means that
 file must be read again before it is edited."""
+WATCHED = 64
+"""How many of the newest bookmarks are checked for a reminder before each message:
+each check is a read, and through an editor a round trip."""
 
 
 def _digest(text: str) -> bytes:
@@ -59,7 +62,8 @@ class FileLog:
         return None
 
     def tracked(self) -> tuple[str, ...]:
-        return tuple(self._seen)
+        """The files worth a reminder: the newest `WATCHED` the agent saw."""
+        return tuple(self._seen)[-WATCHED:]
 
     def changes(self, current: Callable[[str], str | None]) -> list[str]:
         """A reminder for each tracked file that changed since the agent (or the

@@ -188,6 +188,8 @@ class NativeRuntime:
             record.start,
             record.summary,
         )
+        spent = context.state.get("cost")
+        self.engine.keeper.cost = float(spent) if isinstance(spent, int | float) else 0.0
         self._turn: asyncio.Task[Any] | None = None
 
     def _engine_config(self) -> EngineConfig:
@@ -317,7 +319,9 @@ class NativeRuntime:
         self.engine = Engine(session_id, self._engine_config(), self._ports(), history)
 
     def state(self) -> Mapping[str, Any]:
-        return {"approvals": dict(self.parts.remembered())}
+        """Kept with the session: the person's "always" answers, and what the session
+        has cost so far (the `usage_update` cost is the session's running total)."""
+        return {"approvals": dict(self.parts.remembered()), "cost": self.engine.keeper.cost}
 
     async def close(self) -> None:
         await self.cancel()

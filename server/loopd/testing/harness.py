@@ -88,9 +88,11 @@ def scripted_manager(
     tools: ToolBox | None = None,
     policy: ScriptedPolicy | None = None,
     tools_for: Callable[[RuntimeContext], ToolBox] | None = None,
+    model: str = "scripted",
 ) -> SessionManager:
     """`tools_for` builds each session's tools (to hand them the session's
-    `editor_files`, say); without it every session shares `tools` (or a fake)."""
+    `editor_files`, say); without it every session shares `tools` (or a fake).
+    `model` is the one model offered (a catalogued one has a window and a price)."""
     store = SqliteStore(data_dir / "sessions.db")
     ticks = itertools.count()
 
@@ -107,9 +109,9 @@ def scripted_manager(
         chain_for=read_chain,
         clock=FakeClock(),
         default_mode="ask",
-        models=("scripted",),
-        default_model="scripted",
-        engine=EngineConfig(model="scripted"),
+        models=(model,),
+        default_model=model,
+        engine=EngineConfig(model=model),
     )
     return SessionManager(
         store=store,

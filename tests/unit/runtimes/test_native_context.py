@@ -10,8 +10,10 @@ import pytest
 
 from loopd.protocol.events import Prompt, TextBlock
 from loopd.protocol.messages import TextPart
+from loopd.protocol.model import Usage
 from loopd.providers.factory import make_provider
 from loopd.testing.fake_llm import FakeLLMServer
+from loopd.testing.fakes import Reply, ScriptedProvider
 from loopd.testing.harness import RecordingLink, scripted_manager
 from loopd.testing.long_session import LongSession, pairs_intact, request_tokens
 
@@ -91,3 +93,24 @@ async def test_a_restarted_process_knows_the_learned_window(tmp_path: Path) -> N
     assert all(request_tokens(r) <= WINDOW for r in after)
     usage = [u for _, u in relink.updates[replayed:] if u["sessionUpdate"] == "usage_update"]
     assert usage and {u["size"] for u in usage} == {WINDOW}
+
+
+async def test_the_cost_is_the_sessions_running_total_across_a_restart(tmp_path: Path) -> None:
+    million = Usage(input_tokens=1_000_000, output_tokens=0)
+    provider = ScriptedProvider.of(*[Reply(text="ok", usage=million) for _ in range(3)])
+    manager = scripted_manager(tmp_path, provider, model="claude-sonnet-4-5")
+    link = RecordingLink()
+    view = await manager.new_session(str(tmp_path), link)
+    await manager.prompt(view.id, ask("one"), link)
+    await manager.prompt(view.id, ask("two"), link)
+    await manager.shutdown()
+    reopened = scripted_manager(tmp_path, provider, model="claude-sonnet-4-5")
+    relink = RecordingLink()
+    await reopened.load_session(view.id, relink)
+    await reopened.prompt(view.id, ask("three"), relink)
+
+    costs = [u["cost"] for _, u in (*link.updates, *relink.updates) if "cost" in u]
+    assert [c["amount"] for c in costs][-3:] == pytest.approx([3.0, 6.0, 9.0])
+    assert {c["currency"] for c in costs} == {"USD"}
+    sizes = {u["size"] for _, u in relink.updates if u["sessionUpdate"] == "usage_update"}
+    assert sizes == {200_000}
