@@ -37,10 +37,10 @@ The file format (every key optional; unknown keys are errors):
     provider = "groq"          # native only: a [providers.*] or discovered provider
     models / default_model / efforts / default_effort / open_models   as above
 
-    [limits]                   # native engine, per turn
+    [limits]                   # native engine, per turn; 0 turns a check off
     max_iterations = 25
     max_tool_calls = 100
-    max_parallel = 8
+    max_parallel = 8           # at least 1
     max_result_bytes = 100000
     max_identical_calls = 3
     turn_token_ceiling = 0     # 0 = unlimited

@@ -118,7 +118,9 @@ class Defaults:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Limits:
-    """`[limits]`: the native engine's per-turn ceilings (issue 2 names the values)."""
+    """`[limits]`: the native engine's per-turn ceilings (issue 2 names the values).
+    Each is honoured as written and 0 turns its check off (see
+    `loopd.engine.limits.Limits`)."""
 
     max_iterations: int = 25
     max_tool_calls: int = 100

@@ -29,8 +29,9 @@ class Limits:
     `max_parallel` caps one scheduled group; `max_result_bytes` caps what one tool
     result costs the context (see `truncate_result`).
 
-    Zero turns a check off: `max_iterations`, `max_tool_calls` and
-    `max_identical_calls` (one identical call is not a repeat, so 1 is off too).
+    Zero turns a check off: `max_iterations`, `max_tool_calls`, `max_result_bytes`,
+    `max_turn_tokens` and `max_identical_calls` (one identical call is not a repeat,
+    so 1 is off too). `max_parallel` is at least 1 whatever it says.
     """
 
     max_iterations: int = 25
@@ -82,9 +83,12 @@ def truncate_result(text: str, max_bytes: int) -> str:
     partial rather than reasoning about output it never saw. Cuts fall on character
     boundaries, so the result is always valid text.
 
-    Text that fits is returned unchanged. A cap too small to hold even the notice
-    gets the notice alone: a few bytes over is better than a silent cut.
+    Text that fits is returned unchanged, and so is everything when `max_bytes` is 0
+    (the cap is off). A cap too small to hold even the notice gets the notice
+    alone: a few bytes over is better than a silent cut.
     """
+    if max_bytes == 0:
+        return text
     data = text.encode()
     total = len(data)
     if total <= max_bytes:

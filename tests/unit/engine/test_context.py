@@ -141,3 +141,12 @@ async def test_the_configured_repeat_cap_and_the_budget_warning_reach_the_model(
     assert warned == ["d3"]
     assert "Stopped by the loop guard: more than 5 actions" in results[-1].content
     assert "Stopped by the loop guard" in rig.emitter.text
+
+
+async def test_limits_set_to_zero_are_off() -> None:
+    same = [Reply(tools=[(f"c{i}", "read", {"path": "/w/a"})]) for i in range(30)]
+    off = Limits(max_iterations=0, max_tool_calls=0, max_identical_calls=0)
+    rig = Rig(ScriptedProvider.of(*same, Reply(text="done")), limits=off)
+    outcome = await rig.engine().run(ask("read it thirty times"))
+    assert outcome.stop_reason == "end_turn"
+    assert len(rig.tools.started) == 30

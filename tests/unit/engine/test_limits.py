@@ -182,3 +182,7 @@ def test_truncation_fits_and_accounts_for_every_byte(text: str, max_bytes: int) 
         assert result == text
     else:
         _assert_exact_cut(text, result, max_bytes)
+
+
+def test_a_result_cap_of_zero_is_off() -> None:
+    assert truncate_result("x" * 100_000, 0) == "x" * 100_000
