@@ -174,7 +174,11 @@ def _native_wiring(
         default_mode=config.defaults.mode or DEFAULT_MODE.value,
         models=models or (default_model,),
         default_model=default_model,
-        engine=EngineConfig(model=default_model, limits=_limits(config)),
+        engine=EngineConfig(
+            model=default_model,
+            limits=_limits(config),
+            windows={m.id: m.context_window for m in entry.models if m.context_window},
+        ),
         open_models=entry.open_models,
     )
 

@@ -257,7 +257,10 @@ def _choice_fields(
     open_default: bool,
 ) -> _ChoiceFields:
     options = tuple(
-        ModelOption(id=m.id, aliases=m.aliases, description=m.description) for m in models or ()
+        ModelOption(
+            id=m.id, aliases=m.aliases, description=m.description, context_window=m.context_window
+        )
+        for m in models or ()
     )
     default_model = choices.default_model or (options[0].id if options else None)
     return {

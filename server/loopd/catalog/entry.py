@@ -41,6 +41,7 @@ class ModelOption:
     id: str
     aliases: tuple[str, ...] = ()
     description: str = ""
+    context_window: int | None = None  # tokens, when the configuration says
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "aliases", tuple(self.aliases))
@@ -143,7 +144,12 @@ class RuntimeEntry:
             "selection": self.selection,
             "description": self.description,
             "models": [
-                {"id": m.id, "aliases": list(m.aliases), "description": m.description}
+                {
+                    "id": m.id,
+                    "aliases": list(m.aliases),
+                    "description": m.description,
+                    "context_window": m.context_window,
+                }
                 for m in self.models
             ],
             "default_model": self.default_model,

@@ -222,12 +222,14 @@ def _models(t: _Table) -> tuple[ModelSpec, ...] | None:
         if not isinstance(item, Mapping):
             t.fail(f"models[{index}]", "must be a model id or a table with an `id`")
         entry = t.child(f"models[{index}]", item)
-        entry.only({"id", "aliases", "description"})
+        entry.only({"id", "aliases", "description", "context_window"})
+        window = entry.number("context_window", 0)
         specs.append(
             ModelSpec(
                 id=entry.required_text("id"),
                 aliases=entry.texts("aliases") or (),
                 description=entry.text("description") or "",
+                context_window=window or None,
             )
         )
     return tuple(specs)

@@ -59,6 +59,7 @@ class ModelSpec:
     id: str
     aliases: tuple[str, ...] = ()
     description: str = ""
+    context_window: int | None = None  # tokens; None: loopd's own knowledge
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -62,11 +62,17 @@ def model_facts(model: str) -> ModelFacts | None:
     return KNOWN_MODELS.get(best) if best else None
 
 
-def effective_window(model: str, learned: int | None, fallback: int = DEFAULT_WINDOW) -> int:
-    """The smallest figure known for `model`: the catalogue's and the learned one;
-    `fallback` when neither exists."""
+def effective_window(
+    model: str,
+    learned: int | None,
+    fallback: int = DEFAULT_WINDOW,
+    configured: int | None = None,
+) -> int:
+    """The smallest figure known for `model`: the configured one (the person's
+    catalog), loopd's own catalogue's and the learned one; `fallback` when none
+    exists."""
     facts = model_facts(model)
-    known = [w for w in (facts.window if facts else None, learned) if w]
+    known = [w for w in (configured, facts.window if facts else None, learned) if w]
     return min(known) if known else fallback
 
 

@@ -15,6 +15,7 @@ each folded into the summary so far.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from loopd.context.compaction import (
@@ -77,6 +78,7 @@ class ContextKeeper:
     windows: WindowBook
     journal: ContextJournal
     fallback_window: int
+    configured: Mapping[str, int] = field(default_factory=dict)
     cost: float = 0.0
     armed: bool = True
     noticed: bool = False
@@ -85,7 +87,8 @@ class ContextKeeper:
     _fixed: dict[tuple[str, tuple[str, ...]], int] = field(default_factory=dict)
 
     def window(self, model: str) -> int:
-        return effective_window(model, self.windows.learned(model), self.fallback_window)
+        learned, configured = self.windows.learned(model), self.configured.get(model)
+        return effective_window(model, learned, self.fallback_window, configured)
 
     def fixed(self, system: str, tools: tuple[ToolSpec, ...]) -> int:
         """The estimate of what every request carries besides its messages."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from loopd.context.compaction import CompactionPolicy, Rejected
@@ -84,6 +84,7 @@ class EngineConfig:
     thinking: ThinkingLevel = "off"
     max_tokens: int = 8192
     context_window: int = 200_000  # for a model whose window nothing has told
+    windows: Mapping[str, int] = field(default_factory=dict)  # configured, per model
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     show_reasoning: bool = True
     compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
@@ -138,6 +139,7 @@ class Engine:
             ports.windows,
             ports.context,
             config.context_window,
+            config.windows,
         )
 
     def reconfigure(self, config: EngineConfig, ports: EnginePorts) -> None:
@@ -149,6 +151,7 @@ class Engine:
         self.keeper.windows, self.keeper.journal = ports.windows, ports.context
         self.keeper.policy = config.compaction
         self.keeper.fallback_window = config.context_window
+        self.keeper.configured = config.windows
 
     async def note(self, text: str) -> None:
         """Tell the model something that happened outside any turn (an undo, say), as

@@ -28,7 +28,10 @@ mode = "plan"
 kind = "openai_chat"
 base_url = "https://api.groq.com/openai/v1"
 api_key_env = "GROQ_API_KEY"
-models = ["llama-3.3-70b", { id = "qwen-2.5-coder-32b", aliases = ["qwen"] }]
+models = [
+  "llama-3.3-70b",
+  { id = "qwen-2.5-coder-32b", aliases = ["qwen"], context_window = 32_768 },
+]
 default_model = "qwen"
 open_models = false
 
@@ -98,6 +101,7 @@ def test_parses_every_section(env: dict[str, str], cwd: Path) -> None:
     assert groq.api_key_env == "GROQ_API_KEY"
     assert [m.id for m in groq.choices.models or ()] == ["llama-3.3-70b", "qwen-2.5-coder-32b"]
     assert (groq.choices.models or ())[1].aliases == ("qwen",)
+    assert [m.context_window for m in groq.choices.models or ()] == [None, 32_768]
     assert groq.choices.open_models is False
     work = config.runtimes["claude-work"]
     assert work.harness is Harness.CLAUDE

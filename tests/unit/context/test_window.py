@@ -75,6 +75,8 @@ def test_the_effective_window_is_the_smallest_known() -> None:
     assert effective_window("gpt-4o-mini", None) == 128_000
     assert effective_window("qwen2.5-coder:7b", None) == DEFAULT_WINDOW
     assert effective_window("qwen2.5-coder:7b", 32_768) == 32_768
+    assert effective_window("qwen2.5-coder:7b", None, configured=16_384) == 16_384
+    assert effective_window("claude-sonnet-4-5", 150_000, configured=100_000) == 100_000
 
 
 def test_cost_where_the_price_is_known() -> None:

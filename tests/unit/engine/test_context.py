@@ -5,7 +5,7 @@ regressions (a command beside a write, a cancel during the usage update)."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from loopd.context.compaction import CompactionPolicy
 from loopd.engine.limits import Limits
@@ -150,3 +150,11 @@ async def test_limits_set_to_zero_are_off() -> None:
     outcome = await rig.engine().run(ask("read it thirty times"))
     assert outcome.stop_reason == "end_turn"
     assert len(rig.tools.started) == 30
+
+
+async def test_a_configured_window_is_the_size_reported() -> None:
+    rig = Rig(ScriptedProvider.of(Reply(text="ok")))
+    engine = rig.engine()
+    engine.reconfigure(replace(engine.config, windows={"m": 12_000}), engine.ports)
+    await engine.run(ask("hi"))
+    assert [e.size for e in rig.emitter.of(UsageUpdated)] == [12_000]
