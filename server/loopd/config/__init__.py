@@ -23,6 +23,7 @@ The file format (every key optional; unknown keys are errors):
     api_key_env = "GROQ_API_KEY"   # the variable holding the key, never the key
     anthropic_version = "2023-06-01"  # kind = "anthropic" only
     models = ["llama-3.3-70b", { id = "qwen-2.5-coder-32b", aliases = ["qwen"] }]
+                               # a table may also set context_window = 32768 (tokens)
     default_model = "qwen"
     efforts = ["off", "low", "medium", "high"]
     default_effort = "off"
