@@ -15,7 +15,7 @@ each folded into the summary so far.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from loopd.context.compaction import (
@@ -37,7 +37,7 @@ from loopd.context.window import (
     learn_window,
     parse_overflow,
 )
-from loopd.engine.ports import ContextJournal, Provider, WindowBook
+from loopd.engine.ports import ContextJournal, WindowBook
 from loopd.protocol.errors import ContextOverflow, ProviderError
 from loopd.protocol.messages import TextPart, user_text
 from loopd.protocol.model import ModelRequest, ResponseDone, ToolSpec, Usage
@@ -51,6 +51,9 @@ SUMMARISER = (
     "summary only."
 )
 MAX_OVERFLOW_RETRIES = 3
+
+Ask = Callable[[ModelRequest], Awaitable[ResponseDone]]
+"""One model request, answered whole."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,26 +166,27 @@ class ContextKeeper:
 
     async def compact(
         self,
-        provider: Provider,
+        ask: Ask,
         request: ModelRequest,
         keep_segments: int | None = None,
     ) -> Compacted | Rejected:
-        """Fold the older part of the view into the summary. A provider failure
-        raises; the view is then as it was."""
+        """Fold the older part of the view into the summary; `ask` makes one model
+        request (retried like any other, shown to nobody). A provider failure raises;
+        the view is then as it was."""
         window = self.window(request.model)
         fixed = self.view.scaled(self.fixed(request.system, request.tools))
         plan = plan_cut(self.view, self.policy, window, fixed, keep_segments)
         if isinstance(plan, Rejected):
             return plan
         before = self.projected(request)
-        summary = await self._summarise(provider, request.model, window, plan)
+        summary = await self._summarise(ask, request.model, window, plan)
         start = self.view.start
         self.view.compact(plan.index, summary)
         self.journal.compacted(plan.index, summary)
         self.armed, self.noticed = False, False
         return Compacted(plan.index - start, summary, before, self.projected(request))
 
-    async def _summarise(self, provider: Provider, model: str, window: int, cut: Cut) -> str:
+    async def _summarise(self, ask: Ask, model: str, window: int, cut: Cut) -> str:
         budget = self.policy.summary_budget(window)
         overhead = estimate_text(SUMMARISER) + 2 * budget + 64
         room = self.policy.input_limit(window) - overhead
@@ -192,23 +196,21 @@ class ContextKeeper:
         summary = self.view.summary
         history = self.view.history[self.view.start : cut.index]
         for piece in pieces(transcript(history), room):
-            summary = await _fold(provider, model, summary, piece, budget)
+            summary = await _fold(ask, model, summary, piece, budget)
         return summary
 
 
-async def _fold(provider: Provider, model: str, summary: str, piece: str, budget: int) -> str:
+async def _fold(ask: Ask, model: str, summary: str, piece: str, budget: int) -> str:
     so_far = f"The summary so far:\n{summary}\n\n" if summary else ""
-    ask = (
+    words = (
         f"{so_far}The next part of the conversation:\n\n{piece}\n\n"
         f"Write the updated summary, in at most {budget * 3 // 4} words."
     )
     request = ModelRequest(
-        model=model, system=SUMMARISER, messages=(user_text(ask),), max_tokens=budget
+        model=model, system=SUMMARISER, messages=(user_text(words),), max_tokens=budget
     )
-    text = ""
-    async for event in provider.stream(request):
-        if isinstance(event, ResponseDone):
-            text = "".join(p.text for p in event.parts if isinstance(p, TextPart)).strip()
+    done = await ask(request)
+    text = "".join(p.text for p in done.parts if isinstance(p, TextPart)).strip()
     if not text:
         raise ProviderError("the model gave no summary")
     return text

@@ -52,6 +52,7 @@ from loopd.protocol.events import (
     ImageBlock,
     Prompt,
     ResourceLinkBlock,
+    SessionEvent,
     TextBlock,
     ToolCallUpdated,
     UsageUpdated,
@@ -207,7 +208,7 @@ class Engine:
         the automatic compaction. A provider failure raises."""
         if self.keeper.view.start >= len(self._history):
             return Rejected("")  # nothing to compact yet
-        return await self.keeper.compact(self.ports.provider, self._request(), keep_segments=0)
+        return await self.keeper.compact(self._ask_quietly, self._request(), keep_segments=0)
 
     async def _cycle(self, turn: _Turn) -> Outcome:
         limits = self.config.limits
@@ -271,7 +272,7 @@ class Engine:
         """Compact and tell the person. Returns why it failed, or None. A failed
         automatic compaction is only shown: the request may still fit."""
         try:
-            result = await self.keeper.compact(self.ports.provider, request)
+            result = await self.keeper.compact(self._ask_quietly, request)
         except ProviderError as err:
             result = Rejected(f"the summary could not be made ({err.message})")
         if isinstance(result, Rejected):
@@ -307,11 +308,16 @@ class Engine:
             thinking=cfg.thinking,
         )
 
-    def _streamer(self) -> ReplyStreamer:
+    async def _ask_quietly(self, request: ModelRequest) -> ResponseDone:
+        """A request of the engine's own (a summary): retried like a turn's, shown to
+        nobody."""
+        return await self._streamer(_NOBODY).request(request)
+
+    def _streamer(self, emitter: Emitter | None = None) -> ReplyStreamer:
         p = self.ports
         return ReplyStreamer(
             p.provider,
-            p.emitter,
+            emitter or p.emitter,
             p.clock,
             p.new_id,
             p.jitter,
@@ -391,6 +397,14 @@ class _Turn:
         return Outcome(
             self.turn_id, reason, self.iterations, self.usage, self.context_tokens, error
         )
+
+
+class _Nobody:
+    async def emit(self, event: SessionEvent) -> None:
+        return None
+
+
+_NOBODY = _Nobody()
 
 
 def _overflow_note(reason: str, err: ContextOverflow) -> str:

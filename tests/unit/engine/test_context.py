@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from loopd.context.compaction import CompactionPolicy
 from loopd.engine.limits import Limits
-from loopd.protocol.errors import ContextOverflow
+from loopd.protocol.errors import ContextOverflow, Overloaded
 from loopd.protocol.events import AgentMessageChunk, Prompt, SessionEvent, TextBlock, UsageUpdated
 from loopd.protocol.messages import ToolResultPart
 from loopd.protocol.model import Usage
@@ -62,6 +62,7 @@ async def test_an_overflow_compacts_and_retries_the_same_step() -> None:
             Reply(text="b" * 40_000),
             Reply(text="c" * 40_000),
             ContextOverflow("prompt is too long: 25000 tokens > 20000 maximum"),
+            Overloaded("busy"),  # a summary request is retried like any other
             Reply(text="first half"),
             Reply(text="the summary"),
             Reply(text="continued"),
@@ -71,7 +72,8 @@ async def test_an_overflow_compacts_and_retries_the_same_step() -> None:
     for prompt in ("one", "two", "three"):
         assert (await engine.run(ask(prompt))).stop_reason == "end_turn"
 
-    first, second = rig.provider.requests[3:5]  # the summary, made in two pieces
+    first, second = rig.provider.requests[4:6]  # the summary, made in two pieces
+    assert rig.provider.requests[3] == first and len(rig.clock.sleeps) == 1
     assert "User: one" in first.messages[0].text and "ccc" not in first.messages[0].text
     assert "The summary so far:\nfirst half" in second.messages[0].text
     assert "Assistant: ccc" in second.messages[0].text
