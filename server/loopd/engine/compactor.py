@@ -38,9 +38,11 @@ from loopd.context.window import (
     parse_overflow,
 )
 from loopd.engine.ports import ContextJournal, WindowBook
+from loopd.engine.streaming import ReplyStreamer
 from loopd.protocol.errors import ContextOverflow, ProviderError
 from loopd.protocol.messages import TextPart, user_text
 from loopd.protocol.model import ModelRequest, ResponseDone, ToolSpec, Usage
+from loopd.protocol.turns import StopReason
 
 SUMMARISER = (
     "You maintain the running summary of a coding session between a person and an AI "
@@ -72,6 +74,18 @@ class Compacted:
             f"(about {self.before:,} → {self.after:,} tokens). The full conversation "
             "stays in this session.]"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A step that got no reply: how the turn ends, and what the person reads."""
+
+    stop: StopReason
+    message: str
+
+
+Say = Callable[[str], Awaitable[None]]
+"""A short note for the person."""
 
 
 @dataclass(slots=True)
@@ -164,6 +178,49 @@ class ContextKeeper:
         self.windows.learn(request.model, learned)
         self.armed = True
 
+    async def reply(
+        self, build: Callable[[], ModelRequest], streamer: ReplyStreamer, ask: Ask, say: Say
+    ) -> tuple[ModelRequest, ResponseDone] | Failed:
+        """One step's reply: compacting first when the policy says so, and on an
+        overflow learning the window, compacting and retrying the same step. Fails
+        only when compaction cannot make room, or for a provider failure that is no
+        overflow."""
+        while True:
+            request = build()
+            if self.due(request):
+                await self._compact_telling(ask, request, say, forced=False)
+                request = build()
+            self.sending(request)
+            try:
+                return request, await streamer.request(request)
+            except ContextOverflow as err:
+                if self.overflows >= MAX_OVERFLOW_RETRIES:
+                    reason = "it still overflows after compacting"
+                    return Failed("max_tokens", _overflow_note(reason, err))
+                self.overflowed(request, err)
+                failure = await self._compact_telling(ask, build(), say, forced=True)
+                if failure is not None:
+                    return Failed("max_tokens", _overflow_note(failure, err))
+            except ProviderError as err:
+                return Failed("end_turn", f"The model request failed: {err.message}")
+
+    async def _compact_telling(
+        self, ask: Ask, request: ModelRequest, say: Say, forced: bool
+    ) -> str | None:
+        """Compact and tell the person. Returns why it failed, or None. A failed
+        automatic compaction is only shown: the request may still fit."""
+        try:
+            result = await self.compact(ask, request)
+        except ProviderError as err:
+            result = Rejected(f"the summary could not be made ({err.message})")
+        if isinstance(result, Rejected):
+            self.armed = False
+            if not forced:
+                await say(f"[Context not compacted: {result.reason}.]")
+            return result.reason
+        await say(result.note)
+        return None
+
     async def compact(
         self,
         ask: Ask,
@@ -214,6 +271,14 @@ async def _fold(ask: Ask, model: str, summary: str, piece: str, budget: int) -> 
     if not text:
         raise ProviderError("the model gave no summary")
     return text
+
+
+def _overflow_note(reason: str, err: ContextOverflow) -> str:
+    return (
+        "Stopped: the conversation no longer fits the model's context window "
+        f"({err.message}), and compacting it could not make room: {reason}. Use /clear "
+        "to start a fresh context, or switch to a model with a larger window."
+    )
 
 
 @dataclass(slots=True)

@@ -1,8 +1,9 @@
 """The turn cycle: append the input, stream the model, run the tools it asked for,
 feed the results back, repeat until it stops asking.
 
-A turn always ends with an `Outcome`, never an exception: a provider failure becomes a
-visible message plus a stop reason, a tool failure becomes a result the model reads,
+A turn always ends with an `Outcome`, never an exception: a prompt that outgrew the
+window is compacted and the step retried (`loopd.engine.compactor`), any other
+provider failure becomes a visible message plus a stop reason, a tool failure becomes a result the model reads,
 and cancellation at any point (streaming, a tool, an approval) pairs every announced
 tool call with a result so the history stays valid for the next request.
 
@@ -22,9 +23,9 @@ from loopd.context.compaction import CompactionPolicy, Rejected
 from loopd.context.reminders import reminder_part
 from loopd.context.view import ContextView
 from loopd.engine.compactor import (
-    MAX_OVERFLOW_RETRIES,
     Compacted,
     ContextKeeper,
+    Failed,
     MemoryWindows,
     NoContextJournal,
 )
@@ -45,7 +46,6 @@ from loopd.engine.ports import (
 )
 from loopd.engine.streaming import ReplyStreamer, RetryPolicy
 from loopd.engine.toolrun import ToolPhase, TurnState
-from loopd.protocol.errors import ContextOverflow, ProviderError
 from loopd.protocol.events import (
     AgentMessageChunk,
     EmbeddedResourceBlock,
@@ -246,42 +246,13 @@ class Engine:
                 )
 
     async def _reply(self, turn: _Turn) -> tuple[ModelRequest, ResponseDone] | Outcome:
-        """One step's reply, compacting first when the policy says so, and compacting
-        then retrying the same step when the provider says the prompt overflowed."""
-        while True:
-            request = self._request()
-            if self.keeper.due(request):
-                await self._compact(request, forced=False)
-                request = self._request()
-            self.keeper.sending(request)
-            try:
-                return request, await self._streamer().request(request)
-            except ContextOverflow as err:
-                if self.keeper.overflows >= MAX_OVERFLOW_RETRIES:
-                    reason = "it still overflows after compacting"
-                    return await self._stop(turn, "max_tokens", _overflow_note(reason, err))
-                self.keeper.overflowed(request, err)
-                failure = await self._compact(self._request(), forced=True)
-                if failure is not None:
-                    return await self._stop(turn, "max_tokens", _overflow_note(failure, err))
-            except ProviderError as err:
-                message = f"The model request failed: {err.message}"
-                return await self._stop(turn, "end_turn", message)
-
-    async def _compact(self, request: ModelRequest, forced: bool) -> str | None:
-        """Compact and tell the person. Returns why it failed, or None. A failed
-        automatic compaction is only shown: the request may still fit."""
-        try:
-            result = await self.keeper.compact(self._ask_quietly, request)
-        except ProviderError as err:
-            result = Rejected(f"the summary could not be made ({err.message})")
-        if isinstance(result, Rejected):
-            self.keeper.armed = False
-            if not forced:
-                await self._say(f"[Context not compacted: {result.reason}.]")
-            return result.reason
-        await self._say(result.note)
-        return None
+        """One step's reply, within the window (see `ContextKeeper.reply`)."""
+        reply = await self.keeper.reply(
+            self._request, self._streamer(), self._ask_quietly, self._say
+        )
+        if isinstance(reply, Failed):
+            return await self._stop(turn, reply.stop, reply.message)
+        return reply
 
     async def _announce_notice(self, request: ModelRequest) -> None:
         notice = self.keeper.notice(request)
@@ -405,14 +376,6 @@ class _Nobody:
 
 
 _NOBODY = _Nobody()
-
-
-def _overflow_note(reason: str, err: ContextOverflow) -> str:
-    return (
-        "Stopped: the conversation no longer fits the model's context window "
-        f"({err.message}), and compacting it could not make room: {reason}. Use /clear "
-        "to start a fresh context, or switch to a model with a larger window."
-    )
 
 
 def _iteration_note(limits: Limits) -> str:
