@@ -3,9 +3,10 @@ feed the results back, repeat until it stops asking.
 
 A turn always ends with an `Outcome`, never an exception: a prompt that outgrew the
 window is compacted and the step retried (`loopd.engine.compactor`), any other
-provider failure becomes a visible message plus a stop reason, a tool failure becomes a result the model reads,
-and cancellation at any point (streaming, a tool, an approval) pairs every announced
-tool call with a result so the history stays valid for the next request.
+provider failure becomes a visible message plus a stop reason, a tool failure becomes
+a result the model reads, and every way out of a step (an answer, a failure, a
+cancel at any await, even while the step's usage is being delivered) pairs every
+announced tool call with a result so the history stays valid for the next request.
 
 The engine is pure orchestration over its ports. It is cancelled the asyncio way: the
 owner cancels the task running `run` (or `exec`), which returns `cancelled`.
