@@ -81,7 +81,10 @@ def engine_for(
     ports = EnginePorts(
         provider, FakeToolBox(), emitter, NoApprover(), ScriptedPolicy(), journal, FakeClock()
     )
-    return Engine("bench", EngineConfig(model="bench", limits=Limits()), ports, history)
+    # A window that holds the 1,000 prior turns (about 400k tokens): this measures what
+    # a long history costs to send, not a compaction (benchmarks/context.py does that).
+    config = EngineConfig(model="bench", limits=Limits(), context_window=2_000_000)
+    return Engine("bench", config, ports, history)
 
 
 async def bare_consumer(client: httpx.AsyncClient, base_url: str) -> int:
