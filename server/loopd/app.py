@@ -197,6 +197,7 @@ def _limits(config: Config) -> Limits:
         max_result_bytes=c.max_result_bytes,
         max_identical_calls=c.max_identical_calls,
         max_turn_tokens=c.turn_token_ceiling,
+        max_turn_cost_usd=c.turn_cost_ceiling,
     )
 
 

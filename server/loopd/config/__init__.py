@@ -45,6 +45,7 @@ The file format (every key optional; unknown keys are errors):
     max_result_bytes = 100000
     max_identical_calls = 3
     turn_token_ceiling = 0     # 0 = unlimited
+    turn_cost_ceiling = 0.0    # USD per turn where the price is known; 0 = unlimited
 
     [approvals]                # rule strings, interpreted by loopd.policy
     allow = []

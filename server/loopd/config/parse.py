@@ -99,6 +99,12 @@ class _Table:
             self.fail(key, "must be a whole number, zero or more")
         return value
 
+    def amount(self, key: str, default: float) -> float:
+        value = self._data.get(key, default)
+        if not isinstance(value, int | float) or isinstance(value, bool) or not value >= 0:
+            self.fail(key, "must be a number, zero or more")
+        return float(value)
+
     def flag(self, key: str) -> bool | None:
         value = self._data.get(key)
         if value is not None and not isinstance(value, bool):
@@ -239,7 +245,12 @@ def _limits(t: _Table) -> Limits:
     defaults = Limits()
     names = [name for name in Limits.__dataclass_fields__]
     t.only(set(names))
-    return Limits(**{name: t.number(name, getattr(defaults, name)) for name in names})
+    values: dict[str, Any] = {}
+    for name in names:
+        default = getattr(defaults, name)
+        read = t.amount if isinstance(default, float) else t.number
+        values[name] = read(name, default)
+    return Limits(**values)
 
 
 def _approvals(t: _Table) -> Approvals:

@@ -129,6 +129,7 @@ class Limits:
     max_result_bytes: int = 100_000
     max_identical_calls: int = 3
     turn_token_ceiling: int = 0  # 0 = unlimited
+    turn_cost_ceiling: float = 0.0  # USD, where the model's price is known; 0 = unlimited
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

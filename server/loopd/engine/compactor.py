@@ -147,8 +147,11 @@ class ContextKeeper:
         count calibrates (the view grows by the reply before that happens)."""
         self.last_estimate = self.view.estimate + self.fixed(request.system, request.tools)
 
-    def replied(self, request: ModelRequest, usage: Usage) -> tuple[int, float | None]:
-        """After a reply: calibrate, charge its cost. Returns (used, session cost)."""
+    def replied(
+        self, request: ModelRequest, usage: Usage
+    ) -> tuple[int, float | None, float | None]:
+        """After a reply: calibrate, charge its cost. Returns the tokens in use, the
+        session's cost so far and this request's (the costs None when unknown)."""
         self.overflows = 0
         self.view.calibrate(self.last_estimate, usage.context_tokens)
         spent = cost_usd(
@@ -161,7 +164,7 @@ class ContextKeeper:
         if spent is not None:
             self.cost += spent
         used = usage.context_tokens + usage.output_tokens
-        return used, self.cost if spent is not None or self.cost else None
+        return used, self.cost if spent is not None or self.cost else None, spent
 
     def overflowed(self, request: ModelRequest, err: ContextOverflow) -> None:
         """Learn from an overflow: the window it names, and how far off the estimate

@@ -29,9 +29,13 @@ class Limits:
     `max_parallel` caps one scheduled group; `max_result_bytes` caps what one tool
     result costs the context (see `truncate_result`).
 
+    `max_turn_cost_usd` is the loop guard's cost budget, charged per model request
+    where the model's price is known: one warning at 80%, a stop past it.
+
     Zero turns a check off: `max_iterations`, `max_tool_calls`, `max_result_bytes`,
-    `max_turn_tokens` and `max_identical_calls` (one identical call is not a repeat,
-    so 1 is off too). `max_parallel` is at least 1 whatever it says.
+    `max_turn_tokens`, `max_turn_cost_usd` and `max_identical_calls` (one identical
+    call is not a repeat, so 1 is off too). `max_parallel` is at least 1 whatever it
+    says.
     """
 
     max_iterations: int = 25
@@ -40,16 +44,19 @@ class Limits:
     max_result_bytes: int = 64_000
     max_identical_calls: int = 3
     max_turn_tokens: int = 0
+    max_turn_cost_usd: float = 0.0
 
 
 def guard_options(limits: Limits) -> LoopGuardOptions:
     """The loop guard for a turn under `limits`: the repeat cap is the configured
-    `max_identical_calls` and the action budget `max_tool_calls`, so the guard warns
-    once at 80% of it and then stops, and a limit set to 0 is off."""
+    `max_identical_calls`, the action budget `max_tool_calls` and the cost budget
+    `max_turn_cost_usd`, so the guard warns once at 80% of a budget and then stops;
+    a limit set to 0 is off."""
     identical = limits.max_identical_calls
     return LoopGuardOptions(
         repeat_cap=identical if identical >= 2 else None,
         max_actions=limits.max_tool_calls or None,
+        max_cost_usd=limits.max_turn_cost_usd or None,
     )
 
 

@@ -30,7 +30,7 @@ from loopd.engine.compactor import (
     MemoryWindows,
     NoContextJournal,
 )
-from loopd.engine.guard import LoopGuard
+from loopd.engine.guard import LoopGuard, LoopVerdict
 from loopd.engine.limits import Limits, guard_options, truncate_result
 from loopd.engine.ports import (
     Approver,
@@ -134,7 +134,7 @@ class Engine:
         self.config = config
         self.ports = ports
         self._history = list(history)
-        self._notice: str | None = None  # the budget notice, until the model reads it
+        self._notices: list[str] = []  # budget notices, until the model reads them
         self.keeper = ContextKeeper(
             ContextView(self._history, start, summary),
             config.compaction,
@@ -168,7 +168,7 @@ class Engine:
         """Execute one turn for `prompt` and say how it ended. `reminders` (what
         changed outside the conversation) reach the model beside the prompt."""
         turn = _Turn(self.ports.new_id("turn"), LoopGuard(guard_options(self.config.limits)))
-        pending = [*reminders, *self._take_notice()]
+        pending = [*reminders, *self._take_notices()]
         extra = (reminder_part(pending),) if pending else ()
         try:
             await self._append(Message("user", (*prompt_parts(prompt), *extra)))
@@ -227,11 +227,11 @@ class Engine:
             # announced call in `open_uses` and gives it a result.
             turn.open_uses = () if done.stop == "pause_turn" else uses
             await self._append(Message("assistant", done.parts))
-            used, cost = self.keeper.replied(request, done.usage)
+            used, cost, spent = self.keeper.replied(request, done.usage)
             turn.context_tokens = used
             window = self.keeper.window(request.model)
             await self.ports.emitter.emit(UsageUpdated(used, window, cost))
-            await self._announce_notice(request)
+            await self._announce_notices(request, turn.guard.observe_cost(spent))
             if done.stop == "pause_turn":
                 continue
             if not uses:
@@ -255,15 +255,20 @@ class Engine:
             return await self._stop(turn, reply.stop, reply.message)
         return reply
 
-    async def _announce_notice(self, request: ModelRequest) -> None:
-        notice = self.keeper.notice(request)
-        if notice is not None:
-            self._notice = notice
+    async def _announce_notices(self, request: ModelRequest, spending: LoopVerdict) -> None:
+        """The one-shot budget notices (the context's, the turn's cost), shown now and
+        read by the model with the next message. A cost budget that ran out stops the
+        guard, which then refuses every further call of the turn."""
+        notices = [self.keeper.notice(request)]
+        if spending.status == "warn":
+            notices.append(f"Loop guard: {spending.reason} in this turn.")
+        for notice in filter(None, notices):
+            self._notices.append(notice)
             await self._say(f"[{notice}]")
 
-    def _take_notice(self) -> list[str]:
-        notice, self._notice = self._notice, None
-        return [notice] if notice else []
+    def _take_notices(self) -> list[str]:
+        notices, self._notices = self._notices, []
+        return notices
 
     async def _say(self, text: str) -> None:
         chunk = AgentMessageChunk(f"\n\n{text}\n\n", self.ports.new_id("msg"))
@@ -322,9 +327,9 @@ class Engine:
         parts: tuple[Part, ...] = tuple(turn.results[use.id] for use in turn.open_uses)
         turn.open_uses = ()
         turn.results = {}
-        notice = self._take_notice()
-        if notice:
-            parts = (*parts, reminder_part(notice))
+        notices = self._take_notices()
+        if notices:
+            parts = (*parts, reminder_part(notices))
         self._history.append(Message("user", parts))
         self.keeper.view.appended()
 

@@ -51,6 +51,7 @@ profile = "native-fast"
 [limits]
 max_iterations = 10
 turn_token_ceiling = 50000
+turn_cost_ceiling = 2.5
 
 [approvals]
 allow = ["read", "grep"]
@@ -112,6 +113,7 @@ def test_parses_every_section(env: dict[str, str], cwd: Path) -> None:
     assert config.runtimes["fast"].provider == "groq"
     assert config.runtimes["fast"].profile == "native-fast"
     assert (config.limits.max_iterations, config.limits.turn_token_ceiling) == (10, 50000)
+    assert config.limits.turn_cost_ceiling == 2.5
     assert config.limits.max_parallel == 8
     assert config.approvals.allow == ("read", "grep")
     assert config.approvals.deny == ("bash:rm -rf *",)
@@ -214,6 +216,8 @@ def test_explicit_paths_override_the_locations(env: dict[str, str], tmp_path: Pa
         ("[runtimes.r]\nharness = 'codex'\nenv = { A = 1 }\n", "runtimes.r.env.A", "NAME"),
         ("[limits]\nmax_parallel = -1\n", "limits.max_parallel", "zero or more"),
         ("[limits]\nmax_parallel = true\n", "limits.max_parallel", "whole number"),
+        ("[limits]\nturn_cost_ceiling = -0.5\n", "limits.turn_cost_ceiling", "zero or more"),
+        ("[limits]\nturn_cost_ceiling = \"1\"\n", "limits.turn_cost_ceiling", "a number"),
         ("[approvals]\nallow = 'read'\n", "approvals.allow", "list"),
         ("providers = 3\n", "providers", "table"),
     ],

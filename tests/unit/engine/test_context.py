@@ -160,3 +160,23 @@ async def test_a_configured_window_is_the_size_reported() -> None:
     engine.reconfigure(replace(engine.config, windows={"m": 12_000}), engine.ports)
     await engine.run(ask("hi"))
     assert [e.size for e in rig.emitter.of(UsageUpdated)] == [12_000]
+
+
+async def test_the_cost_budget_warns_once_then_stops_the_turn() -> None:
+    dear = Usage(input_tokens=300_000, output_tokens=0)  # $0.90 a request at $3/M
+    steps = [Reply(tools=[(f"c{i}", "read", {"path": f"/w/{i}"})], usage=dear) for i in range(3)]
+    rig = Rig(
+        ScriptedProvider.of(*steps),
+        limits=Limits(max_turn_cost_usd=1.0),
+        model="claude-sonnet-4-5",
+    )
+    engine = rig.engine()
+    outcome = await engine.run(ask("spend"))
+
+    assert outcome.stop_reason == "max_turn_requests"
+    assert rig.emitter.text.count("Loop guard: $0.9 of $1 spent in this turn.") == 1
+    assert "Loop guard: $0.9 of $1 spent" in rig.provider.requests[1].messages[-1].text
+    results = [p for m in engine.history for p in m.tool_results]
+    assert [r.is_error for r in results] == [False, True]
+    assert "Stopped by the loop guard: more than $1 spent" in results[-1].content
+    assert len(rig.provider.requests) == 2

@@ -50,6 +50,7 @@ class Rig:
     limits: Limits = field(default_factory=Limits)
     windows: MemoryWindows = field(default_factory=MemoryWindows)
     compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
+    model: str = "m"
 
     def engine(self) -> Engine:
         counter = iter(range(10_000))
@@ -65,7 +66,7 @@ class Rig:
             jitter=lambda: 0.0,
             windows=self.windows,
         )
-        config = EngineConfig(model="m", limits=self.limits, compaction=self.compaction)
+        config = EngineConfig(model=self.model, limits=self.limits, compaction=self.compaction)
         return Engine("s1", config, ports)
 
     def updates(self, call_id: str) -> list[ToolCallUpdated]:
