@@ -217,7 +217,7 @@ def test_explicit_paths_override_the_locations(env: dict[str, str], tmp_path: Pa
         ("[limits]\nmax_parallel = -1\n", "limits.max_parallel", "zero or more"),
         ("[limits]\nmax_parallel = true\n", "limits.max_parallel", "whole number"),
         ("[limits]\nturn_cost_ceiling = -0.5\n", "limits.turn_cost_ceiling", "zero or more"),
-        ("[limits]\nturn_cost_ceiling = \"1\"\n", "limits.turn_cost_ceiling", "a number"),
+        ('[limits]\nturn_cost_ceiling = "1"\n', "limits.turn_cost_ceiling", "a number"),
         ("[approvals]\nallow = 'read'\n", "approvals.allow", "list"),
         ("providers = 3\n", "providers", "table"),
     ],
