@@ -149,8 +149,8 @@ class NativeRuntimeFactory:
         record = self.store.context(sid)
         if record.system is None:  # a new session: freeze its prompt now
             chain = await asyncio.to_thread(self.wiring.chain_for, context.cwd)
-            record = replace(record, system=self.wiring.system_for(context, chain))
-            record = replace(record, instructions=chain)
+            system = self.wiring.system_for(context, chain)
+            record = replace(record, system=system, instructions=chain)
             self.store.save_context(sid, system=record.system, instructions=chain)
         journal = StoreJournal(self.store, sid)
         windows = StoreWindows(self.store, self.name)
