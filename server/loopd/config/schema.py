@@ -18,6 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 
+from loopd.policy.modes import Mode
 from loopd.protocol.errors import ConfigError
 
 
@@ -113,7 +114,7 @@ class Defaults:
     runtime: str | None = None
     model: str | None = None
     effort: str | None = None
-    mode: str | None = None
+    mode: str | None = field(default=None, metadata={"choices": tuple(m.value for m in Mode)})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
