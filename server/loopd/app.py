@@ -93,9 +93,18 @@ def build_app(env: Mapping[str, str], cwd: str) -> App:
         now=utc_now,
         approval_timeout=float(config.approvals.timeout_seconds),
         no_runtime_help=f"{NO_RUNTIME_HELP} (`loopd doctor` shows what was found)",
+        no_default_help=_no_default_help(config, catalog),
         identify=functools.partial(_identity, catalog.catalog),
     )
     return App(env, config, catalog, store, manager, providers)
+
+
+def _no_default_help(config: Config, catalog: CatalogBuild) -> str:
+    """Why no runtime is the default: the configured one (file and key named) is not
+    available, or nothing ranks first."""
+    wanted = config.defaults.runtime
+    reasons = [s.reason for s in catalog.skipped if wanted is not None and s.name == wanted]
+    return reasons[-1] if reasons else "no default runtime: choose one (see `loopd catalog`)"
 
 
 def _identity(catalog: RuntimeCatalog, name: str, config: Mapping[str, str]) -> dict[str, Any]:

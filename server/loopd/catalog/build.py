@@ -289,7 +289,9 @@ def _default_name(config: Config, catalog: RuntimeCatalog, skipped: list[Skipped
     try:
         return catalog.select(wanted).name
     except (UnknownRuntime, UnknownHarness):
-        skipped.append(Skipped(wanted, "the configured default runtime is not available"))
+        available = ", ".join(catalog.names) or "none"
+        reason = f"unknown runtime {wanted!r} (available: {available})"
+        skipped.append(Skipped(wanted, f"{config.where('defaults.runtime')}: {reason}"))
         return None
 
 

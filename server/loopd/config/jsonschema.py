@@ -22,8 +22,8 @@ SCHEMA_ID = "https://loopd.dev/schemas/config.json"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 # Fields that are not TOML keys: the table's name is its key in the parent table,
-# `choices` is spread into the table itself, `sources` records the files read.
-_NOT_KEYS = frozenset({"name", "choices", "sources"})
+# `choices` is spread into the table itself, `sources` and `origins` record the files.
+_NOT_KEYS = frozenset({"name", "choices", "sources", "origins"})
 # The tables keyed by a name the person chooses.
 _NAMED_TABLES: Mapping[str, type[Any]] = {"providers": ProviderConfig, "runtimes": RuntimeConfig}
 

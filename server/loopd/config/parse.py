@@ -143,6 +143,7 @@ def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
         limits=_limits(root.table("limits")),
         approvals=_approvals(root.table("approvals")),
         sources=sources,
+        origins={".".join(k): v for k, v in merged.origins.items() if v is not None},
     )
 
 
