@@ -125,6 +125,7 @@ def catalog(args: argparse.Namespace) -> int:
 
 def sessions(args: argparse.Namespace) -> int:
     from loopd.config import data_dir
+    from loopd.sessions.manager import SessionNotFound
     from loopd.store.sqlite import SqliteStore
 
     store = SqliteStore(data_dir(os.environ) / "sessions.db")
@@ -135,11 +136,11 @@ def sessions(args: argparse.Namespace) -> int:
             raise ConfigError(f"`loopd sessions {args.action}` needs a session id")
         if args.action == "delete":
             if not store.delete(args.session_id):
-                raise ConfigError(f"no session {args.session_id!r}")
+                raise SessionNotFound(f"no session {args.session_id!r}")
             return 0
         record = store.get(args.session_id)
         if record is None:
-            raise ConfigError(f"no session {args.session_id!r}")
+            raise SessionNotFound(f"no session {args.session_id!r}")
         events = store.events(args.session_id)
         if args.json:
             print(json.dumps({"id": record.id, "cwd": record.cwd, "events": events}, indent=2))

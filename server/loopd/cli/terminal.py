@@ -72,14 +72,17 @@ class TerminalLink:
 
     def _render(self, update: Mapping[str, Any]) -> None:
         kind = update.get("sessionUpdate", "")
-        if kind == "agent_message_chunk" and not update.get("_meta", {}).get(NOTICE_META):
+        notice = update.get("_meta", {}).get(NOTICE_META) if kind == "agent_message_chunk" else None
+        if kind == "agent_message_chunk" and notice is None:
             self._spin(None)
             self._text(update["content"].get("text", ""))
             return
+        if notice == "retry":
+            self._pending.clear()  # the interrupted reply comes again in full
         self._flush_text()
         match kind:
             case "agent_message_chunk":
-                self._notice(update["_meta"][NOTICE_META], update["content"].get("text", ""))
+                self._notice(notice or "", update["content"].get("text", ""))
             case "agent_thought_chunk":
                 self._err(self.style.dim(escape(update["content"].get("text", ""), multiline=True)))
             case "user_message_chunk":
@@ -122,9 +125,7 @@ class TerminalLink:
         self.err.flush()
 
     def _notice(self, notice: str, text: str) -> None:
-        if notice == "retry":
-            self._pending.clear()  # the interrupted reply comes again in full
-        elif notice == "error":
+        if notice == "error":
             self.error_shown = True
         self._err(self.style.dim(escape(text.strip("\n"), multiline=True)) + "\n")
 
