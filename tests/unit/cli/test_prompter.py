@@ -33,7 +33,7 @@ def test_the_question_goes_to_the_terminal_and_the_typed_line_comes_back(
 
 def test_a_file_that_is_not_a_terminal_gives_no_prompter(tmp_path: os.PathLike[str]) -> None:
     plain = os.path.join(tmp_path, "not-a-tty")
-    open(plain, "w").close()  # noqa: SIM115
+    open(plain, "w").close()
     assert tty_prompter(plain) is None
     assert tty_prompter(os.path.join(tmp_path, "missing")) is None
 
