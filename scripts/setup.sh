@@ -82,10 +82,12 @@ find_uv() {
   echo "$UV_VENV/bin/uv"
 }
 
+# The locked environment. uv trusts the system's certificate store (as apt, curl and
+# pip do), so a machine behind a TLS-inspecting proxy with its CA installed works.
 python_env() {
   local uv=$1
-  if ! UV_PYTHON_DOWNLOADS=never "$uv" sync --frozen --quiet; then
-    die "uv could not build .venv: loopd needs Python >= 3.11 on PATH (Debian 12: python3; or \`uv python install 3.11\`)"
+  if ! UV_PYTHON_DOWNLOADS=never UV_SYSTEM_CERTS=${UV_SYSTEM_CERTS:-1} "$uv" sync --frozen --quiet; then
+    die "uv could not build .venv (its error is above); loopd needs Python >= 3.11 on PATH (Debian 12's python3 is 3.11)"
   fi
 }
 
