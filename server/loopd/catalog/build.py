@@ -288,10 +288,8 @@ def _default_name(config: Config, catalog: RuntimeCatalog, skipped: list[Skipped
         return ranked[0].name if ranked else None
     try:
         return catalog.select(wanted).name
-    except (UnknownRuntime, UnknownHarness):
-        available = ", ".join(catalog.names) or "none"
-        reason = f"unknown runtime {wanted!r} (available: {available})"
-        skipped.append(Skipped(wanted, f"{config.where('defaults.runtime')}: {reason}"))
+    except (UnknownRuntime, UnknownHarness) as err:
+        skipped.append(Skipped(wanted, f"{config.where('defaults.runtime')}: {err}"))
         return None
 
 

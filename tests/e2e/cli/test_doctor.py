@@ -94,16 +94,15 @@ def test_a_bad_config_file_is_shown_and_exits_2(tmp_path: Path) -> None:
 
 
 def test_doctor_into_a_closed_pipe_stops_quietly(tmp_path: Path) -> None:
+    """`loopd doctor | head -1`: the reader leaves after one line."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "LOOPD_HOME": str(tmp_path)}
-    done = subprocess.run(
-        f"{sys.executable} -m loopd doctor | head -1",
-        shell=True,
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.stdout.startswith("loopd ")
-    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loopd", "doctor"], cwd=tmp_path, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith("loopd ")
+    proc.stdout.close()
+    errors = proc.stderr.read()
+    assert proc.wait(timeout=60) == 1
+    assert "Traceback" not in errors and "BrokenPipe" not in errors
