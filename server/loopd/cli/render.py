@@ -115,7 +115,7 @@ def tail(text: str, lines: int, style: Style) -> str:
     were folded away: command output is read from its end."""
     kept = text.rstrip("\n").splitlines()
     folded = len(kept) - lines
-    shown = [f"  {escape(line)}\n" for line in kept[-lines:]]
+    shown = [f"  {escape(line)}\n" if line.strip() else "\n" for line in kept[-lines:]]
     if folded > 0:
         shown.insert(0, style.dim(f"  … {folded} earlier line{'s' if folded > 1 else ''}\n"))
     return "".join(shown)

@@ -39,7 +39,7 @@ from loopd.protocol.turns import Outcome
 from loopd.tools.env import FileAccess
 
 FAILURE_LINES = 8  # of a failed tool's text: where it says why
-OUTPUT_LINES = 6  # of a command's output: its end, the rest folded
+OUTPUT_LINES = 8  # of a command's output (with its exit code line): its end, the rest folded
 WAITING = "Waiting for the model"
 
 

@@ -135,3 +135,19 @@ def test_a_session_records_its_runtime_identity(
     assert (identity["harness"], identity["model"]) == ("native", "claude-x")
     assert identity["catalog_digest"].startswith("sha256:")
     assert fake_llm.requests[0].body["model"] == "claude-x"
+
+
+def test_command_output_is_folded_to_its_last_lines_and_usage_is_reported(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
+) -> None:
+    command = "for i in $(seq 1 20); do echo line-$i; done"
+    fake_llm.script(
+        "*", Reply(tool_calls=(ScriptedCall("bash", {"command": command}),)), Reply(text="ok")
+    )
+    done = loopd(["run", "count", "--yes"], isolated_env(tmp_path, fake_llm), workspace)
+    assert done.returncode == 0, done.stderr
+    assert "  … 14 earlier lines\n  line-15\n" in done.stderr
+    assert "  line-20\n\n  Exit code: 0\n" in done.stderr
+    assert "\x1b" not in done.stderr  # no colour, no spinner: stderr is not a terminal
+    assert done.stderr.rstrip().splitlines()[-1] == "tokens: 24 in · 14 out"
+    assert done.stdout == "ok\n"

@@ -105,3 +105,27 @@ def test_the_demo_asks_on_a_terminal(tmp_path: Path) -> None:
     assert term.wait() == 0, term.output
     assert "greet(sys.argv[1]" in term.output
     assert "the demo says yes" not in term.output
+
+
+def test_on_a_terminal_diffs_are_coloured_and_a_spinner_waits(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "app.py").write_text("x = 1 + 1\n")
+    edit_script(fake_llm)
+    term = PtyProcess([*LOOPD, "run", "--yes", "fix"], isolated_env(tmp_path, fake_llm), workspace)
+    assert term.wait() == 0, term.output
+    assert "\x1b[31m-x = 1 + 1\x1b[0m" in term.output and "\x1b[32m+x = 2\x1b[0m" in term.output
+    assert "--- a/app.py" in term.output  # workspace-relative, not the absolute path
+    assert "⠋ Waiting for the model" in term.output
+    assert "tokens: " in term.output
+
+
+def test_no_color_turns_colour_off_on_a_terminal(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "app.py").write_text("x = 1 + 1\n")
+    edit_script(fake_llm)
+    env = isolated_env(tmp_path, fake_llm, NO_COLOR="1")
+    term = PtyProcess([*LOOPD, "run", "--yes", "fix"], env, workspace)
+    assert term.wait() == 0, term.output
+    assert "\x1b[3" not in term.output and "\r\n-x = 1 + 1\r\n" in term.output
