@@ -9,7 +9,10 @@ one line at a time so typed-ahead text is not swallowed.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import threading
 from collections.abc import Callable
 
 from loopd.protocol.approvals import ApprovalDecision
@@ -43,6 +46,29 @@ def decide(prompter: Prompter, question: str) -> ApprovalDecision:
             return decision
         question = f"Please answer {CHOICES}: "
     return ApprovalDecision.REJECT_ONCE
+
+
+async def ask_in_background(prompter: Prompter, question: str) -> ApprovalDecision:
+    """`decide` on a daemon thread. A read from the terminal cannot be interrupted, so
+    a turn cancelled while its question waits (Ctrl-C) must not wait for that thread:
+    the default executor's would hold the process open until someone pressed Enter."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[ApprovalDecision] = loop.create_future()
+
+    def settle(decision: ApprovalDecision) -> None:
+        if not answer.done():
+            answer.set_result(decision)
+
+    def work() -> None:
+        try:
+            decision = decide(prompter, question)
+        except OSError:
+            decision = ApprovalDecision.REJECT_ONCE
+        with contextlib.suppress(RuntimeError):  # the loop is gone: the turn ended
+            loop.call_soon_threadsafe(settle, decision)
+
+    threading.Thread(target=work, name="loopd-question", daemon=True).start()
+    return await answer
 
 
 def tty_prompter(path: str = "/dev/tty") -> Prompter | None:

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from loopd.cli.prompter import CHOICES, Prompter, decide
+from loopd.cli.prompter import CHOICES, Prompter, ask_in_background
 from loopd.cli.render import (
     Style,
     diff_text,
@@ -60,6 +60,8 @@ class TerminalLink:
     _running: set[str] = field(default_factory=set)
     _pending: list[str] = field(default_factory=list)  # reply text not yet on stdout
     _out_open: bool = False  # stdout's last line has no newline yet
+    _asking: int = 0  # questions on the terminal: no spinner may draw over them
+    _one_question: asyncio.Lock = field(default_factory=asyncio.Lock)  # asked in turn
     _cost: tuple[float, str] | None = None
 
     async def send_update(self, session_id: str, update: Mapping[str, Any]) -> None:
@@ -163,7 +165,7 @@ class TerminalLink:
     def _spin(self, label: str | None) -> None:
         if self.status is None:
             return
-        if label is None or self._out_open:
+        if label is None or self._out_open or self._asking:
             self.status.clear()
         else:
             self.status.show(label)
@@ -181,6 +183,12 @@ class TerminalLink:
         if self.prompter is None:
             self._err(f"Rejected: {title} (no terminal to ask; pass --yes to allow){why}\n")
             return ApprovalDecision.REJECT_ONCE
+        async with self._one_question:  # parallel calls: one question, then the next
+            return await self._question(self.prompter, request, title, why)
+
+    async def _question(
+        self, prompter: Prompter, request: ApprovalRequest, title: str, why: str
+    ) -> ApprovalDecision:
         shown = [f"{self.style.bold(title)}{why}\n"]
         for item in request.content:
             if isinstance(item, DiffContent):
@@ -188,9 +196,15 @@ class TerminalLink:
                 shown.append(diff_text(path, item.old_text, item.new_text, self.style))
         self._err("".join(shown))
         question = f"Allow {title}? {CHOICES}: "
-        decision = await asyncio.to_thread(decide, self.prompter, question)
-        self._spin(title)
-        return decision
+        self._asking += 1
+        try:
+            return await ask_in_background(prompter, question)
+        except asyncio.CancelledError:
+            self.err.write("\n")  # the question's line was left open
+            raise
+        finally:
+            self._asking -= 1
+            self._spin(title)
 
     def finish(self, outcome: Outcome) -> None:
         """End the turn's output: the last reply, a newline, what stopped the turn

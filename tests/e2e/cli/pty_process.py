@@ -54,9 +54,14 @@ class PtyProcess:
         deadline = time.monotonic() + timeout
         while self._read(max(deadline - time.monotonic(), 0.01)):
             pass
-        code = self.proc.wait(timeout=max(deadline - time.monotonic(), 1))
-        os.close(self.master)
-        return code
+        try:
+            return self.proc.wait(timeout=max(deadline - time.monotonic(), 1))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"still running after {timeout}s:\n{self.output}") from None
+        finally:
+            os.close(self.master)
 
     def _read(self, timeout: float) -> bool:
         ready, _, _ = select.select([self.master], [], [], timeout)

@@ -129,3 +129,16 @@ def test_no_color_turns_colour_off_on_a_terminal(
     term = PtyProcess([*LOOPD, "run", "--yes", "fix"], env, workspace)
     assert term.wait() == 0, term.output
     assert "\x1b[3" not in term.output and "\r\n-x = 1 + 1\r\n" in term.output
+
+
+def test_ctrl_c_at_the_question_cancels_without_waiting_for_an_answer(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "app.py").write_text("x = 1 + 1\n")
+    edit_script(fake_llm)
+    term = PtyProcess([*LOOPD, "run", "simplify"], isolated_env(tmp_path, fake_llm), workspace)
+    term.expect(r"ne\[v\]er: ")
+    term.type("\x03")
+    assert term.wait(timeout=20) == 130, term.output
+    assert "\r\nCancelled.\r\n" in term.output
+    assert (workspace / "app.py").read_text() == "x = 1 + 1\n"
