@@ -43,7 +43,7 @@ def doctor(args: argparse.Namespace) -> int:
         problem = None
     except ConfigFileError as err:
         config, problem = Config(), err
-    print(config_files(env, cwd))
+    print(config_files(env, cwd, config))
     if problem is not None:
         print(f"  error: {escape(str(problem))}")
     print(credentials(env, config))
@@ -56,22 +56,23 @@ def doctor(args: argparse.Namespace) -> int:
     return EXIT_OK if len(build.catalog.names) else EXIT_FAILED
 
 
-def config_files(env: Mapping[str, str], cwd: Path) -> str:
+def config_files(env: Mapping[str, str], cwd: Path, config: Config) -> str:
     """The two config files, lowest precedence first, each found or not."""
     from loopd.config import user_config_file, workspace_config_file
 
     lines = ["config files:"]
     for label, path in (("user", user_config_file(env)), ("workspace", workspace_config_file(cwd))):
         state = "found" if path.is_file() else "not found"
-        trust = trust_note(path) if label == "workspace" and path.is_file() else ""
+        trust = trust_note(config) if label == "workspace" and path.is_file() else ""
         lines.append(f"  {label:<10} {escape(str(path))}  ({state}{trust})")
     return "\n".join(lines)
 
 
-def trust_note(path: Path) -> str:
-    """Whether the workspace file is trusted, as `, trusted` / `, not trusted`; empty
-    until workspace trust exists (the one call to wire when it does)."""
-    del path
+def trust_note(config: Config) -> str:
+    """Whether the workspace file is trusted, as `, trusted` / `, untrusted`. Empty
+    until workspace trust lands: then `f", {config.workspace.state}"` when
+    `config.workspace` is set (the one line to wire)."""
+    del config
     return ""
 
 
