@@ -119,7 +119,7 @@ def catalog(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(catalog_to_json(build.catalog, build.skipped), indent=2))
     else:
-        print(catalog_to_text(build.catalog, build.skipped))
+        print(escape(catalog_to_text(build.catalog, build.skipped), multiline=True))
     return 0
 
 

@@ -49,7 +49,7 @@ def doctor(args: argparse.Namespace) -> int:
     print(credentials(env, config))
     print(tools())
     build = discover_catalog(config, env)
-    print(catalog_to_text(build.catalog, build.skipped))
+    print(escape(catalog_to_text(build.catalog, build.skipped), multiline=True))
     print(probe_sandbox(env=env).report())
     if problem is not None:
         return EXIT_USAGE
