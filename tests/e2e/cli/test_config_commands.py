@@ -67,3 +67,16 @@ def test_sessions_with_none_stored_says_so(workspace: Path, tmp_path: Path) -> N
     assert done.returncode == 0
     assert done.stdout == ""
     assert done.stderr == "No sessions stored.\n"
+
+
+def test_catalog_text_from_a_config_file_is_escaped(workspace: Path, tmp_path: Path) -> None:
+    user = tmp_path / "config" / "loopd" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text(
+        '[providers.local]\nkind = "openai_chat"\nmodels = ["qwen"]\n'
+        'base_url = "http://127.0.0.1:9/v1\\u001b[2K\\rsafe"\n'
+    )
+    done = loopd(["catalog"], isolated_env(tmp_path, None), workspace)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\r" not in done.stdout
+    assert r"/v1\x1b[2Ksafe" in done.stdout  # urlsplit already drops the \r
