@@ -58,6 +58,7 @@ class TerminalLink:
     error_shown: bool = False
     _tools: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (title, kind)
     _running: set[str] = field(default_factory=set)
+    _diff_shown: set[str] = field(default_factory=set)  # calls whose diff the question showed
     _pending: list[str] = field(default_factory=list)  # reply text not yet on stdout
     _out_open: bool = False  # stdout's last line has no newline yet
     _asking: int = 0  # questions on the terminal: no spinner may draw over them
@@ -149,7 +150,7 @@ class TerminalLink:
         mark = self.style.green("✓") if status == "completed" else self.style.red("✗")
         shown = [f"{mark} {title}\n"]
         for item in update.get("content") or []:
-            if item.get("type") == "diff":
+            if item.get("type") == "diff" and call_id not in self._diff_shown:
                 path = relative(item["path"], self.root) if self.root else item["path"]
                 shown.append(diff_text(path, item.get("oldText"), item["newText"], self.style))
             elif item.get("type") == "content" and (status == "failed" or kind == "execute"):
@@ -194,6 +195,7 @@ class TerminalLink:
             if isinstance(item, DiffContent):
                 path = relative(item.path, self.root) if self.root else item.path
                 shown.append(diff_text(path, item.old_text, item.new_text, self.style))
+                self._diff_shown.add(request.tool_call_id)
         self._err("".join(shown))
         question = f"Allow {title}? {CHOICES}: "
         self._asking += 1

@@ -44,6 +44,7 @@ def test_the_approval_is_asked_on_the_terminal_and_obeyed(
     assert "-x = 1 + 1" in term.output and "+x = 2" in term.output  # the diff, before asking
     term.type(answer)
     assert term.wait() == 0, term.output
+    assert term.output.count("+x = 2") == 1  # the diff asked about is not repeated after
     assert ((workspace / "app.py").read_text() == "x = 2\n") is edited
     result = json.dumps(fake_llm.requests[1].body["messages"][-1])
     assert ("rejected" in result) is (said == "rejected")
