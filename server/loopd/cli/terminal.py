@@ -41,6 +41,8 @@ from loopd.tools.env import FileAccess
 FAILURE_LINES = 8  # of a failed tool's text: where it says why
 OUTPUT_LINES = 8  # of a command's output (with its exit code line): its end, the rest folded
 WAITING = "Waiting for the model"
+# Updates after which a reply held back (stdout not a terminal) is complete.
+_REPLY_ENDS = frozenset({"tool_call", "tool_call_update", "plan", "user_message_chunk"})
 
 
 @dataclass(slots=True)
@@ -55,7 +57,7 @@ class TerminalLink:
     style: Style = field(default_factory=Style)  # colour on stderr
     status: Status | None = None  # the spinner, on a terminal only
     stream_text: bool = True  # stdout is a terminal: show text as it arrives
-    error_shown: bool = False
+    _error_shown: bool = False
     _tools: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (title, kind)
     _running: set[str] = field(default_factory=set)
     _diff_shown: set[str] = field(default_factory=set)  # calls whose diff the question showed
@@ -82,7 +84,8 @@ class TerminalLink:
             return
         if notice == "retry":
             self._pending.clear()  # the interrupted reply comes again in full
-        self._flush_text()
+        if notice is not None or kind in _REPLY_ENDS:
+            self._flush_text()
         match kind:
             case "agent_message_chunk":
                 self._notice(notice or "", update["content"].get("text", ""))
@@ -129,7 +132,7 @@ class TerminalLink:
 
     def _notice(self, notice: str, text: str) -> None:
         if notice == "error":
-            self.error_shown = True
+            self._error_shown = True
         self._err(self.style.dim(escape(text.strip("\n"), multiline=True)) + "\n")
 
     def _tool_call(self, update: Mapping[str, Any]) -> None:
@@ -219,7 +222,7 @@ class TerminalLink:
             return
         if outcome.stop_reason == "cancelled":
             self._err("Cancelled.\n")
-        elif outcome.error and not self.error_shown:
+        elif outcome.error and not self._error_shown:
             self._err(f"{escape(outcome.error, multiline=True)}\n")
         usage = outcome.usage
         if usage.context_tokens or usage.output_tokens:
