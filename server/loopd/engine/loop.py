@@ -51,6 +51,7 @@ from loopd.protocol.events import (
     AgentMessageChunk,
     EmbeddedResourceBlock,
     ImageBlock,
+    Notice,
     Prompt,
     ResourceLinkBlock,
     SessionEvent,
@@ -252,7 +253,7 @@ class Engine:
             self._request, self._streamer(), self._ask_quietly, self._say
         )
         if isinstance(reply, Failed):
-            return await self._stop(turn, reply.stop, reply.message)
+            return await self._stop(turn, reply.stop, reply.message, "error")
         return reply
 
     async def _announce_notices(self, request: ModelRequest, spending: LoopVerdict) -> None:
@@ -271,7 +272,7 @@ class Engine:
         return notices
 
     async def _say(self, text: str) -> None:
-        chunk = AgentMessageChunk(f"\n\n{text}\n\n", self.ports.new_id("msg"))
+        chunk = AgentMessageChunk(f"\n\n{text}\n\n", self.ports.new_id("msg"), "note")
         await self.ports.emitter.emit(chunk)
 
     def _request(self) -> ModelRequest:
@@ -348,10 +349,13 @@ class Engine:
                 )
         self._append_results(turn)
 
-    async def _stop(self, turn: _Turn, reason: StopReason, message: str) -> Outcome:
-        """End the turn with a reason the person can read."""
+    async def _stop(
+        self, turn: _Turn, reason: StopReason, message: str, notice: Notice = "note"
+    ) -> Outcome:
+        """End the turn with a reason the person can read: a `note` for a limit
+        reached, an `error` when a request failed."""
         await self.ports.emitter.emit(
-            AgentMessageChunk(f"\n\n{message}\n", self.ports.new_id("msg"))
+            AgentMessageChunk(f"\n\n{message}\n", self.ports.new_id("msg"), notice)
         )
         return turn.outcome(reason, message)
 
