@@ -19,8 +19,12 @@ pytestmark = pytest.mark.e2e
 
 
 def edit_script(fake: FakeLLMServer, times: int = 1) -> None:
+    """The model reads app.py (an edit of a file it never read is refused), then edits
+    it `times` times."""
+    read = ScriptedCall("read", {"path": "app.py"})
     edit = ScriptedCall("edit", {"path": "app.py", "old_string": "1 + 1", "new_string": "2"})
-    fake.script("*", *[Reply(text="Fixing.", tool_calls=(edit,))] * times, Reply(text="Done."))
+    edits = [Reply(text="Fixing.", tool_calls=(edit,))] * times
+    fake.script("*", Reply(tool_calls=(read,)), *edits, Reply(text="Done."))
 
 
 @pytest.mark.parametrize(
