@@ -50,7 +50,7 @@ def test_the_approval_is_asked_on_the_terminal_and_obeyed(
     assert term.wait() == 0, term.output
     assert term.output.count("+x = 2") == 1  # the diff asked about is not repeated after
     assert ((workspace / "app.py").read_text() == "x = 2\n") is edited
-    result = json.dumps(fake_llm.requests[1].body["messages"][-1])
+    result = json.dumps(fake_llm.requests[2].body["messages"][-1])  # after the read, the edit
     assert ("rejected" in result) is (said == "rejected")
 
 
@@ -65,7 +65,7 @@ def test_always_reject_is_remembered_for_the_session(
     assert term.wait() == 0, term.output
     assert term.output.count("ne[v]er: ") == 1  # the second edit was not asked about
     assert (workspace / "app.py").read_text() == "x = 1 + 1\n"
-    assert "Denied by policy" in json.dumps(fake_llm.requests[2].body["messages"][-1])
+    assert "Denied by policy" in json.dumps(fake_llm.requests[3].body["messages"][-1])
 
 
 def test_control_characters_in_what_is_approved_are_shown_escaped(
