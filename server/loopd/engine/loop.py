@@ -239,6 +239,8 @@ class Engine:
                 return turn.outcome(_MODEL_STOPS[done.stop])
             await self._tool_phase(turn).run(uses, turn.state, turn.results)
             self._append_results(turn)
+            while turn.state.unshown:
+                await self._say(turn.state.unshown.pop(0))
             if turn.state.stop is not None:
                 return await self._stop(turn, turn.state.stop, turn.state.stop_message or "")
             ceiling = limits.max_turn_tokens

@@ -38,11 +38,13 @@ from loopd.protocol.turns import StopReason
 @dataclass(slots=True)
 class TurnState:
     """What one turn has done so far, across its steps. `warnings` are the loop
-    guard's, by the call they ride on: the model reads each with that call's result."""
+    guard's, by the call they ride on: the model reads each with that call's result,
+    and the person sees each once (`unshown`, until the engine shows them)."""
 
     stop: StopReason | None = None
     stop_message: str | None = None
     warnings: dict[str, str] = field(default_factory=dict)
+    unshown: list[str] = field(default_factory=list)
 
     def halt(self, reason: StopReason, message: str) -> None:
         if self.stop is None:
@@ -145,6 +147,7 @@ class ToolPhase:
                     f"[Loop guard: {verdict.reason} in this turn. Finish the task or "
                     "stop and report; the turn ends when the budget runs out.]"
                 )
+                turn.unshown.append(f"[Loop guard: {verdict.reason} in this turn.]")
             case "ok":
                 pass
         return None

@@ -141,6 +141,7 @@ async def test_the_configured_repeat_cap_and_the_budget_warning_reach_the_model(
     results = [p for m in engine.history for p in m.tool_results]
     warned = [r.tool_use_id for r in results if "[Loop guard: 4 of 5 actions used" in r.content]
     assert warned == ["d3"]
+    assert rig.emitter.text.count("[Loop guard: 4 of 5 actions used in this turn.]") == 1
     assert "Stopped by the loop guard: more than 5 actions" in results[-1].content
     assert "Stopped by the loop guard" in rig.emitter.text
 
