@@ -1,4 +1,4 @@
-"""`loopd` command line: run | acp | lsp | catalog | sessions | doctor | demo.
+"""`loopd` command line: run | acp | lsp | login | logout | catalog | sessions | doctor | demo.
 
 Every subcommand imports what it needs lazily: `loopd acp` must not pay for pygls,
 `loopd lsp` not for the ACP SDK, `loopd --version` for neither.
@@ -31,7 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="events as JSON lines on stdout")
     run.add_argument("--yes", action="store_true", help="allow every approval request")
 
-    sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (Zed)")
+    acp = sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (Zed)")
+    acp.add_argument(
+        "then", nargs="?", choices=["login"], help="`login`: what an editor's log-in runs"
+    )
     lsp = sub.add_parser("lsp", help="serve LSP with the loopd extension (VS Code, Neovim)")
     lsp.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
 
@@ -44,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--cwd", help="only sessions of this workspace")
     sessions.add_argument("--json", action="store_true")
 
+    sub.add_parser("login", help="set up a model provider (asks in the terminal)")
+    sub.add_parser("logout", help="forget what `loopd login` stored")
     sub.add_parser("doctor", help="what is configured, which CLIs and sandbox were found")
     sub.add_parser("demo", help="one scripted turn end to end, no API key needed")
     return parser
@@ -79,8 +84,14 @@ def _dispatch(args: argparse.Namespace) -> int:
     match args.command:
         case "run":
             return commands.run(args)
+        case "acp" if args.then == "login":  # an editor's terminal auth, as declared
+            return commands.login()
         case "acp":
             return commands.acp()
+        case "login":
+            return commands.login()
+        case "logout":
+            return commands.logout()
         case "lsp":
             return commands.lsp(args.tcp)
         case "catalog":

@@ -177,6 +177,18 @@ def doctor() -> int:
     return 0
 
 
+def login() -> int:
+    from loopd.cli.login import login
+
+    return login(os.environ)
+
+
+def logout() -> int:
+    from loopd.cli.login import logout
+
+    return logout(os.environ)
+
+
 def demo() -> int:
     from loopd.cli.demo import run_demo
 
