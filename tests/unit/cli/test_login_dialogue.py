@@ -81,7 +81,7 @@ def test_an_unreachable_server_is_said(fake: FakeLLMServer) -> None:
         ask_login({}, script, script, io.StringIO())
 
 
-def test_a_cli_choice_needs_the_cli_on_path(tmp_path: object) -> None:
+def test_a_cli_choice_needs_the_cli_on_path() -> None:
     script = Script("9", "5")  # out of range first: asked again
     out = io.StringIO()
     with pytest.raises(ConfigError, match="`claude` is not on PATH"):
