@@ -116,6 +116,8 @@ class SessionManager:
         mcp_servers: Sequence[McpServerConfig] = (),
         config: Mapping[str, str] | None = None,
     ) -> SessionView:
+        if not self.runtimes:  # a login since the last look counts at once
+            await self.refresh_runtimes()
         config = dict(config or {})
         runtime_name = config.pop(RUNTIME_OPTION, self.default_runtime)
         self._factory(runtime_name)

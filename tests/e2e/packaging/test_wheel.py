@@ -16,6 +16,8 @@ import pytest
 
 from tests.e2e.conftest import ROOT
 
+ENTRY = ROOT / "registry" / "loopd" / "agent.json"
+
 pytestmark = pytest.mark.e2e
 
 
@@ -34,7 +36,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
         timeout=300,
     )
-    [built] = out.glob("loopd-*.whl")
+    [built] = out.glob("loopd_agent-*.whl")
     return built
 
 
@@ -54,7 +56,7 @@ def _registry_env(tmp: Path) -> dict[str, str]:
     }
 
 
-def test_uvx_wheel_offers_terminal_login_and_answers_auth_required(
+def test_the_registry_entry_launched_as_uvx_offers_login_and_answers_auth_required(
     wheel: Path, tmp_path: Path
 ) -> None:
     initialize = {
@@ -67,8 +69,10 @@ def test_uvx_wheel_offers_terminal_login_and_answers_auth_required(
         json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
         for i, (method, params) in enumerate(calls, 1)
     ]
-    proc = subprocess.Popen(
-        [_uv(), "tool", "run", "--isolated", "--from", str(wheel), "loopd", "acp"],
+    uvx = json.loads(ENTRY.read_text())["distribution"]["uvx"]
+    proc = subprocess.Popen(  # `uvx PACKAGE ARGS`, finding the package in the build
+        [_uv(), "tool", "run", "--isolated", "--find-links", str(wheel.parent), uvx["package"]]
+        + uvx["args"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -99,7 +103,7 @@ def _ask(proc: subprocess.Popen[str], line: str) -> dict[str, Any]:
 
 
 def test_the_wheel_carries_complete_metadata(wheel: Path) -> None:
-    name, version = wheel.name.split("-")[:2]
+    name, version = wheel.name.split("-")[:2]  # loopd_agent, 0.1.0
     with zipfile.ZipFile(wheel) as archive:
         metadata = archive.read(f"{name}-{version}.dist-info/METADATA").decode()
         names = archive.namelist()
@@ -107,3 +111,4 @@ def test_the_wheel_carries_complete_metadata(wheel: Path) -> None:
         assert field in metadata
     assert "# loopd" in metadata  # the README is the long description
     assert "loopd/py.typed" in names
+    assert "Name: loopd-agent" in metadata  # "loopd" on PyPI is another project
