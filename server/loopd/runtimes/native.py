@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, cast
+from typing import Any, Literal, Protocol, cast
 
 from loopd.context.compaction import Rejected
 from loopd.context.instructions import reminders as instruction_reminders
@@ -135,6 +135,8 @@ class StoreWindows:
 
 
 class NativeRuntimeFactory:
+    history_in_store: Literal[True] = True  # a fork is a copy of the store
+
     def __init__(self, name: str, wiring: NativeWiring, store: SqliteStore) -> None:
         self.name = name
         self.wiring = wiring

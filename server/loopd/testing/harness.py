@@ -88,11 +88,12 @@ def scripted_manager(
     tools: ToolBox | None = None,
     policy: ScriptedPolicy | None = None,
     tools_for: Callable[[RuntimeContext], ToolBox] | None = None,
-    model: str = "scripted",
+    models: Sequence[str] = ("scripted",),
 ) -> SessionManager:
     """`tools_for` builds each session's tools (to hand them the session's
     `editor_files`, say); without it every session shares `tools` (or a fake).
-    `model` is the one model offered (a catalogued one has a window and a price)."""
+    `models` are the choices of the model option; the first is the default (a
+    catalogued one has a window and a price)."""
     store = SqliteStore(data_dir / "sessions.db")
     ticks = itertools.count()
 
@@ -109,9 +110,9 @@ def scripted_manager(
         chain_for=read_chain,
         clock=FakeClock(),
         default_mode="ask",
-        models=(model,),
-        default_model=model,
-        engine=EngineConfig(model=model),
+        models=tuple(models),
+        default_model=models[0],
+        engine=EngineConfig(model=models[0]),
     )
     return SessionManager(
         store=store,

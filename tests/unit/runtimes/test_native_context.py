@@ -98,13 +98,13 @@ async def test_a_restarted_process_knows_the_learned_window(tmp_path: Path) -> N
 async def test_the_cost_is_the_sessions_running_total_across_a_restart(tmp_path: Path) -> None:
     million = Usage(input_tokens=1_000_000, output_tokens=0)
     provider = ScriptedProvider.of(*[Reply(text="ok", usage=million) for _ in range(3)])
-    manager = scripted_manager(tmp_path, provider, model="claude-sonnet-4-5")
+    manager = scripted_manager(tmp_path, provider, models=("claude-sonnet-4-5",))
     link = RecordingLink()
     view = await manager.new_session(str(tmp_path), link)
     await manager.prompt(view.id, ask("one"), link)
     await manager.prompt(view.id, ask("two"), link)
     await manager.shutdown()
-    reopened = scripted_manager(tmp_path, provider, model="claude-sonnet-4-5")
+    reopened = scripted_manager(tmp_path, provider, models=("claude-sonnet-4-5",))
     relink = RecordingLink()
     await reopened.load_session(view.id, relink)
     await reopened.prompt(view.id, ask("three"), relink)
@@ -114,3 +114,29 @@ async def test_the_cost_is_the_sessions_running_total_across_a_restart(tmp_path:
     assert {c["currency"] for c in costs} == {"USD"}
     sizes = {u["size"] for _, u in relink.updates if u["sessionUpdate"] == "usage_update"}
     assert sizes == {200_000}
+
+
+async def test_a_fork_keeps_the_compacted_view_and_in_the_same_folder_the_prompt(
+    tmp_path: Path,
+) -> None:
+    replies = ["one", "the summary", "in the parent", "in the fork", "elsewhere"]
+    provider = ScriptedProvider.of(*[Reply(text=t) for t in replies])
+    manager = scripted_manager(tmp_path, provider)
+    link = RecordingLink()
+    view = await manager.new_session(str(tmp_path), link)
+    await manager.prompt(view.id, ask("first"), link)
+    await manager.prompt(view.id, ask("/compact"), link)
+    await manager.prompt(view.id, ask("parent goes on"), link)
+    same = await manager.fork_session(view.id, str(tmp_path), link)
+    await manager.prompt(same.id, ask("fork goes on"), link)
+    other = tmp_path / "other"
+    other.mkdir()
+    moved = await manager.fork_session(view.id, str(other), link)
+    await manager.prompt(moved.id, ask("somewhere else"), link)
+
+    parent, fork, elsewhere = provider.requests[2:]
+    assert fork.system == parent.system
+    after = [m.text for m in fork.messages][2:]
+    assert after == ["parent goes on", "in the parent", "fork goes on"]
+    assert "the summary" in fork.messages[0].text and "the summary" in elsewhere.messages[0].text
+    assert str(other) in elsewhere.system and elsewhere.system != parent.system
