@@ -376,8 +376,8 @@ class GuardedParts:
             except FileNotFoundError:
                 now[path] = None
             except (OSError, ValueError, NotText, FileTooLarge):
-                now[path] = None
-        return seen.changes(now.__getitem__)
+                continue  # unreadable just now: not judged
+        return seen.changes(now)
 
     async def aclose(self) -> None:
         await self.mcp.aclose()

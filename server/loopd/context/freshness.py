@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Mapping
 
 MAX_TRACKED = 256
 """Bookmarks kept, newest first; the oldest is forgotten, which only means that
@@ -65,13 +65,16 @@ class FileLog:
         """The files worth a reminder: the newest `WATCHED` the agent saw."""
         return tuple(self._seen)[-WATCHED:]
 
-    def changes(self, current: Callable[[str], str | None]) -> list[str]:
+    def changes(self, current: Mapping[str, str | None]) -> list[str]:
         """A reminder for each tracked file that changed since the agent (or the
-        last reminder) saw it, each change told once. `current` gives a file's text
-        now, None when it is gone."""
+        last reminder) saw it, each change told once. `current` holds the files'
+        text now, None for one that is gone; a file it leaves out (it could not be
+        read just now) is not judged."""
         out: list[str] = []
         for path in self.tracked():
-            text = current(path)
+            if path not in current:
+                continue
+            text = current[path]
             digest = None if text is None else _digest(text)
             if digest == self._told.get(path):
                 continue

@@ -184,13 +184,14 @@ async def test_a_changed_file_is_told_once(call: Call, env: ToolEnv, tmp_path: P
     target.write_text("one\n")
     await call("read", path="f.txt")
 
-    def now(path: str) -> str | None:
-        return Path(path).read_text() if Path(path).exists() else None
+    def now() -> dict[str, str | None]:
+        return {p: Path(p).read_text() if Path(p).exists() else None for p in env.reads.tracked()}
 
-    assert env.reads.changes(now) == []
+    assert env.reads.changes(now()) == []
     target.write_text("two\n")
-    (told,) = env.reads.changes(now)
+    assert env.reads.changes({}) == [], "a file that could not be read is not judged"
+    (told,) = env.reads.changes(now())
     assert f"{env.cwd}/f.txt changed since you last read it" in told
-    assert env.reads.changes(now) == []
+    assert env.reads.changes(now()) == []
     target.unlink()
-    assert env.reads.changes(now) == [f"{env.cwd}/f.txt was deleted since you read it."]
+    assert env.reads.changes(now()) == [f"{env.cwd}/f.txt was deleted since you read it."]
