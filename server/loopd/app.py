@@ -41,6 +41,7 @@ from loopd.protocol.events import AgentMessageChunk, PlanEntry, PlanUpdated
 from loopd.protocol.turns import UndoReport
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
 from loopd.providers.factory import HOW_TO_CONFIGURE, ClosableProvider, make_provider
+from loopd.runtimes.acp_agent import AcpRuntimeFactory, AcpSettings
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
@@ -127,7 +128,8 @@ def _factory(
         case Harness.CODEX:
             return CodexRuntimeFactory(CodexSettings(**_cli_fields(entry)))
         case Harness.ACP:
-            return None
+            settings = AcpSettings(entry.command or "", tuple(entry.args), entry.env, env)
+            return AcpRuntimeFactory(entry.name, settings)
 
 
 def _cli_fields(entry: RuntimeEntry) -> dict[str, Any]:
