@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -22,6 +24,7 @@ from tests.unit.acp.conftest import RecordingClient
 __all__ = ["home"]
 pytestmark = pytest.mark.e2e
 RUNTIME = "claude-acp"
+LOOPD_RUN = [sys.executable, "-m", "loopd", "run"]
 
 
 def configure(home: Home) -> None:
@@ -64,7 +67,8 @@ async def test_text_streams_from_the_acp_agent(home: Home) -> None:
 @pytest.mark.parametrize("answer", ["allow_once", "reject_once"])
 async def test_its_questions_reach_the_editor_and_rule(home: Home, answer: str) -> None:
     touch = ScriptedCall("Bash", {"command": "touch made.txt", "description": "make it"})
-    home.fake.script("*", Reply(tool_calls=(touch,)), Reply(text="done"), Reply(text="done"))
+    done = Reply(text="done")  # the answer after the tool, and the title Claude asks for
+    home.fake.script("*", Reply(tool_calls=(touch,)), done, done)
     client = RecordingClient(answers=[answer])
     async with on_the_agent(home, client) as (conn, sid):
         await asyncio.wait_for(conn.prompt(session_id=sid, prompt=text("make it")), 90)
@@ -79,8 +83,9 @@ async def test_its_questions_reach_the_editor_and_rule(home: Home, answer: str) 
 async def test_cancel_ends_the_turn_and_the_next_one_works(home: Home) -> None:
     home.fake.script(
         "*",
-        Reply(text="one two three four five six", pause_after=2, gate="never"),
+        Reply(text="one two three four five six", pause_after=4, gate="never"),
         Reply(text="second turn"),
+        Reply(text="second turn"),  # or the title Claude asks for at a turn's end
     )
     client = RecordingClient()
     async with on_the_agent(home, client) as (conn, sid):
@@ -92,3 +97,30 @@ async def test_cancel_ends_the_turn_and_the_next_one_works(home: Home) -> None:
     assert first.stop_reason == "cancelled"
     assert second.stop_reason == "end_turn"
     assert "second turn" in client.text()
+
+
+async def test_a_new_loopd_process_loads_the_agent_session(home: Home) -> None:
+    home.fake.script("*", *[Reply(text="noted")] * 4)  # Claude also asks for a title
+    async with on_the_agent(home, RecordingClient()) as (conn, sid):
+        await asyncio.wait_for(conn.prompt(session_id=sid, prompt=text("remember ALPHA")), 90)
+    client = RecordingClient()
+    async with loopd_acp(home, client) as conn:
+        await conn.load_session(cwd=str(home.work), session_id=sid, mcp_servers=[])
+        [replayed] = client.of("user_message_chunk")
+        result = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=text("which?")), 90)
+    assert replayed["content"]["text"] == "remember ALPHA"  # the history, from loopd's store
+    assert result.stop_reason == "end_turn", client.text()
+    last = json.dumps(home.fake.requests[-1].body["messages"])
+    assert "remember ALPHA" in last  # the agent loaded its own conversation
+    assert "which?" in last
+
+
+def test_loopd_run_uses_the_acp_agent(home: Home) -> None:
+    home.fake.script("*", Reply(text="headless through ACP"), Reply(text="title"))
+    configure(home)
+    done = subprocess.run(
+        [*LOOPD_RUN, "--runtime", RUNTIME, "--cwd", str(home.work), "say it"],
+        env=home.env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "headless through ACP" in done.stdout
