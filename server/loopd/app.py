@@ -177,7 +177,13 @@ def _native_wiring(
         default_model=default_model,
         engine=EngineConfig(model=default_model, limits=_limits(config)),
         open_models=entry.open_models,
+        resolve_model=functools.partial(_model_id, entry),
     )
+
+
+def _model_id(entry: RuntimeEntry, model: str) -> str:
+    """What the provider is sent for `model` in this entry: an alias becomes its id."""
+    return entry.resolve_model(model) or model
 
 
 def _rules_table(config: Config) -> dict[str, Any]:
