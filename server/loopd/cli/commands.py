@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from loopd.protocol.errors import ConfigError
 
@@ -112,6 +112,7 @@ def catalog(as_json: bool) -> int:
 
 def sessions(action: str, session_id: str | None, cwd: str | None, as_json: bool) -> int:
     from loopd.config import data_dir
+    from loopd.sessions.transcript import transcript
     from loopd.store.sqlite import SqliteStore
 
     store = SqliteStore(data_dir(os.environ) / "sessions.db")
@@ -140,26 +141,10 @@ def sessions(action: str, session_id: str | None, cwd: str | None, as_json: bool
         if as_json:
             print(json.dumps({"id": record.id, "cwd": record.cwd, "events": events}, indent=2))
         else:
-            print(_transcript(record.title, events))
+            print(f"# {record.title or '(untitled)'}\n\n{transcript(events)}")
         return 0
     finally:
         store.close()
-
-
-def _transcript(title: str | None, events: list[dict[str, Any]]) -> str:
-    lines = [f"# {title or '(untitled)'}"]
-    last = ""
-    for event in events:
-        kind = event.get("sessionUpdate")
-        if kind in ("user_message_chunk", "agent_message_chunk"):
-            who = "You" if kind == "user_message_chunk" else "loopd"
-            if kind != last:
-                lines.append(f"\n## {who}\n")
-            lines[-1] += event["content"].get("text", "")
-        elif kind == "tool_call":
-            lines.append(f"→ {event.get('title', '')}")
-        last = kind or ""
-    return "\n".join(lines)
 
 
 def doctor() -> int:
