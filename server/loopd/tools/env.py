@@ -10,6 +10,8 @@ and the tools stay the same.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import os
 import shutil
 import tempfile
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from loopd.engine.ports import Clock
+from loopd.policy.beneath import NotRegularFile, check_regular
 from loopd.policy.grants import CallGrants
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import PlanEntry
@@ -68,11 +71,23 @@ class LocalFiles:
         await asyncio.to_thread(self._write, path, text)
 
     def _read(self, path: str) -> str:
-        with Path(path).open("rb") as f:
-            size = os.fstat(f.fileno()).st_size
+        # O_NONBLOCK and a regular-file check first: a FIFO would block the open
+        # forever, a device would never end (see `loopd.policy.beneath`).
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # what opening a unix socket gives
+                raise NotRegularFile(path, "socket or device") from None
+            raise
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            check_regular(info.st_mode, path)
+            size = info.st_size
             if size > self.max_bytes:
                 raise FileTooLarge(path, size, self.max_bytes)
-            data = f.read()
+            data = f.read(self.max_bytes + 1)
+        if len(data) > self.max_bytes:
+            raise FileTooLarge(path, len(data), self.max_bytes)
         if b"\0" in data[:8192]:
             raise NotText(path)
         return decode_text(data, path)
@@ -80,6 +95,9 @@ class LocalFiles:
     def _write(self, path: str, text: str) -> None:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            info = os.stat(target)
+            check_regular(info.st_mode, path)  # writing to a FIFO would block too
         target.write_bytes(text.encode("utf-8"))
 
 
