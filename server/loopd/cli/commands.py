@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     if not text.strip():
         raise ConfigError("no prompt: pass one as an argument or on stdin")
     from loopd.cli.terminal import TerminalLink, tty_prompter
-    from loopd.cli.turn import EXIT_CODES, run_turn
+    from loopd.cli.turn import EXIT_CODES, exit_now, run_headless, run_turn
 
     link = TerminalLink(
         sys.stdout,
@@ -34,9 +34,11 @@ def run(args: argparse.Namespace) -> int:
     )
     config = {k: v for k, v in (("mode", args.mode), ("model", args.model)) if v}
     cwd = os.path.realpath(args.cwd)
-    outcome = asyncio.run(run_turn(dict(os.environ), cwd, text, link, args.runtime, config))
+    outcome = run_headless(run_turn(dict(os.environ), cwd, text, link, args.runtime, config))
     if args.json:
         print(json.dumps({"stopReason": outcome.stop_reason, "turnId": outcome.turn_id}))
+    if outcome.stop_reason == "cancelled":
+        exit_now(130)  # a worker thread the cancel could not reach must not hold the exit
     return EXIT_CODES.get(outcome.stop_reason, 1)
 
 

@@ -1,0 +1,85 @@
+"""Inputs that must never hang or brick `loopd run`: a FIFO planted in the workspace,
+and Ctrl-C while a tool waits. Each case is a real `loopd run` subprocess against
+the loopback fake model, bounded so a regression fails instead of hanging."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
+from tests.e2e.safety.conftest import Box, calls, loopd_run
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> Iterator[Box]:
+    box = Box.make(tmp_path)
+    os.mkfifo(box.ws / "pipe")
+    (box.ws / "src").mkdir()
+    os.mkfifo(box.ws / "src" / "inner.fifo")
+    yield box
+    for fifo in (box.ws / "pipe", box.ws / "src" / "inner.fifo"):
+        with contextlib.suppress(OSError):  # release a reader a regression left blocked
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+
+async def test_a_fifo_is_refused_by_read_grep_and_glob_and_the_turn_ends(box: Box) -> None:
+    replies = [
+        calls(("read", {"path": "pipe"}), ("grep", {"pattern": "x", "path": "pipe"})),
+        calls(("grep", {"pattern": "hello"}), ("glob", {"pattern": "**/*fifo"})),
+        Reply(text="done"),
+    ]
+    run = await loopd_run(box, replies, "--yes")
+
+    assert run.code == 0, run.err
+    results = list(dict.fromkeys(run.tool_results()))  # each request repeats the history
+    assert "not a regular file" in results[0]
+    assert "named pipe (FIFO)" in results[1]
+    assert "notes.txt:1: hello" in results[2]
+    assert "src/inner.fifo" in results[3]
+
+
+async def test_ctrl_c_while_a_tool_waits_ends_the_run_with_130(box: Box) -> None:
+    with FakeLLMServer() as fake:
+        fake.script(
+            "*", Reply(tool_calls=(ScriptedCall("bash", {"command": "sleep 60"}),)), Reply("x")
+        )
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "loopd",
+            "run",
+            "--json",
+            "--yes",
+            "go",
+            cwd=box.ws,
+            env=box.env(fake.base_url),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert proc.stdout is not None
+        try:
+            async with asyncio.timeout(30):
+                while b'"in_progress"' not in await proc.stdout.readline():
+                    pass
+                started = time.monotonic()
+                proc.send_signal(signal.SIGINT)
+                out, _ = await proc.communicate()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    assert proc.returncode == 130
+    assert time.monotonic() - started < 10
+    assert b'"stopReason": "cancelled"' in out
