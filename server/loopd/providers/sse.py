@@ -24,6 +24,7 @@ import httpx
 from httpx_sse import SSEError, aconnect_sse
 
 from loopd.protocol.errors import BadRequest, IncompleteStream, Transient
+from loopd.protocol.jsonvalues import loads_strict
 from loopd.protocol.model import INVALID_JSON_KEY, ModelRequest, ResponseDone, StreamEvent
 from loopd.providers.classify import error_from_response
 
@@ -161,11 +162,13 @@ def load_event(data: str) -> JsonObject | None:
 def parse_tool_input(raw: str) -> dict[str, Any]:
     """A tool call's arguments, parsed. Empty means no arguments; anything that is
     not a JSON object (truncated by max_tokens, say) comes back under
-    `INVALID_JSON_KEY` so the engine can report it as a tool error."""
+    `INVALID_JSON_KEY` so the engine can report it as a tool error. So does a
+    non-finite number (`NaN`, `Infinity`, `1e999`): it is not JSON, and in the
+    history it would fail every later request (see `loopd.protocol.jsonvalues`)."""
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw)
+        value = loads_strict(raw)
     except ValueError:
         return {INVALID_JSON_KEY: raw}
     return value if isinstance(value, dict) else {INVALID_JSON_KEY: raw}

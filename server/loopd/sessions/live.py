@@ -112,8 +112,7 @@ class SessionEmitter:
     now: Callable[[], str]
 
     async def emit(self, event: SessionEvent) -> None:
-        wire = to_wire(event)
-        self.store.append_event(self.session_id, wire)
+        wire = self.store.append_event(self.session_id, to_wire(event))  # standard JSON
         if isinstance(event, SessionInfoUpdated) and event.title:
             self.store.update(self.session_id, title=event.title, updated_at=self.now())
         await self.show(wire)
