@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -83,3 +84,35 @@ async def test_ctrl_c_while_a_tool_waits_ends_the_run_with_130(box: Box) -> None
     assert proc.returncode == 130
     assert time.monotonic() - started < 10
     assert b'"stopReason": "cancelled"' in out
+
+
+async def test_two_calls_with_one_id_are_shown_and_answered_separately(box: Box) -> None:
+    (box.ws / "b.txt").write_text("bee\n")
+    same = (
+        ScriptedCall("read", {"path": "notes.txt"}, id="toolu_same"),
+        ScriptedCall("read", {"path": "b.txt"}, id="toolu_same"),
+    )
+    run = await loopd_run(box, [Reply(tool_calls=same), Reply(text="done")], "--yes")
+
+    assert run.code == 0, run.err
+    started = [u for u in run.updates() if u.get("sessionUpdate") == "tool_call"]
+    ids = [u["toolCallId"] for u in started]
+    assert ids == ["toolu_same", "toolu_same_2"]
+    for call_id in ids:
+        ends = [
+            u
+            for u in run.updates()
+            if u.get("toolCallId") == call_id and u.get("status") == "completed"
+        ]
+        assert len(ends) == 1
+    sent = run.requests[1]["messages"]
+    uses = [b["id"] for m in sent for b in m["content"] if b.get("type") == "tool_use"]
+    results = [
+        (b["tool_use_id"], json.dumps(b["content"]))
+        for m in sent
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
+    assert uses == ids
+    assert [r[0] for r in results] == ids
+    assert "hello" in results[0][1] and "bee" in results[1][1]

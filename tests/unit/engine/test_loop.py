@@ -383,3 +383,37 @@ async def test_a_turn_stopped_by_a_limit_does_not_stop_the_next_one() -> None:
     assert (await engine.run(ask("go"))).stop_reason == "max_turn_requests"
     assert (await engine.run(ask("again"))).stop_reason == "end_turn"
     assert rig.tools.started[-1] == "d"
+
+
+async def test_duplicate_and_missing_tool_ids_are_made_distinct_for_screen_and_model() -> None:
+    """Two calls sharing an id (and one with none, and an id reused at the next step)
+    are shown as separate calls, each gets its own result, and the history sent
+    back pairs each rewritten id with its result."""
+    rig = Rig(
+        ScriptedProvider.of(
+            Reply(
+                tools=[
+                    ("dup", "read", {"path": "/w/a"}),
+                    ("dup", "read", {"path": "/w/b"}),
+                    ("", "read", {"path": "/w/c"}),
+                ]
+            ),
+            Reply(tools=[("dup", "read", {"path": "/w/d"})]),
+            Reply(text="done"),
+        )
+    )
+    engine = rig.engine()
+    outcome = await engine.run(ask("read"))
+
+    assert outcome.stop_reason == "end_turn"
+    started = [(e.tool_call_id, e.raw_input) for e in rig.emitter.of(ToolCallStarted)]
+    ids = [i for i, _ in started]
+    assert ids[:2] == ["dup", "dup_2"] and ids[3] == "dup_3"
+    assert len(set(ids)) == 4 and all(ids)
+    assert [r["path"] for _, r in started] == ["/w/a", "/w/b", "/w/c", "/w/d"]
+    for call_id in ids:
+        assert rig.statuses(call_id) == ["in_progress", "completed"]
+    sent = rig.provider.requests[2].messages
+    uses = [u.id for m in sent for u in m.tool_uses]
+    results = [r.tool_use_id for m in sent for r in m.tool_results]
+    assert uses == results == ids
