@@ -19,12 +19,13 @@ from typing import IO, Any
 from acp.agent.connection import AgentSideConnection
 
 from loopd.acp.agent import LoopdAgent
+from loopd.acp.transport import BoundedNdjson
 from loopd.sessions.manager import SessionManager
 from loopd.stdio import protect_stdout
 
 log = logging.getLogger(__name__)
 
-STDIN_LIMIT = 50 * 1024 * 1024  # base64 images arrive on one line
+STDIN_LIMIT = 50 * 1024 * 1024  # base64 images arrive on one line; longer lines are refused
 
 
 async def serve(
@@ -32,7 +33,8 @@ async def serve(
 ) -> None:
     """Serve one ACP connection until the peer closes it. On the way out, whatever
     the connection was running is cancelled and sessions only it had are closed."""
-    conn = AgentSideConnection(agent, writer, reader, listening=False, observers=[agent.observe])
+    transport = BoundedNdjson(reader, writer, STDIN_LIMIT)
+    conn = AgentSideConnection(agent, transport, listening=False, observers=[agent.observe])
     try:
         await conn.listen()
     finally:
