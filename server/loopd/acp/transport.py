@@ -1,8 +1,8 @@
 """ACP's newline-delimited JSON, with every line bounded.
 
-The SDK's own NDJSON transport gathers a line whatever its size: a 100 MB line
+The SDK's own NDJSON reader gathers a line whatever its size: a 100 MB line
 without a newline is held whole (and a client that never sends one grows it without
-end). `BoundedNdjson` is the same transport over `loopd.lines.LineReader`: a line
+end). `BoundedNdjson` writes as the SDK does and reads through `loopd.lines.LineReader`: a line
 over `max_line` bytes is dropped as it streams in and answered with an Invalid
 Request error (with the request's id when its first bytes name one, so the client's
 call fails instead of waiting forever), and reading goes on with the next line. A
@@ -17,6 +17,8 @@ import json
 import logging
 import re
 from typing import Any
+
+from acp.task import MessageSender, TaskSupervisor
 
 from loopd.lines import LineReader, Overlong
 
@@ -33,11 +35,11 @@ class BoundedNdjson:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, max_line: int
     ) -> None:
         self._lines = LineReader(reader, max_line)
-        self._writer = writer
+        self._tasks = TaskSupervisor(source="loopd.acp.transport")
+        self._sender = MessageSender(writer, self._tasks)  # the SDK's ordered writer
 
     async def send(self, message: dict[str, Any]) -> None:
-        self._writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
-        await self._writer.drain()
+        await self._sender.send(message)
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
@@ -64,7 +66,9 @@ class BoundedNdjson:
             return message
 
     async def close(self) -> None:
-        return None  # the writer belongs to whoever opened the streams
+        """Stop writing; the streams belong to whoever opened them."""
+        await self._sender.close()
+        await self._tasks.shutdown()
 
     async def _error(self, msg_id: int | str | None, code: int, message: str) -> None:
         log.warning("answering a bad message with %d: %s", code, message)
