@@ -159,6 +159,7 @@ def _native_wiring(
         base_url=ref.base_url,
         api_key=api_key,
         anthropic_version=ref.anthropic_version or DEFAULT_ANTHROPIC_VERSION,
+        idle_timeout=float(config.limits.stream_idle_seconds) or None,
     )
     providers.append(provider)
     models = tuple(m.id for m in entry.models)

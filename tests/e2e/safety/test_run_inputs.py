@@ -116,3 +116,25 @@ async def test_two_calls_with_one_id_are_shown_and_answered_separately(box: Box)
     assert uses == ids
     assert [r[0] for r in results] == ids
     assert "hello" in results[0][1] and "bee" in results[1][1]
+
+
+async def test_a_stalled_model_stream_ends_the_run_in_seconds(box: Box) -> None:
+    """`[limits] stream_idle_seconds = 1`: two stalls (the first retried) end the turn
+    in about two seconds, saying so, with the partial text shown once."""
+    config = box.base / "config" / "loopd"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text("[limits]\nstream_idle_seconds = 1\n")
+    stall = Reply(text="alpha beta gamma delta epsilon zeta eta", pause_after=6, gate="never")
+    started = time.monotonic()
+    run = await loopd_run(box, [stall, stall, Reply(text="unused")])
+
+    assert time.monotonic() - started < 20
+    said = "".join(
+        u["content"]["text"]
+        for u in run.updates()
+        if u.get("sessionUpdate") == "agent_message_chunk"
+    )
+    assert said.count("alpha") == 1
+    assert said.count("stream stalled: no data for 1 s") == 1
+    assert "no data from the model for 1 s" in said
+    assert len(run.requests) == 2

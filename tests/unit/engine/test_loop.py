@@ -417,3 +417,22 @@ async def test_duplicate_and_missing_tool_ids_are_made_distinct_for_screen_and_m
     uses = [u.id for m in sent for u in m.tool_uses]
     results = [r.tool_use_id for m in sent for r in m.tool_results]
     assert uses == results == ids
+
+
+async def test_after_a_cut_off_reply_retries_show_only_when_complete() -> None:
+    """The first attempt's partial text stays; a retry cut off too shows nothing; the
+    complete reply is shown once."""
+    rig = Rig(
+        ScriptedProvider.of(
+            Reply(text="Part one", error=Overloaded("x")),
+            Reply(text="Again cut", error=Overloaded("x")),
+            Reply(text="Whole answer"),
+        )
+    )
+    engine = rig.engine()
+    await engine.run(ask("hi"))
+    shown = "".join(e.text for e in rig.emitter.of(AgentMessageChunk))
+    assert shown.startswith("Part one")
+    assert "Again" not in shown
+    assert shown.count("interrupted") == 2 and "retry 2 of 4" in shown
+    assert shown.endswith("Whole answer")
