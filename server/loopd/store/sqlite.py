@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -145,8 +146,11 @@ class SqliteStore:
             db.execute(f"UPDATE sessions SET {sets} WHERE id = ?", (*values, session_id))
 
     def delete(self, session_id: str) -> bool:
+        """Forget a session: its rows, and the full command outputs kept for it."""
         with self._tx() as db:
-            return db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+            found = db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+        shutil.rmtree(outputs_dir(self.path.parent, session_id), ignore_errors=True)
+        return found
 
     def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, limit: int = 50
@@ -216,6 +220,13 @@ class SqliteStore:
     def _rows(self, sql: str, session_id: str) -> list[tuple[int, str]]:
         with self._lock:
             return self._db.execute(sql, (session_id,)).fetchall()
+
+
+def outputs_dir(data: Path, session_id: str) -> Path:
+    """Where the full outputs of a session's commands are kept, under the data dir
+    `data` (next to the store, and deleted with the session's rows)."""
+    safe = "".join(c if c.isalnum() or c in "_-" else "_" for c in session_id)
+    return data / "outputs" / safe
 
 
 def _decode(text: str, build: Callable[[Any], T], seq: int) -> T | None:

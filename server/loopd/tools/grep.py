@@ -176,15 +176,19 @@ async def _rg_search(rg: str, query: Query, want: int) -> list[Match]:
     assert proc.stdout is not None and proc.stderr is not None
     errors = asyncio.ensure_future(proc.stderr.read())
     found: list[Match] = []
+    read_all = False
     try:
         async for event in _rg_events(proc.stdout):
             if event["type"] == "match":
                 found.append(_rg_match(event["data"]))
                 if len(found) >= want:
                     break
+        else:
+            read_all = True
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
+        if not read_all:  # killed only when stopped early: its exit status is the news
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
         code = await proc.wait()
         message = (await errors).decode("utf-8", "replace").strip()
     if code == 2 and not found:
