@@ -161,6 +161,7 @@ async def raw_loopd(home: Home) -> AsyncIterator[RawAgent]:
         stderr=asyncio.subprocess.PIPE,
         env=home.env(),
         cwd=home.work,
+        limit=16 << 20,  # a tool result's update can pass asyncio's 64 KiB default
     )
     agent = RawAgent(proc)
     try:

@@ -1,3 +1,4 @@
+# ruff: noqa: ASYNC240 -- the tests set up and inspect real files
 """Inputs that must never hang or brick `loopd run`: a FIFO planted in the workspace,
 and Ctrl-C while a tool waits. Each case is a real `loopd run` subprocess against
 the loopback fake model, bounded so a regression fails instead of hanging."""
@@ -138,3 +139,28 @@ async def test_a_stalled_model_stream_ends_the_run_in_seconds(box: Box) -> None:
     assert said.count("stream stalled: no data for 1 s") == 1
     assert "no data from the model for 1 s" in said
     assert len(run.requests) == 2
+
+
+FLOOD_MB = 50
+
+
+async def test_a_50_mb_command_output_stays_bounded_in_json_store_and_request(box: Box) -> None:
+    """A command printing 50 MB (the cap for the model is 30k characters): the `--json`
+    output, the session store and the next model request stay small, and the shown
+    result names the file that holds all of it."""
+    flood = f"yes 0123456789abcdef | head -c {FLOOD_MB}000000; echo; echo THE END"
+    run = await loopd_run(box, [calls(("bash", {"command": flood})), Reply(text="done")], "--yes")
+
+    assert run.code == 0, run.err
+    assert len(run.out) < 4_000_000
+    store = box.base / "data" / "sessions.db"
+    size = sum(p.stat().st_size for p in store.parent.glob("sessions.db*"))
+    assert size < 8_000_000
+    assert len(json.dumps(run.requests[1])) < 100_000
+    final = [u for u in run.updates() if u.get("status") in ("completed", "failed")][-1]
+    shown = final["content"][0]["content"]["text"]
+    assert "THE END" in shown
+    spill = Path(final["rawOutput"]["full_output"])
+    assert f"the full output is in {spill}" in shown
+    assert spill.is_relative_to(box.base / "data" / "outputs")
+    assert spill.stat().st_size > FLOOD_MB * 1_000_000

@@ -9,7 +9,7 @@ import pytest
 
 from loopd.engine.limits import Limits
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
-from loopd.engine.ports import Verdict
+from loopd.engine.ports import ToolCall, ToolProgress, ToolResult, Verdict
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.errors import AuthError, ContextOverflow, Overloaded, RateLimited
 from loopd.protocol.events import (
@@ -436,3 +436,30 @@ async def test_after_a_cut_off_reply_retries_show_only_when_complete() -> None:
     assert "Again" not in shown
     assert shown.count("interrupted") == 2 and "retry 2 of 4" in shown
     assert shown.endswith("Whole answer")
+
+
+@dataclass
+class FloodingTools(FakeToolBox):
+    """A tool (an MCP server's, say) that shows 5 MB live and returns 5 MB."""
+
+    async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
+        flood = "x" * 5_000_000
+        await progress((TextBlock(flood),))
+        return ToolResult(flood, content=(TextBlock(flood),))
+
+
+async def test_whatever_a_tool_returns_what_is_shown_and_kept_is_bounded() -> None:
+    limits = Limits(max_shown_chars=1_000, max_result_bytes=2_000)
+    rig = Rig(
+        ScriptedProvider.of(Reply(tools=[("t1", "bash", {"command": "x"})]), Reply(text="ok")),
+        tools=FloodingTools(),
+        limits=limits,
+    )
+    await rig.engine().run(ask("go"))
+
+    texts = [c.text for u in rig.updates("t1") for c in u.content or () if isinstance(c, TextBlock)]
+    assert len(texts) == 2
+    assert all(len(t) < 2 * limits.max_shown_chars + 100 for t in texts)
+    assert all("characters cut from the middle" in t for t in texts)
+    result = rig.provider.requests[1].messages[-1].tool_results[0]
+    assert len(result.content.encode()) <= limits.max_result_bytes
