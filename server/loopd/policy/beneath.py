@@ -24,6 +24,7 @@ import ctypes
 import errno
 import os
 import stat
+from collections.abc import Callable
 from typing import Literal
 
 DEFAULT_MAX_READ_BYTES = 256 * 1024
@@ -225,8 +226,16 @@ def read_bytes_beneath(
     reaches), and a character device such as `/dev/zero` never ends. Anything but a
     regular file is `NotRegularFile`, at once."""
     rel = relative_to(root, path)
+    return read_regular(
+        lambda flags: open_beneath(root, rel, flags, method=method, exact=exact), path, max_bytes
+    )
+
+
+def read_regular(open_: Callable[[int], int], path: str, max_bytes: int) -> bytes:
+    """Open with `open_(O_RDONLY | O_NONBLOCK)` (a descriptor), then read the file
+    if it is a regular one of at most `max_bytes` (see `read_bytes_beneath`)."""
     try:
-        fd = open_beneath(root, rel, os.O_RDONLY | os.O_NONBLOCK, method=method, exact=exact)
+        fd = open_(os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # what opening a unix socket gives
             raise NotRegularFile(path, "socket or device") from None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import os
 import re
 import shutil
@@ -24,7 +23,8 @@ from pathlib import Path
 from typing import Protocol
 
 from loopd.engine.ports import Clock
-from loopd.policy.beneath import NotRegularFile, check_regular
+from loopd.policy.beneath import FileTooLarge as BeneathTooLarge
+from loopd.policy.beneath import check_regular, read_regular
 from loopd.policy.grants import CallGrants
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import PlanEntry
@@ -76,23 +76,12 @@ class LocalFiles:
         await asyncio.to_thread(self._write, path, text)
 
     def _read(self, path: str) -> str:
-        # O_NONBLOCK and a regular-file check first: a FIFO would block the open
+        # Regular files only, opened without blocking: a FIFO would block the open
         # forever, a device would never end (see `loopd.policy.beneath`).
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:  # what opening a unix socket gives
-                raise NotRegularFile(path, "socket or device") from None
-            raise
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
-            check_regular(info.st_mode, path)
-            size = info.st_size
-            if size > self.max_bytes:
-                raise FileTooLarge(path, size, self.max_bytes)
-            data = f.read(self.max_bytes + 1)
-        if len(data) > self.max_bytes:
-            raise FileTooLarge(path, len(data), self.max_bytes)
+            data = read_regular(lambda flags: os.open(path, flags), path, self.max_bytes)
+        except BeneathTooLarge as e:
+            raise FileTooLarge(path, e.size, e.limit) from None
         if b"\0" in data[:8192]:
             raise NotText(path)
         return decode_text(data, path)

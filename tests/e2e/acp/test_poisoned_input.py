@@ -40,6 +40,20 @@ def said(messages: list[dict[str, Any]]) -> str:
     return "".join(u["content"]["text"] for u in chunks)
 
 
+async def reload_and_prompt(home: Home, sid: str) -> str:
+    """Load `sid` in a fresh `loopd acp`, prompt once; what the agent said."""
+    async with raw_loopd(home) as agent:
+        await agent.initialized()
+        loaded, _ = await agent.request(
+            "session/load", {"sessionId": sid, "cwd": str(home.work), "mcpServers": []}
+        )
+        assert "error" not in loaded, loaded
+        answer, seen = await agent.request("session/prompt", prompt_params(sid, "more"))
+        assert answer["result"]["stopReason"] == "end_turn"
+        assert all(wire_is_standard_json(line) for line in agent.lines)
+    return said(seen)
+
+
 @pytest.mark.parametrize("raw", POISON)
 async def test_non_finite_arguments_fail_the_call_and_the_session_lives_on(
     home: Home, raw: str
@@ -62,15 +76,7 @@ async def test_non_finite_arguments_fail_the_call_and_the_session_lives_on(
         assert second["result"]["stopReason"] == "end_turn"
         assert all(wire_is_standard_json(line) for line in agent.lines)
 
-    async with raw_loopd(home) as agent:
-        await agent.initialized()
-        loaded, _ = await agent.request(
-            "session/load", {"sessionId": sid, "cwd": str(home.work), "mcpServers": []}
-        )
-        assert "error" not in loaded, loaded
-        third, seen = await agent.request("session/prompt", prompt_params(sid, "more"))
-        assert third["result"]["stopReason"] == "end_turn"
-        assert "after reload fine" in said(seen)
+    assert "after reload fine" in await reload_and_prompt(home, sid)
 
     bodies = [r.body for r in home.fake.requests]
     assert len(bodies) == 4  # every request was sent, none failed to encode
@@ -91,20 +97,11 @@ async def test_a_journal_poisoned_by_an_older_loopd_still_loads_and_prompts(home
             '{"role":"assistant","parts":[{"type":"tool_use","id":"t1","name":"read",'
             '"input":{"offset":NaN}}]}'
         )
-        result = '{"role":"user","parts":[{"type":"tool_result","id":"t1","output":"x"}]}'
+        result = '{"role":"user","parts":[{"type":"tool_result","tool_use_id":"t1","content":"x"}]}'
         for seq, body in ((100, tool_use), (101, result), (102, "{not json")):
             db.execute("INSERT INTO messages VALUES (?, ?, ?)", (sid, seq, body))
         db.execute("INSERT INTO events VALUES (?, ?, ?)", (sid, 100, '{"x": NaN'))
     db.close()
 
-    async with raw_loopd(home) as agent:
-        await agent.initialized()
-        loaded, _ = await agent.request(
-            "session/load", {"sessionId": sid, "cwd": str(home.work), "mcpServers": []}
-        )
-        assert "error" not in loaded, loaded
-        again, seen = await agent.request("session/prompt", prompt_params(sid, "more"))
-        assert again["result"]["stopReason"] == "end_turn"
-        assert "after repair" in said(seen)
-        assert all(wire_is_standard_json(line) for line in agent.lines)
+    assert "after repair" in await reload_and_prompt(home, sid)
     assert '"offset":"NaN"' in json.dumps(home.fake.requests[-1].body, separators=(",", ":"))

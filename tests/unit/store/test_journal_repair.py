@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from loopd.protocol.messages import Message, ToolUsePart
-from loopd.store.sqlite import SessionRecord, SqliteStore
+from loopd.store.sqlite import SessionRecord, SqliteStore, outputs_dir
 
 
 def store_with_session(tmp_path: Path) -> SqliteStore:
@@ -48,3 +48,13 @@ def test_rows_an_older_loopd_poisoned_are_repaired_or_skipped(tmp_path: Path) ->
     assert [m.role for m in messages] == ["user", "assistant"]
     assert messages[1].parts[0] == ToolUsePart("t", "read", {"n": "NaN"})
     assert store.events("s") == []
+
+
+def test_deleting_a_session_removes_its_kept_outputs(tmp_path: Path) -> None:
+    store = store_with_session(tmp_path)
+    kept = outputs_dir(tmp_path, "s")
+    kept.mkdir(parents=True)
+    (kept / "call.log").write_text("all of it")
+    assert store.delete("s")
+    assert not kept.exists()
+    assert outputs_dir(tmp_path, "../evil") == tmp_path / "outputs" / "___evil"
