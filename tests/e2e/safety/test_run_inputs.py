@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import signal
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
-from tests.e2e.safety.conftest import Box, calls, loopd_run
+from tests.e2e.safety.conftest import Box, calls, loopd_run, spawn_run
 
 pytestmark = pytest.mark.e2e
 
@@ -56,20 +55,7 @@ async def test_ctrl_c_while_a_tool_waits_ends_the_run_with_130(box: Box) -> None
         fake.script(
             "*", Reply(tool_calls=(ScriptedCall("bash", {"command": "sleep 60"}),)), Reply("x")
         )
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "loopd",
-            "run",
-            "--json",
-            "--yes",
-            "go",
-            cwd=box.ws,
-            env=box.env(fake.base_url),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        proc = await spawn_run(box, fake, "--yes")
         assert proc.stdout is not None
         try:
             async with asyncio.timeout(30):
