@@ -1,9 +1,8 @@
 """One headless turn on a fresh app: what `loopd run` and `loopd demo` share.
 
 The app is built for the turn and closed after it; Ctrl-C cancels the turn (the
-manager pairs every announced tool call with a result), a second Ctrl-C exits at
-once, so the exit code says how it ended: `EXIT_CODES` maps the stop reason,
-anything else is a failure.
+manager pairs every announced tool call with a result) and a second Ctrl-C exits at
+once, so the exit code says how it ended (`exit_code`).
 """
 
 from __future__ import annotations
@@ -17,20 +16,29 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from loopd.cli.exits import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK
+from loopd.cli.terminal import TerminalLink
 from loopd.protocol.events import Prompt, TextBlock
 from loopd.protocol.turns import Outcome
 
 if TYPE_CHECKING:
     from loopd.sessions.manager import SessionManager
 
-EXIT_CODES = {"end_turn": 0, "cancelled": 130}
+
+def exit_code(outcome: Outcome) -> int:
+    """0 only for a turn that ended normally: a provider error (which the runtime
+    reports as an ended turn with `error` set), a limit or a refusal is a failure."""
+    if outcome.stop_reason == "cancelled":
+        return EXIT_CANCELLED
+    if outcome.error is None and outcome.stop_reason == "end_turn":
+        return EXIT_OK
+    return EXIT_FAILED
 
 
 def run_headless(main: Coroutine[Any, Any, Outcome]) -> Outcome:
     """`asyncio.run` without its last step, which joins every worker thread: one
-    stuck in a read no signal interrupts (a terminal question the person answered
-    with Ctrl-C) would keep the process alive after the turn ended. `exit_now` then
-    ends the process without waiting for such a thread either."""
+    stuck in a call no signal interrupts would keep the process alive after the turn
+    ended. `exit_now` then ends the process without waiting for such a thread."""
     loop = asyncio.new_event_loop()
     try:
         return loop.run_until_complete(main)
@@ -62,7 +70,7 @@ class Interrupts:
         self.presses += 1
         if self.presses > 1:
             print("loopd: interrupted", file=sys.stderr)
-            exit_now(130)
+            exit_now(EXIT_CANCELLED)
         self.cancelling = asyncio.ensure_future(self.manager.cancel(self.session_id))
 
 
@@ -70,7 +78,7 @@ async def run_turn(
     env: dict[str, str],
     cwd: str,
     text: str,
-    link: Any,
+    link: TerminalLink,
     runtime: str | None,
     config: dict[str, str],
 ) -> Outcome:
@@ -87,8 +95,12 @@ async def run_turn(
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, Interrupts(app.manager, view.id))
         try:
-            return await app.manager.prompt(view.id, Prompt((TextBlock(text),)), link)
+            outcome = await app.manager.prompt(view.id, Prompt((TextBlock(text),)), link)
         finally:
             loop.remove_signal_handler(signal.SIGINT)
+            if link.status is not None:
+                link.status.clear()
+        link.finish(outcome)
+        return outcome
     finally:
         await app.aclose()

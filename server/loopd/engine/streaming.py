@@ -80,7 +80,7 @@ class ReplyStreamer:
                 cut = shown.anything or bool(shown.text or shown.thought)
                 note = self._retry_note(err, cut, attempt, stalls)
                 if note:
-                    await self.emitter.emit(AgentMessageChunk(note, self.new_id("msg")))
+                    await self.emitter.emit(AgentMessageChunk(note, self.new_id("msg"), "retry"))
                 held = held or shown.anything
                 await self.clock.sleep(self.retry.delay(attempt, err, self.jitter()))
                 attempt += 1
