@@ -27,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("no prompt: pass one as an argument or on stdin")
     from loopd.cli.prompter import tty_prompter
     from loopd.cli.terminal import terminal_link
-    from loopd.cli.turn import EXIT_CANCELLED, exit_code, exit_now, run_headless, run_turn
+    from loopd.cli.exits import EXIT_CANCELLED
+    from loopd.cli.turn import exit_code, exit_now, run_headless, run_turn
 
     prompter = None if args.yes else tty_prompter()
     link = terminal_link(cwd, prompter, as_json=args.json, assume_yes=args.yes)
