@@ -25,9 +25,9 @@ def run(args: argparse.Namespace) -> int:
     text = args.prompt if args.prompt is not None else sys.stdin.read()
     if not text.strip():
         raise ConfigError("no prompt: pass one as an argument or on stdin")
+    from loopd.cli.exits import EXIT_CANCELLED
     from loopd.cli.prompter import tty_prompter
     from loopd.cli.terminal import terminal_link
-    from loopd.cli.exits import EXIT_CANCELLED
     from loopd.cli.turn import exit_code, exit_now, run_headless, run_turn
 
     prompter = None if args.yes else tty_prompter()
