@@ -25,19 +25,22 @@ def run(args: argparse.Namespace) -> int:
     text = args.prompt if args.prompt is not None else sys.stdin.read()
     if not text.strip():
         raise ConfigError("no prompt: pass one as an argument or on stdin")
+    from loopd.cli.exits import EXIT_CANCELLED
     from loopd.cli.prompter import tty_prompter
     from loopd.cli.terminal import terminal_link
-    from loopd.cli.turn import exit_code, run_turn
+    from loopd.cli.turn import exit_code, exit_now, run_headless, run_turn
 
     prompter = None if args.yes else tty_prompter()
     link = terminal_link(cwd, prompter, as_json=args.json, assume_yes=args.yes)
     config = {k: v for k, v in (("mode", args.mode), ("model", args.model)) if v}
-    outcome = asyncio.run(run_turn(dict(os.environ), cwd, text, link, args.runtime, config))
+    outcome = run_headless(run_turn(dict(os.environ), cwd, text, link, args.runtime, config))
     if args.json:
         end = {"stopReason": outcome.stop_reason, "turnId": outcome.turn_id}
         print(json.dumps(end | ({"error": outcome.error} if outcome.error else {})))
         if outcome.error:
             print(f"loopd: {outcome.error}", file=sys.stderr)
+    if exit_code(outcome) == EXIT_CANCELLED:
+        exit_now(EXIT_CANCELLED)  # a worker thread the cancel could not reach must not hold it
     return exit_code(outcome)
 
 
