@@ -144,6 +144,7 @@ class Engine:
             config.context_window,
             config.windows,
         )
+        self._tool_ids = {use.id for m in self._history for use in m.tool_uses}
 
     def reconfigure(self, config: EngineConfig, ports: EnginePorts) -> None:
         """Swap model, mode or policy. A running turn picks the change up at its next
@@ -223,11 +224,12 @@ class Engine:
                 return reply
             request, done = reply
             turn.usage += done.usage
-            uses = tuple(p for p in done.parts if isinstance(p, ToolUsePart))
+            parts = distinct_tool_ids(done.parts, self._tool_ids, self.ports.new_id)
+            uses = tuple(p for p in parts if isinstance(p, ToolUsePart))
             # Paired before the first await: a cancel landing from here on finds every
             # announced call in `open_uses` and gives it a result.
             turn.open_uses = () if done.stop == "pause_turn" else uses
-            await self._append(Message("assistant", done.parts))
+            await self._append(Message("assistant", parts))
             used, cost, spent = self.keeper.replied(request, done.usage)
             turn.context_tokens = used
             window = self.keeper.window(request.model)
@@ -392,6 +394,32 @@ _NOBODY = _Nobody()
 
 def _iteration_note(limits: Limits) -> str:
     return f"Stopped: reached the limit of {limits.max_iterations} model requests in one turn."
+
+
+def distinct_tool_ids(
+    parts: tuple[Part, ...], used: set[str], new_id: Callable[[str], str]
+) -> tuple[Part, ...]:
+    """`parts` with every tool call's id unique in the session; `used` (the ids the
+    history holds) grows by the ids given out.
+
+    A model may repeat an id (two calls in one reply, or the same `call_0` at every
+    step, as some OpenAI-compatible servers do) or send none. Results are paired,
+    and calls are shown, by id: two calls sharing one would show as one and get one
+    result. So a repeated id becomes `<id>_2` (`_3`, ...) and a missing one a fresh
+    id, here, before the reply is journaled: the rewritten id is the call's id from
+    then on, for the screen, its result and the history sent back to the model."""
+    out: list[Part] = []
+    for part in parts:
+        if isinstance(part, ToolUsePart):
+            unique = part.id or new_id("toolu")
+            n = 1
+            while unique in used:
+                n += 1
+                unique = f"{part.id}_{n}"
+            used.add(unique)
+            part = part if unique == part.id else ToolUsePart(unique, part.name, part.input)
+        out.append(part)
+    return tuple(out)
 
 
 def exec_message(command: str, output: str) -> str:
