@@ -153,5 +153,6 @@ def test_command_output_is_folded_to_its_last_lines_and_usage_is_reported(
     assert "  … 14 earlier lines\n  line-15\n" in done.stderr
     assert "  line-20\n\n  Exit code: 0\n" in done.stderr
     assert "\x1b" not in done.stderr  # no colour, no spinner: stderr is not a terminal
-    assert done.stderr.rstrip().splitlines()[-1] == "tokens: 24 in · 14 out"
+    # the session's cost too: the default model's price is in loopd's catalogue
+    assert done.stderr.rstrip().splitlines()[-1] == "tokens: 24 in · 14 out · $0.0003"
     assert done.stdout == "ok\n"
