@@ -9,8 +9,9 @@ native turns, and the session layer journals them.
 The boundary stays loopd's:
 - the child is put in its most careful mode (one that asks before acting), and each
   question it asks is decided by loopd's mode first (`decide`): a call naming a
-  secret (`.env`, keys, credentials) is refused, reads inside the session's folders pass, edits pass in `accept_edits` and `full_auto`, whatever
-  would ask is refused in `full_auto` and put to the person otherwise;
+  secret (`.env`, keys, credentials) is refused; reads inside the session's folders
+  pass; edits pass in `accept_edits` and `full_auto`; whatever would ask is refused
+  in `full_auto` and put to the person otherwise;
 - its `fs/*` requests are served beneath the session's folders (secrets never read,
   protected paths never written); a write needs `accept_edits`/`full_auto` or a
   permission granted for that path in this turn;
