@@ -27,6 +27,7 @@ from loopd.catalog import (
 )
 from loopd.config import Config, data_dir, load_config
 from loopd.config.schema import Harness
+from loopd.engine.done import Criterion, DoneSet
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig, random_id
 from loopd.engine.ports import Emitter
@@ -37,6 +38,7 @@ from loopd.policy.grants import CallGrants
 from loopd.policy.modes import DEFAULT_MODE, parse_mode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
+from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import AgentMessageChunk, PlanEntry, PlanUpdated
 from loopd.protocol.turns import UndoReport
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
@@ -49,6 +51,7 @@ from loopd.sandbox.base import Unsandboxed
 from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
+from loopd.tools.criteria import SandboxedDone
 from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv
 from loopd.tools.files import BeneathFiles
 from loopd.tools.registry import ToolRegistry, builtin_tools
@@ -178,6 +181,25 @@ def _native_wiring(
     )
 
 
+def workspace_done(env: Mapping[str, str], cwd: str) -> DoneSet:
+    """The definition of done for a session's workspace, from the config files seen
+    from its folder. The criteria are commands: a workspace file's may run only in
+    a workspace the person trusted, which `load_config` decides (an untrusted
+    workspace file is not read). A file loopd cannot use defines nothing here; the
+    error was already shown when loopd started or is shown by `loopd doctor`."""
+    try:
+        done = load_config(env, Path(cwd)).done
+    except ConfigError:
+        return DoneSet()
+    return DoneSet(
+        criteria=tuple(Criterion(c.name, c.command, c.exit_code) for c in done.criteria),
+        protected=done.protected,
+        enabled=done.enabled,
+        timeout_seconds=float(done.timeout_seconds),
+        max_stall_cycles=done.max_stall_cycles,
+    )
+
+
 def _rules_table(config: Config) -> dict[str, Any]:
     a = config.approvals
     return {"allow": list(a.allow), "ask": list(a.ask), "deny": list(a.deny)}
@@ -234,6 +256,7 @@ class GuardedParts:
     policy: RulePolicy
     mcp: McpServers
     emitter: Emitter
+    done: SandboxedDone
     notice: str = ""  # said at the start of the next turn
 
     @classmethod
@@ -281,7 +304,8 @@ class GuardedParts:
             clock=tool_env.clock,
         )
         tools = ToolRegistry(tool_env, (*builtin, *mcp.tools))
-        return cls(env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, mcp.report())
+        done = SandboxedDone(tool_env, workspace_done(env, ctx.cwd))
+        return cls(env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, done, mcp.report())
 
     def set_mode(self, mode: str) -> None:
         parsed = parse_mode(mode)

@@ -16,8 +16,9 @@ import asyncio
 import random
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from loopd.engine.done import DoneChecks, settle
 from loopd.engine.guard import LoopGuard
 from loopd.engine.limits import Limits, truncate_result
 from loopd.engine.ports import (
@@ -43,6 +44,7 @@ from loopd.protocol.events import (
     TextBlock,
     ToolCallUpdated,
     UsageUpdated,
+    VerificationUpdated,
 )
 from loopd.protocol.messages import (
     ImagePart,
@@ -87,6 +89,7 @@ class EnginePorts:
     clock: Clock
     new_id: Callable[[str], str] = random_id
     jitter: Callable[[], float] = random.random
+    done: DoneChecks | None = None  # the workspace's definition of done, if any
 
 
 _MODEL_STOPS: dict[ModelStop, StopReason] = {
@@ -133,14 +136,18 @@ class Engine:
         """Execute one turn for `prompt` and say how it ended."""
         turn = _Turn(self.ports.new_id("turn"))
         try:
+            if self.ports.done is not None:
+                self.ports.done.state.begin_turn()
+                await self.ports.done.begin_turn()
             await self._append(Message("user", prompt_parts(prompt)))
-            return await self._cycle(turn)
+            outcome = await self._cycle(turn)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
             await self._pair_after_cancel(turn)
-            return turn.outcome("cancelled")
+            outcome = turn.outcome("cancelled")
+        return await self._sealed(outcome)
 
     async def exec(self, command: str) -> Outcome:
         """Run a command the PERSON typed (`!cmd`), outside any model turn.
@@ -187,7 +194,11 @@ class Engine:
             if reply.stop == "pause_turn":
                 continue
             if not uses:
-                return turn.outcome(_MODEL_STOPS[reply.stop])
+                reentry = await self._settle()
+                if reentry is None:
+                    return turn.outcome(_MODEL_STOPS[reply.stop])
+                await self._append(Message("user", (TextPart(reentry),)))
+                continue
             turn.open_uses = uses
             await self._tool_phase(turn).run(uses, turn.state, turn.results)
             self._append_results(turn)
@@ -198,6 +209,28 @@ class Engine:
                 return await self._stop(
                     turn, "max_tokens", f"Stopped: the turn used its {ceiling}-token budget."
                 )
+
+    async def _settle(self) -> str | None:
+        """The model stopped calling tools: the text that sends the turn back because
+        it is not done (see `loopd.engine.done`), or None to end it."""
+        p = self.ports
+        return None if p.done is None else await settle(p.done, p.emitter, p.new_id)
+
+    async def _sealed(self, outcome: Outcome) -> Outcome:
+        """The turn's seal, shown (a line when there is something to say) and kept
+        on the outcome."""
+        checks = self.ports.done
+        if checks is None:
+            return outcome
+        protected = await checks.protected_writes()
+        seal = checks.state.verification(checks.write_seq(), checks.done, protected)
+        await self.ports.emitter.emit(VerificationUpdated(seal))
+        if seal.seal != "clean" or protected or seal.incomplete:
+            await self._say(seal.summary().capitalize())
+        return replace(outcome, verification=seal)
+
+    async def _say(self, text: str) -> None:
+        await self.ports.emitter.emit(AgentMessageChunk(f"\n\n{text}\n", self.ports.new_id("msg")))
 
     def _request(self) -> ModelRequest:
         cfg = self.config
@@ -264,9 +297,7 @@ class Engine:
 
     async def _stop(self, turn: _Turn, reason: StopReason, message: str) -> Outcome:
         """End the turn with a reason the person can read."""
-        await self.ports.emitter.emit(
-            AgentMessageChunk(f"\n\n{message}\n", self.ports.new_id("msg"))
-        )
+        await self._say(message)
         return turn.outcome(reason, message)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
+from loopd.engine.done import DoneChecks
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.ports import Clock, Policy, Provider, ToolBox
 from loopd.protocol.errors import ConfigError
@@ -60,6 +61,11 @@ class SessionParts(Protocol):
     @property
     def containment(self) -> str:
         """How commands are contained, for the person (the sandbox tier in use)."""
+        ...
+
+    @property
+    def done(self) -> DoneChecks | None:
+        """The workspace's definition of done, run in this session's sandbox."""
         ...
 
     async def begin_turn(self) -> None:
@@ -152,6 +158,7 @@ class NativeRuntime:
             policy=self.parts.policy,
             journal=self.journal,
             clock=self.wiring.clock,
+            done=self.parts.done,
         )
 
     async def prompt(self, prompt: Prompt) -> Outcome:
