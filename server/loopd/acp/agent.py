@@ -76,6 +76,7 @@ from loopd.protocol.events import (
     ConfigOptionsChanged,
     to_wire,
 )
+from loopd.protocol.turns import Outcome
 from loopd.sessions.manager import SessionBusy, SessionManager, SessionNotFound, SessionView
 
 log = logging.getLogger(__name__)
@@ -282,7 +283,7 @@ class LoopdAgent(Agent):
             log.exception("turn in %s failed", session_id)
             await self._say(session_id, f"loopd: the turn failed: {err}")
             return PromptResponse(stop_reason="end_turn")
-        return PromptResponse(stop_reason=outcome.stop_reason)
+        return PromptResponse(stop_reason=outcome.stop_reason, field_meta=_meta_of(outcome))
 
     async def _say(self, session_id: str, text: str) -> None:
         wire = to_wire(AgentMessageChunk(text, f"msg_{uuid.uuid4().hex[:12]}"))
@@ -367,6 +368,14 @@ def _mapped_errors(session_id: str | None = None) -> Iterator[None]:
         raise RequestError.invalid_params({"details": str(err)}) from err
     except SessionBusy as err:
         raise RequestError.invalid_request({"details": str(err)}) from err
+
+
+def _meta_of(outcome: Outcome) -> dict[str, Any] | None:
+    """`_meta.loopd.verification`: the turn's seal, for clients that show it (the
+    short line is already in the transcript for those that do not)."""
+    if outcome.verification is None:
+        return None
+    return {"loopd": {"verification": outcome.verification.to_wire()}}
 
 
 def _not_found(session_id: str | None, err: Exception) -> RequestError:

@@ -35,8 +35,14 @@ def run(args: argparse.Namespace) -> int:
     config = {k: v for k, v in (("mode", args.mode), ("model", args.model)) if v}
     cwd = os.path.realpath(args.cwd)
     outcome = asyncio.run(run_turn(dict(os.environ), cwd, text, link, args.runtime, config))
+    seal = outcome.verification
     if args.json:
-        print(json.dumps({"stopReason": outcome.stop_reason, "turnId": outcome.turn_id}))
+        end: dict[str, Any] = {"stopReason": outcome.stop_reason, "turnId": outcome.turn_id}
+        if seal is not None:
+            end["verification"] = seal.to_wire()
+        print(json.dumps(end))
+    if seal is not None and seal.failed and outcome.stop_reason == "end_turn":
+        return 1  # incomplete, or the criteria failed: not a success to script on
     return EXIT_CODES.get(outcome.stop_reason, 1)
 
 

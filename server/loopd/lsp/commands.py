@@ -137,6 +137,7 @@ async def status(ls: LoopdServer, *args: Any) -> dict[str, Any]:
         "sessionId": ls.current,
         "sessions": list(ls.opened),
         "turns": ls.turns.status(),
+        "verification": ls.turns.last_seal(ls.current),
         "questions": [
             {"approvalId": q.id, "sessionId": q.request.session_id, "title": q.request.title}
             for q in ls.link.questions.values()

@@ -48,7 +48,10 @@ async def session_prompt(ls: LoopdServer, params: Any) -> dict[str, Any]:
     prompt = prompt_from_wire(field(params, "prompt", list))
     turn = ls.turns.new(session_id, prompt)
     outcome = await ls.turns.run(turn, prompt)
-    return {"stopReason": outcome.stop_reason, "_meta": {"loopd": {"turnId": turn.id}}}
+    meta: dict[str, Any] = {"turnId": turn.id}
+    if outcome.verification is not None:
+        meta["verification"] = outcome.verification.to_wire()
+    return {"stopReason": outcome.stop_reason, "_meta": {"loopd": meta}}
 
 
 @rpc

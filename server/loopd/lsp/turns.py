@@ -52,6 +52,8 @@ class Turn:
             out["stopReason"] = self.outcome.stop_reason
             if self.outcome.error:
                 out["error"] = self.outcome.error
+            if self.outcome.verification is not None:
+                out["verification"] = self.outcome.verification.to_wire()
         return out
 
 
@@ -113,6 +115,13 @@ class Turns:
     def status(self) -> list[dict[str, Any]]:
         return [t.to_wire() for t in (*self.running.values(), *self.finished.values())]
 
+    def last_seal(self, session_id: str | None) -> dict[str, Any] | None:
+        """The newest finished turn's seal in `session_id`, for a status line."""
+        for turn in reversed(self.finished.values()):
+            if turn.session_id == session_id and turn.outcome and turn.outcome.verification:
+                return turn.outcome.verification.to_wire()
+        return None
+
     def find(self, turn_id: str) -> Turn | None:
         return self.running.get(turn_id) or self.finished.get(turn_id)
 
@@ -150,6 +159,10 @@ class Turns:
         summary = f"[turn] {turn.id} ended: {reason}"
         if turn.outcome and turn.outcome.error:
             summary += f" ({turn.outcome.error})"
+        seal = turn.outcome.verification if turn.outcome else None
+        if seal is not None:
+            reason += f"; {seal.summary()}"
+            summary += f"; {seal.summary()}"
         self.link.end_of_turn(turn.session_id, summary)
         if turn.token is not None:
             self.server.work_done_progress.end(

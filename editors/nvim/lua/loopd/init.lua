@@ -16,7 +16,7 @@ M.config = {
 }
 
 -- What this Neovim knows about its loopd session.
-M.state = { session = nil, config_options = {}, request = nil, last_stop = nil, turns = 0 }
+M.state = { session = nil, config_options = {}, request = nil, last_stop = nil, turns = 0, verification = nil }
 
 local has011 = vim.fn.has('nvim-0.11') == 1
 
@@ -93,9 +93,40 @@ local function ask_permission(_, params)
   return { outcome = { outcome = 'selected', optionId = id } }
 end
 
+-- -- the verification seal ---------------------------------------------------------
+
+-- The seal arrives in the update stream (session_info_update, _meta.loopd.verification)
+-- and on the prompt's answer; either way it is the newest word on the session.
+local function seal_of(meta)
+  return type(meta) == 'table' and type(meta.loopd) == 'table' and meta.loopd.verification or nil
+end
+
+local function take_seal(v)
+  if not v then return end
+  M.state.verification = v
+  vim.schedule(function() pcall(vim.cmd.redrawstatus) end)
+end
+
+--- For 'statusline': "loopd: passed", "loopd: failed (tests)", "loopd: incomplete (tests)",
+--- "loopd: stale"... or '' before any seal. Protected writes add "!protected".
+function M.statusline()
+  local v = M.state.verification
+  if not v then return '' end
+  local word = v.incomplete and 'incomplete' or v.seal
+  local text = 'loopd: ' .. word
+  if (v.incomplete or v.seal == 'failed') and #(v.unmet or {}) > 0 then
+    text = text .. ' (' .. table.concat(v.unmet, ', ') .. ')'
+  end
+  if #(v.protectedWrites or {}) > 0 then text = text .. ' !protected' end
+  return text
+end
+
 local handlers = {
   ['loopd/session/update'] = function(_, params)
-    if params and params.sessionId == M.state.session then chat.feed(params.update) end
+    if params and params.sessionId == M.state.session then
+      take_seal(seal_of(params.update._meta))
+      chat.feed(params.update)
+    end
   end,
   ['loopd/session/requestPermission'] = ask_permission,
 }
@@ -143,7 +174,9 @@ function M.ask(text, range)
     M.state.request = request('loopd/session/prompt', { sessionId = id, prompt = blocks }, function(result, err)
       M.state.request = nil
       M.state.last_stop = result and result.stopReason or (err and err.code == -32800 and 'cancelled') or 'error'
-      chat.note('note', 'turn ended: ' .. M.state.last_stop)
+      local seal = seal_of(result and result._meta)
+      take_seal(seal)
+      chat.note('note', 'turn ended: ' .. M.state.last_stop .. (seal and (' · ' .. seal.summary) or ''))
     end)
   end)
 end
