@@ -155,7 +155,7 @@ class Turns:
 
     def _end(self, turn: Turn) -> None:
         self.running.pop(turn.id, None)
-        reason = turn.outcome.stop_reason if turn.outcome else "cancelled"
+        reason: str = turn.outcome.stop_reason if turn.outcome else "cancelled"
         summary = f"[turn] {turn.id} ended: {reason}"
         if turn.outcome and turn.outcome.error:
             summary += f" ({turn.outcome.error})"
