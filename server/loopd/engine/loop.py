@@ -217,15 +217,17 @@ class Engine:
         return None if p.done is None else await settle(p.done, p.emitter, p.new_id)
 
     async def _sealed(self, outcome: Outcome) -> Outcome:
-        """The turn's seal, shown (a line when there is something to say) and kept
-        on the outcome."""
+        """The turn's seal, kept on the outcome and sent as an event; said in a line
+        too where the workspace defines done (elsewhere every edit would end with
+        "unavailable", which the event already carries)."""
         checks = self.ports.done
         if checks is None:
             return outcome
         protected = await checks.protected_writes()
         seal = checks.state.verification(checks.write_seq(), checks.done, protected)
         await self.ports.emitter.emit(VerificationUpdated(seal))
-        if seal.seal != "clean" or protected or seal.incomplete:
+        defined = checks.done.criteria or checks.done.protected
+        if defined and (seal.seal != "clean" or protected):
             await self._say(seal.summary().capitalize())
         return replace(outcome, verification=seal)
 
