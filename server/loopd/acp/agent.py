@@ -68,7 +68,7 @@ from loopd.acp.translate import (
     modes,
     prompt_of,
 )
-from loopd.protocol.errors import ConfigError
+from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import (
     AgentMessageChunk,
     AvailableCommandsUpdated,
@@ -78,9 +78,11 @@ from loopd.protocol.events import (
 )
 from loopd.protocol.turns import Outcome
 from loopd.sessions.manager import SessionBusy, SessionManager, SessionNotFound, SessionView
+from loopd.sessions.queue import NotRunning
 
 log = logging.getLogger(__name__)
 
+STEER_METHOD = "loopd/session/steer"  # `_loopd/session/steer` on the wire
 CAPABILITIES = AgentCapabilities(
     load_session=True,
     prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
@@ -92,6 +94,7 @@ CAPABILITIES = AgentCapabilities(
         delete=SessionDeleteCapabilities(),
         additional_directories=SessionAdditionalDirectoriesCapabilities(),
     ),
+    field_meta={"loopd": {"steer": f"_{STEER_METHOD}", "verification": True}},
 )
 # Requests that open a session: what they answer must reach the client before any
 # update that names the session (zed#60199), so those wait for the response.
@@ -262,8 +265,10 @@ class LoopdAgent(Agent):
         self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
     ) -> PromptResponse:
         """One turn. Whatever goes wrong inside it ends it with a stop reason and a
-        message the person can read; a `$/cancel_request` for this request cancels the
-        turn (the SDK then answers -32800)."""
+        message the person can read; a `$/cancel_request` for this request cancels
+        this prompt alone: its turn when it runs, its place in the queue when it waits
+        (the SDK then answers -32800). A prompt refused because the queue is full is an
+        error, never a stop reason a client would take for a finished turn."""
         try:
             content = prompt_of(prompt)
         except UnsupportedContent as err:
@@ -273,12 +278,8 @@ class LoopdAgent(Agent):
             outcome = await manager.prompt(session_id, content, link)
         except SessionNotFound as err:
             raise _not_found(session_id, err) from err
-        except asyncio.CancelledError:
-            await manager.cancel(session_id)
-            raise
-        except SessionBusy as err:
-            await self._say(session_id, str(err))
-            return PromptResponse(stop_reason="end_turn")
+        except SessionBusy as err:  # the queue is full: refused, not a finished turn
+            raise RequestError.invalid_request({"details": str(err)}) from err
         except Exception as err:
             log.exception("turn in %s failed", session_id)
             await self._say(session_id, f"loopd: the turn failed: {err}")
@@ -328,7 +329,18 @@ class LoopdAgent(Agent):
     # -- extensions ------------------------------------------------------------------------
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise RequestError.method_not_found(f"_{method}")
+        """`_loopd/session/steer` `{sessionId, text}`: say something to the running
+        turn, read at its next step. No turn running is an invalid request (send a
+        prompt instead)."""
+        if method != STEER_METHOD:
+            raise RequestError.method_not_found(f"_{method}")
+        session_id, text = params.get("sessionId"), params.get("text")
+        if not isinstance(session_id, str) or not isinstance(text, str):
+            raise RequestError.invalid_params({"details": "sessionId and text are required"})
+        manager = await self.manager()
+        with _mapped_errors(session_id):
+            await manager.steer(session_id, text)
+        return {}
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.debug("ignoring notification _%s", method)
@@ -366,7 +378,9 @@ def _mapped_errors(session_id: str | None = None) -> Iterator[None]:
         raise _not_found(session_id, err) from err
     except ConfigError as err:
         raise RequestError.invalid_params({"details": str(err)}) from err
-    except SessionBusy as err:
+    except (SessionBusy, NotRunning) as err:
+        raise RequestError.invalid_request({"details": str(err)}) from err
+    except RuntimeFailure as err:
         raise RequestError.invalid_request({"details": str(err)}) from err
 
 

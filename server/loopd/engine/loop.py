@@ -32,6 +32,7 @@ from loopd.engine.ports import (
     ToolCall,
     ToolResult,
 )
+from loopd.engine.steer import SteerBox, steer_text, unless_steered
 from loopd.engine.streaming import ReplyStreamer, RetryPolicy
 from loopd.engine.toolrun import ToolPhase, TurnState
 from loopd.protocol.errors import ContextOverflow, ProviderError
@@ -44,6 +45,7 @@ from loopd.protocol.events import (
     TextBlock,
     ToolCallUpdated,
     UsageUpdated,
+    UserMessageChunk,
     VerificationUpdated,
 )
 from loopd.protocol.messages import (
@@ -54,7 +56,7 @@ from loopd.protocol.messages import (
     ToolResultPart,
     ToolUsePart,
 )
-from loopd.protocol.model import ModelRequest, ModelStop, ThinkingLevel, Usage
+from loopd.protocol.model import ModelRequest, ModelStop, ResponseDone, ThinkingLevel, Usage
 from loopd.protocol.turns import Outcome, StopReason
 
 EXEC_TOOL = "bash"
@@ -90,6 +92,7 @@ class EnginePorts:
     new_id: Callable[[str], str] = random_id
     jitter: Callable[[], float] = random.random
     done: DoneChecks | None = None  # the workspace's definition of done, if any
+    steer: SteerBox | None = None  # what the person says while a turn runs
 
 
 _MODEL_STOPS: dict[ModelStop, StopReason] = {
@@ -135,6 +138,8 @@ class Engine:
     async def run(self, prompt: Prompt) -> Outcome:
         """Execute one turn for `prompt` and say how it ended."""
         turn = _Turn(self.ports.new_id("turn"))
+        if self.ports.steer is not None:
+            self.ports.steer.begin()
         try:
             if self.ports.done is not None:
                 self.ports.done.state.begin_turn()
@@ -147,6 +152,8 @@ class Engine:
                 task.uncancel()
             await self._pair_after_cancel(turn)
             outcome = turn.outcome("cancelled")
+        if self.ports.steer is not None and (late := self.ports.steer.end()):
+            await self._heard(late)  # kept: read with the next prompt
         return await self._sealed(outcome)
 
     async def exec(self, command: str) -> Outcome:
@@ -179,11 +186,14 @@ class Engine:
             if turn.iterations >= limits.max_iterations:
                 return await self._stop(turn, "max_turn_requests", _iteration_note(limits))
             turn.iterations += 1
+            await self._take_steer()
             try:
-                reply = await self._streamer().request(self._request())
+                reply = await self._reply()
             except ProviderError as err:
                 message = f"The model request failed: {err.message}"
                 return await self._stop(turn, _failure_stop(err), message)
+            if reply is None:
+                continue  # interrupted: the person said something; read it now
             turn.usage += reply.usage
             turn.context_tokens = reply.usage.context_tokens + reply.usage.output_tokens
             await self._append(Message("assistant", reply.parts))
@@ -194,6 +204,8 @@ class Engine:
             if reply.stop == "pause_turn":
                 continue
             if not uses:
+                if self.ports.steer is not None and self.ports.steer.pending():
+                    continue  # said while the reply finished: answer it in this turn
                 reentry = await self._settle()
                 if reentry is None:
                     return turn.outcome(_MODEL_STOPS[reply.stop])
@@ -209,6 +221,27 @@ class Engine:
                 return await self._stop(
                     turn, "max_tokens", f"Stopped: the turn used its {ceiling}-token budget."
                 )
+
+    async def _reply(self) -> ResponseDone | None:
+        """The model's reply to the history; None when steering interrupted it (what
+        it had said so far stays in the history, so it knows where it was)."""
+        streamer, request = self._streamer(), self._request()
+        box = self.ports.steer
+        if box is None:
+            return await streamer.request(request)
+        reply = await unless_steered(streamer.request(request), box)
+        if reply is None and (partial := "".join(streamer.said)):
+            await self._append(Message("assistant", (TextPart(partial),)))
+        return reply
+
+    async def _take_steer(self) -> None:
+        if self.ports.steer is not None and (said := self.ports.steer.take()):
+            await self._heard(said)
+
+    async def _heard(self, said: str) -> None:
+        """What the person said mid-turn: in the history and on the screen."""
+        await self._append(Message("user", (TextPart(steer_text(said)),)))
+        await self.ports.emitter.emit(UserMessageChunk(TextBlock(said), self.ports.new_id("user")))
 
     async def _settle(self) -> str | None:
         """The model stopped calling tools: the text that sends the turn back because

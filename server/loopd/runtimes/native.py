@@ -20,6 +20,7 @@ from typing import Any, Protocol, cast
 from loopd.engine.done import DoneChecks
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.ports import Clock, Policy, Provider, ToolBox
+from loopd.engine.steer import SteerBox
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import (
     ConfigChoice,
@@ -138,6 +139,7 @@ class NativeRuntime:
             "thought_level": _pick(context.config.get("thought_level"), THOUGHT_LEVELS, "off"),
         }
         self.parts = parts
+        self.steering = SteerBox()
         self.engine = Engine(context.session_id, self._engine_config(), self._ports(), history)
         self._turn: asyncio.Task[Any] | None = None
 
@@ -159,6 +161,7 @@ class NativeRuntime:
             journal=self.journal,
             clock=self.wiring.clock,
             done=self.parts.done,
+            steer=self.steering,
         )
 
     async def prompt(self, prompt: Prompt) -> Outcome:
@@ -171,6 +174,11 @@ class NativeRuntime:
             return await turn
         finally:
             self._turn = None
+
+    def steer(self, text: str) -> bool:
+        """What the person says while a turn runs: read at the turn's next step (a
+        streaming reply is interrupted for it). False when no turn runs."""
+        return self.steering.push(text)
 
     async def cancel(self) -> None:
         if self._turn is not None:

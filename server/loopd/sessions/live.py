@@ -10,8 +10,9 @@ prompt is running, and nowhere else.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -53,7 +54,7 @@ class LiveSession:
     links: list[ClientLink] = field(default_factory=list)
     asker: ClientLink | None = None  # the link whose prompt is running
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    queued: int = 0
+    waiting: int = 0  # prompts waiting for the turn slot (not the one holding it)
     turn: asyncio.Task[Any] | None = None
     generation: int = 0  # bumped by cancel: queued prompts of an older one give up
     mcp_servers: tuple[McpServerConfig, ...] = ()  # the editor's, for a runtime switch
@@ -61,6 +62,20 @@ class LiveSession:
     @property
     def id(self) -> str:
         return self.record.id
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """The session's one turn slot, held for a turn; counted in `waiting` until
+        taken. A waiter that is cancelled leaves the queue and nothing else."""
+        self.waiting += 1
+        try:
+            await self.lock.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            yield
+        finally:
+            self.lock.release()
 
     def attached(self, link: ClientLink) -> bool:
         """By identity: two connections are never "equal", whatever they hold."""

@@ -181,6 +181,21 @@ function M.ask(text, range)
   end)
 end
 
+--- Say something to the running turn; it reads it at its next step (a streaming
+--- reply is interrupted for it). With no turn running, it is sent as a prompt.
+function M.steer(text)
+  if not text or text == '' then
+    return vim.ui.input({ prompt = 'Tell loopd (mid-turn): ' }, function(input)
+      if input and input ~= '' then M.steer(input) end
+    end)
+  end
+  local client = M.client()
+  if not client or not M.state.session then return M.ask(text) end
+  call(client, 'request', 'loopd/session/steer', { sessionId = M.state.session, text = text }, function(err)
+    if err then return M.ask(text) end -- no turn is running: a plain prompt
+  end, 0)
+end
+
 function M.cancel()
   local client = M.client()
   if client and M.state.request then
@@ -244,6 +259,7 @@ end
 local subcommands = {
   ask = function(args, range) M.ask(args, range) end,
   cancel = function() M.cancel() end,
+  steer = function(args) M.steer(args) end,
   new = function() M.new_session() end,
   sessions = function() M.sessions() end,
   mode = function(args) set_option('mode', args) end,
