@@ -230,7 +230,7 @@ class Engine:
         if box is None:
             return await streamer.request(request)
         reply = await unless_steered(streamer.request(request), box)
-        if reply is None and (partial := "".join(streamer.said)):
+        if reply is None and (partial := "".join(streamer.said).rstrip()):
             await self._append(Message("assistant", (TextPart(partial),)))
         return reply
 
