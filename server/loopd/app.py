@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from loopd.catalog import (
 )
 from loopd.config import Config, data_dir, load_config
 from loopd.config.schema import Harness
+from loopd.engine.delegate import ChildRuntime
 from loopd.engine.done import Criterion, DoneSet
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig, random_id
@@ -53,6 +54,7 @@ from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
 from loopd.tools.criteria import SandboxedDone
 from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv
+from loopd.tools.explore import Explore
 from loopd.tools.files import BeneathFiles
 from loopd.tools.registry import ToolRegistry, builtin_tools
 
@@ -85,7 +87,7 @@ def build_app(env: Mapping[str, str], cwd: str) -> App:
     factories: dict[str, RuntimeFactory] = {}
     probe = LazyProbe(env)
     for entry in catalog.catalog:
-        factory = _factory(entry, env, config, store, providers, probe)
+        factory = _factory(entry, env, config, store, providers, probe, catalog.catalog)
         if factory is not None:
             factories[entry.name] = factory
     manager = SessionManager(
@@ -119,11 +121,12 @@ def _factory(
     store: SqliteStore,
     providers: list[ClosableProvider],
     probe: LazyProbe,
+    catalog: RuntimeCatalog,
 ) -> RuntimeFactory | None:
     """The factory for a catalog entry; None for a harness this build cannot run."""
     match entry.harness:
         case Harness.NATIVE:
-            wiring = _native_wiring(entry, env, config, providers, probe)
+            wiring = _native_wiring(entry, env, config, providers, probe, catalog)
             return NativeRuntimeFactory(entry.name, wiring, store)
         case Harness.CLAUDE:
             return ClaudeRuntimeFactory(ClaudeSettings(**_cli_fields(entry)))
@@ -153,7 +156,32 @@ def _native_wiring(
     config: Config,
     providers: list[ClosableProvider],
     probe: LazyProbe,
+    catalog: RuntimeCatalog,
 ) -> NativeWiring:
+    provider = _provider(entry, env, providers)
+    models = tuple(m.id for m in entry.models)
+    default_model = entry.resolve_model(None) if entry.default_model else None
+    default_model = default_model or (models[0] if models else "default")
+    rules = RuleSet.from_config(_rules_table(config))
+    child = _explore_child(catalog, entry, ChildRuntime(provider, default_model), config, env)
+    return NativeWiring(
+        provider_for=lambda model: provider,
+        parts_for=functools.partial(
+            GuardedParts.open, env=env, probe=probe, rules=rules, child=child(providers)
+        ),
+        system_for=lambda ctx: system_prompt(ctx.cwd, ctx.roots),
+        clock=SystemClock(),
+        default_mode=config.defaults.mode or DEFAULT_MODE.value,
+        models=models or (default_model,),
+        default_model=default_model,
+        engine=EngineConfig(model=default_model, limits=_limits(config)),
+        open_models=entry.open_models,
+    )
+
+
+def _provider(
+    entry: RuntimeEntry, env: Mapping[str, str], providers: list[ClosableProvider]
+) -> ClosableProvider:
     ref = entry.provider
     assert ref is not None, "a native entry always has a provider"
     api_key = env.get(ref.api_key_env, "") if ref.api_key_env else ""
@@ -164,21 +192,38 @@ def _native_wiring(
         anthropic_version=ref.anthropic_version or DEFAULT_ANTHROPIC_VERSION,
     )
     providers.append(provider)
-    models = tuple(m.id for m in entry.models)
-    default_model = entry.resolve_model(None) if entry.default_model else None
-    default_model = default_model or (models[0] if models else "default")
-    rules = RuleSet.from_config(_rules_table(config))
-    return NativeWiring(
-        provider_for=lambda model: provider,
-        parts_for=functools.partial(GuardedParts.open, env=env, probe=probe, rules=rules),
-        system_for=lambda ctx: system_prompt(ctx.cwd, ctx.roots),
-        clock=SystemClock(),
-        default_mode=config.defaults.mode or DEFAULT_MODE.value,
-        models=models or (default_model,),
-        default_model=default_model,
-        engine=EngineConfig(model=default_model, limits=_limits(config)),
-        open_models=entry.open_models,
-    )
+    return provider
+
+
+def _explore_child(
+    catalog: RuntimeCatalog,
+    entry: RuntimeEntry,
+    own: ChildRuntime,
+    config: Config,
+    env: Mapping[str, str],
+) -> Callable[[list[ClosableProvider]], ChildRuntime]:
+    """Where this entry's `explore` children run: the `[delegate]` runtime and model,
+    resolved through the catalog scoped to what a session may delegate to (seed 001's
+    parent-scoped catalog); unset, the entry itself with its default model. Raises
+    ConfigError for a delegate the catalog does not hold or that is not native."""
+    wanted = config.delegate
+    name = wanted.runtime or entry.name
+    if name == entry.name and wanted.model is None:
+        return lambda providers: replace(own, name=entry.name)
+    try:
+        resolved = catalog.scoped([name]).resolve(name, wanted.model)
+    except CatalogError as err:
+        raise ConfigError(f"[delegate]: {err}") from err
+    if resolved.entry.harness is not Harness.NATIVE:
+        raise ConfigError(f"[delegate] runtime {name!r} is not native; explore needs one")
+    model = resolved.model or own.model
+
+    def build(providers: list[ClosableProvider]) -> ChildRuntime:
+        if resolved.entry.name == entry.name:
+            return ChildRuntime(own.provider, model, entry.name)
+        return ChildRuntime(_provider(resolved.entry, env, providers), model, resolved.entry.name)
+
+    return build
 
 
 def workspace_done(env: Mapping[str, str], cwd: str) -> DoneSet:
@@ -269,6 +314,7 @@ class GuardedParts:
         env: Mapping[str, str],
         probe: LazyProbe,
         rules: RuleSet,
+        child: ChildRuntime,
     ) -> GuardedParts:
         found = await asyncio.to_thread(probe.get)  # runs trial commands, once
         grant, parsed = NetworkGrant(), parse_mode(mode)
@@ -296,14 +342,15 @@ class GuardedParts:
             editor_terminals=ctx.editor_terminals,
         )
         builtin = builtin_tools()
+        explore = Explore(child, ToolRegistry(tool_env, builtin), policy)  # without itself
         mcp = await McpServers.connect(
             ctx.mcp_servers,
-            reserved={t.name for t in builtin},
+            reserved={t.name for t in (*builtin, explore)},
             cwd=ctx.cwd,
             base_env=env,
             clock=tool_env.clock,
         )
-        tools = ToolRegistry(tool_env, (*builtin, *mcp.tools))
+        tools = ToolRegistry(tool_env, (*builtin, explore, *mcp.tools))
         done = SandboxedDone(tool_env, workspace_done(env, ctx.cwd))
         return cls(env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, done, mcp.report())
 

@@ -51,6 +51,10 @@ The file format (every key optional; unknown keys are errors):
     deny = []
     timeout_seconds = 600      # an unanswered question is a rejection after this
 
+    [delegate]                 # where `explore` children run (native entries only)
+    runtime = "groq"           # a catalog entry; default: the session's own runtime
+    model = "llama-3.3-70b"    # a model of that entry; default: its default model
+
     [done]                     # the definition of done (native engine)
     enabled = false            # re-enter on unmet criteria (off: check and report only)
     protected = ["tests/**"]   # paths that ARE the measurement; writes are reported
@@ -79,6 +83,7 @@ from loopd.config.schema import (
     Config,
     ConfigFileError,
     Defaults,
+    Delegate,
     Done,
     DoneCriterion,
     EnvSettings,
@@ -96,6 +101,7 @@ __all__ = [
     "Config",
     "ConfigFileError",
     "Defaults",
+    "Delegate",
     "Done",
     "DoneCriterion",
     "Env",

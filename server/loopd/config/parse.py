@@ -21,6 +21,7 @@ from loopd.config.schema import (
     Config,
     ConfigFileError,
     Defaults,
+    Delegate,
     Done,
     DoneCriterion,
     Harness,
@@ -143,7 +144,7 @@ class _Table:
 def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
     """Validate a merged document. Raises `ConfigFileError` naming file and key."""
     root = _Table(merged, merged.data, ())
-    root.only({"defaults", "providers", "runtimes", "limits", "approvals", "done"})
+    root.only({"defaults", "providers", "runtimes", "limits", "approvals", "done", "delegate"})
     providers = {name: _provider(name, t) for name, t in root.table("providers").tables()}
     runtimes = {name: _runtime(name, t) for name, t in root.table("runtimes").tables()}
     return Config(
@@ -153,6 +154,7 @@ def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
         limits=_limits(root.table("limits")),
         approvals=_approvals(root.table("approvals")),
         done=_done(root.table("done")),
+        delegate=_delegate(root.table("delegate")),
         sources=sources,
     )
 
@@ -260,6 +262,11 @@ def _approvals(t: _Table) -> Approvals:
         deny=t.texts("deny") or (),
         timeout_seconds=timeout,
     )
+
+
+def _delegate(t: _Table) -> Delegate:
+    t.only({"runtime", "model"})
+    return Delegate(runtime=t.name("runtime"), model=t.text("model"))
 
 
 def _done(t: _Table) -> Done:

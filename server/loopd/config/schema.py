@@ -162,6 +162,16 @@ class Done:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Delegate:
+    """`[delegate]`: where a native session's `explore` child runs: a catalog entry
+    (native) and a model in it. Unset: the session's own runtime and its default
+    model."""
+
+    runtime: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EnvSettings:
     """The environment variables loopd reads itself. Keys stay out of `repr`."""
 
@@ -184,6 +194,7 @@ class Config:
     limits: Limits = field(default_factory=Limits)
     approvals: Approvals = field(default_factory=Approvals)
     done: Done = field(default_factory=Done)
+    delegate: Delegate = field(default_factory=Delegate)
     sources: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
