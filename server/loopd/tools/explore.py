@@ -60,7 +60,9 @@ class Explore:
         question: str = args["question"]
         first = question.strip().splitlines()[0] if question.strip() else question
         short = first if len(first) <= 80 else first[:77] + "..."
-        return Declaration(title=f"Explore: {short}", kind=self.kind)
+        # It looks at the workspace, and only there: each of the child's calls is
+        # still decided on its own (see `loopd.engine.delegate`).
+        return Declaration(title=f"Explore: {short}", kind=self.kind, reads=env.roots)
 
     async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
         sandboxed = env.sandbox.tier != "none"

@@ -8,6 +8,7 @@ import pytest
 
 from loopd.config import (
     ConfigFileError,
+    Delegate,
     Done,
     DoneCriterion,
     Harness,
@@ -322,3 +323,12 @@ exit_code = 1
             DoneCriterion(name="lint", command="ruff check", exit_code=1),
         ),
     )
+
+
+def test_the_delegate_table_names_a_runtime_and_model(env: dict[str, str], cwd: Path) -> None:
+    assert load_config(env, cwd).delegate == Delegate()
+    write(user_file(env), "[delegate]\nruntime = 'cheap'\nmodel = 'small'\n")
+    assert load_config(env, cwd).delegate == Delegate(runtime="cheap", model="small")
+    write(user_file(env), "[delegate]\nruntime = 'not a name!'\n")
+    with pytest.raises(ConfigFileError, match="delegate.runtime"):
+        load_config(env, cwd)

@@ -53,6 +53,7 @@ async def test_the_report_is_capped_and_says_what_was_read(ws: ToolEnv) -> None:
 
     assert declaration.title == "Explore: What does handler return?"
     assert declaration.kind == "search" and not declaration.writes
+    assert declaration.reads == ws.roots
     assert not result.is_error
     lines = result.output.splitlines()
     assert lines[0] == ("handler returns 42. " * 3).rstrip()
