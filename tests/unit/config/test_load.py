@@ -330,5 +330,5 @@ def test_the_delegate_table_names_a_runtime_and_model(env: dict[str, str], cwd: 
     write(user_file(env), "[delegate]\nruntime = 'cheap'\nmodel = 'small'\n")
     assert load_config(env, cwd).delegate == Delegate(runtime="cheap", model="small")
     write(user_file(env), "[delegate]\nruntime = 'not a name!'\n")
-    with pytest.raises(ConfigFileError, match="delegate.runtime"):
+    with pytest.raises(ConfigFileError, match=r"delegate\.runtime"):
         load_config(env, cwd)
