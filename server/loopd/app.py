@@ -340,6 +340,8 @@ class GuardedParts:
             grants=policy.grants,
             on_plan=on_plan,
             editor_terminals=ctx.editor_terminals,
+            person=ctx.person,
+            session_id=ctx.session_id,
         )
         builtin = builtin_tools()
         explore = Explore(child, ToolRegistry(tool_env, builtin), policy)  # without itself

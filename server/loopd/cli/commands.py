@@ -25,12 +25,14 @@ def run(args: argparse.Namespace) -> int:
     from loopd.cli.terminal import TerminalLink, tty_prompter
     from loopd.cli.turn import EXIT_CODES, run_turn
 
+    tty = tty_prompter()
     link = TerminalLink(
         sys.stdout,
         sys.stderr,
         as_json=args.json,
         assume_yes=args.yes,
-        prompter=None if args.yes else tty_prompter(),
+        prompter=None if args.yes else tty,
+        questions=tty,
     )
     config = {k: v for k, v in (("mode", args.mode), ("model", args.model)) if v}
     cwd = os.path.realpath(args.cwd)

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import DiffContent
+from loopd.protocol.questions import Question
 from loopd.tools.env import FileAccess
 
 Prompter = Callable[[str], str]
@@ -41,6 +42,7 @@ class TerminalLink:
     assume_yes: bool = False
     yes_because: str = "--yes"
     prompter: Prompter | None = None  # asks on a TTY; None: no one to ask
+    questions: Prompter | None = None  # the agent's questions (ask_user), on a TTY
     _titles: dict[str, str] = field(default_factory=dict)
     _last_kind: str = ""
 
@@ -89,6 +91,26 @@ class TerminalLink:
 
     def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> FileAccess:
         return local
+
+    def can_ask_user(self) -> bool:
+        return self.questions is not None  # a headless run has no one to ask
+
+    async def ask_user(self, question: Question) -> str | None:
+        """The question on stderr with numbered choices; the answer from the TTY (a
+        number picks a choice; other text is the answer when free text is allowed)."""
+        if self.questions is None:
+            return None
+        lines = [f"\nloopd asks: {question.question}"]
+        lines += [f"  {i}. {choice}" for i, choice in enumerate(question.choices, 1)]
+        self.err.write("\n".join(lines) + "\n")
+        self.err.flush()
+        hint = f"1-{len(question.choices)}" if question.choices else ""
+        if question.allow_text:
+            hint = f"{hint} or your answer" if hint else "your answer"
+        reply = (await asyncio.to_thread(self.questions, f"Answer ({hint}): ")).strip()
+        if reply.isdigit() and 1 <= int(reply) <= len(question.choices):
+            return question.choices[int(reply) - 1]
+        return reply or None
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         why = f"\n  because {request.reason}" if request.reason else ""

@@ -29,7 +29,13 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from loopd import __version__
-from loopd.lsp.link import PERMISSION_METHOD, UPDATE_METHOD, ClientOptions, LspLink
+from loopd.lsp.link import (
+    ASK_USER_METHOD,
+    PERMISSION_METHOD,
+    UPDATE_METHOD,
+    ClientOptions,
+    LspLink,
+)
 from loopd.lsp.turns import Turns
 from loopd.lsp.wire import BadParams, raw_converter
 from loopd.protocol.errors import ConfigError, LoopdError
@@ -60,6 +66,7 @@ class LoopdProtocol(LanguageServerProtocol):
                 "notifications": ["loopd/session/cancel"],
                 "sessionUpdate": UPDATE_METHOD,
                 "requestPermission": PERMISSION_METHOD,
+                "askUser": ASK_USER_METHOD,
             }
         }
         return result

@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import ConfigOption, Prompt, SessionEvent, SessionInfoUpdated, to_wire
+from loopd.protocol.questions import Question, UserQuestions
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import McpServerConfig, Runtime
 from loopd.store.sqlite import SessionRecord, SqliteStore
@@ -45,6 +46,16 @@ class OffersTerminals(Protocol):
     Optional: a link without `terminals` has none, like one that returns None."""
 
     def terminals(self, session_id: str) -> EditorTerminals | None: ...
+
+
+@runtime_checkable
+class AsksQuestions(Protocol):
+    """A `ClientLink` that can put the agent's questions to the person. Optional,
+    like terminals; `can_ask_user` is False where nobody would see the question."""
+
+    def can_ask_user(self) -> bool: ...
+
+    async def ask_user(self, question: Question) -> str | None: ...
 
 
 @dataclass(eq=False, slots=True)
@@ -87,6 +98,11 @@ class LiveSession:
             return local
         roots = (self.record.cwd, *self.record.additional_dirs)
         return self.asker.files(self.id, roots, local)
+
+    def person(self) -> UserQuestions | None:
+        """Who answers the agent's questions now: the prompting link, if it can."""
+        link = self.asker
+        return link if isinstance(link, AsksQuestions) and link.can_ask_user() else None
 
     def editor_terminals(self) -> EditorTerminals | None:
         link = self.asker

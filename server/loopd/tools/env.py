@@ -23,6 +23,7 @@ from loopd.engine.ports import Clock
 from loopd.policy.grants import CallGrants
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import PlanEntry
+from loopd.protocol.questions import UserQuestions
 from loopd.sandbox.base import CommandSandbox, Unsandboxed
 from loopd.tools.changes import ChangeLog
 from loopd.tools.processes import BackgroundProcesses
@@ -189,6 +190,9 @@ class ToolEnv:
     on_plan: PlanListener | None = None
     # The prompting editor's terminals right now, or None (the editor has none).
     editor_terminals: Callable[[], EditorTerminals | None] = lambda: None
+    # Who can answer a question right now (the prompting editor, a terminal), or None.
+    person: Callable[[], UserQuestions | None] = lambda: None
+    session_id: str = ""
     plan: tuple[PlanEntry, ...] = ()
     changes: ChangeLog = field(default_factory=ChangeLog)
     processes: BackgroundProcesses = field(init=False)
