@@ -121,6 +121,43 @@ function M.statusline()
   return text
 end
 
+-- -- the agent's questions (loopd/session/askUser) --------------------------------------
+
+local OTHER = 'Something else…'
+
+local function ask_user(_, params)
+  local done, answer = false, nil
+  local co = coroutine.running()
+  local function settle(value)
+    answer, done = value, true
+    if co and coroutine.status(co) == 'suspended' then
+      vim.schedule(function() coroutine.resume(co) end)
+    end
+  end
+  local function free_text()
+    vim.ui.input({ prompt = 'loopd asks: ' .. tostring(params.question) .. ' ' }, settle)
+  end
+  local items = vim.list_extend({}, params.choices or {})
+  if params.allowText and #items > 0 then table.insert(items, OTHER) end
+  if #items == 0 then
+    free_text()
+  else
+    vim.ui.select(items, { prompt = 'loopd asks: ' .. tostring(params.question), kind = 'loopd.question' },
+      function(item)
+        if item == OTHER then return free_text() end
+        settle(item)
+      end)
+  end
+  if not done then
+    if co and coroutine.isyieldable() then
+      coroutine.yield()
+    else
+      vim.wait(600000, function() return done end, 20)
+    end
+  end
+  return { answer = answer }
+end
+
 local handlers = {
   ['loopd/session/update'] = function(_, params)
     if params and params.sessionId == M.state.session then
@@ -129,6 +166,7 @@ local handlers = {
     end
   end,
   ['loopd/session/requestPermission'] = ask_permission,
+  ['loopd/session/askUser'] = ask_user,
 }
 
 -- -- sessions -----------------------------------------------------------------------
@@ -281,7 +319,7 @@ function M.attach(bufnr)
   local ft = M.config.filetypes
   if ft and not vim.tbl_contains(ft, vim.bo[bufnr].filetype) then return end
   local capabilities = vim.tbl_deep_extend('force', vim.lsp.protocol.make_client_capabilities(), {
-    experimental = { loopd = { sessionUpdate = true, requestPermission = true } },
+    experimental = { loopd = { sessionUpdate = true, requestPermission = true, askUser = true } },
   })
   return vim.lsp.start({
     name = M.config.name,
