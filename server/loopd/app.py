@@ -57,6 +57,7 @@ from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv
 from loopd.tools.explore import Explore
 from loopd.tools.files import BeneathFiles
 from loopd.tools.registry import ToolRegistry, builtin_tools
+from loopd.tools.skills import Skill, SkillShelf
 
 
 def utc_now() -> str:
@@ -164,12 +165,18 @@ def _native_wiring(
     default_model = default_model or (models[0] if models else "default")
     rules = RuleSet.from_config(_rules_table(config))
     child = _explore_child(catalog, entry, ChildRuntime(provider, default_model), config, env)
+    shelf = SkillShelf(env)
     return NativeWiring(
         provider_for=lambda model: provider,
         parts_for=functools.partial(
-            GuardedParts.open, env=env, probe=probe, rules=rules, child=child(providers)
+            GuardedParts.open,
+            env=env,
+            probe=probe,
+            rules=rules,
+            child=child(providers),
+            shelf=shelf,
         ),
-        system_for=lambda ctx: system_prompt(ctx.cwd, ctx.roots),
+        system_for=lambda ctx: shelf.book(ctx).indexed(system_prompt(ctx.cwd, ctx.roots)),
         clock=SystemClock(),
         default_mode=config.defaults.mode or DEFAULT_MODE.value,
         models=models or (default_model,),
@@ -302,6 +309,7 @@ class GuardedParts:
     mcp: McpServers
     emitter: Emitter
     done: SandboxedDone
+    shelf: SkillShelf
     notice: str = ""  # said at the start of the next turn
 
     @classmethod
@@ -315,6 +323,7 @@ class GuardedParts:
         probe: LazyProbe,
         rules: RuleSet,
         child: ChildRuntime,
+        shelf: SkillShelf,
     ) -> GuardedParts:
         found = await asyncio.to_thread(probe.get)  # runs trial commands, once
         grant, parsed = NetworkGrant(), parse_mode(mode)
@@ -347,14 +356,17 @@ class GuardedParts:
         explore = Explore(child, ToolRegistry(tool_env, builtin), policy)  # without itself
         mcp = await McpServers.connect(
             ctx.mcp_servers,
-            reserved={t.name for t in (*builtin, explore)},
+            reserved={t.name for t in (*builtin, explore)} | {Skill.name},
             cwd=ctx.cwd,
             base_env=env,
             clock=tool_env.clock,
         )
-        tools = ToolRegistry(tool_env, (*builtin, explore, *mcp.tools))
+        skill = Skill(shelf.book(ctx))
+        tools = ToolRegistry(tool_env, (*builtin, explore, skill, *mcp.tools))
         done = SandboxedDone(tool_env, workspace_done(env, ctx.cwd))
-        return cls(env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, done, mcp.report())
+        return cls(
+            env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, done, shelf, mcp.report()
+        )
 
     def set_mode(self, mode: str) -> None:
         parsed = parse_mode(mode)
@@ -380,5 +392,6 @@ class GuardedParts:
         return await self.tool_env.changes.undo(self.tool_env.files)
 
     async def aclose(self) -> None:
+        self.shelf.forget(self.tool_env.session_id)
         await self.mcp.aclose()
         await self.tool_env.aclose()
