@@ -12,6 +12,7 @@ from loopd.policy.rules import RuleSet
 from loopd.protocol.events import AgentMessageChunk
 from loopd.runtimes.base import McpServerConfig, RuntimeContext
 from loopd.testing.fakes import RecordingEmitter, ScriptedApprover, ScriptedProvider
+from loopd.tools.skills import SkillShelf
 from tests.unit.mcp.conftest import stdio
 
 
@@ -29,7 +30,14 @@ async def test_mcp_tools_join_the_session_and_failures_are_said_once(tmp_path: P
     env = {"PATH": os.environ["PATH"]}
     child = ChildRuntime(ScriptedProvider.of(), "m")
     parts = await GuardedParts.open(
-        ctx, "ask", {}, env=env, probe=LazyProbe(env), rules=RuleSet(), child=child
+        ctx,
+        "ask",
+        {},
+        env=env,
+        probe=LazyProbe(env),
+        rules=RuleSet(),
+        child=child,
+        shelf=SkillShelf(env),
     )
     try:
         names = [s.name for s in parts.tools.specs()]
