@@ -7,19 +7,10 @@ import pytest
 
 from loopd.testing.llm_script import Reply, ScriptedCall
 from tests.e2e.acp.conftest import Home, loopd_acp, text
+from tests.e2e.conftest import DONE_TOML
 from tests.unit.acp.conftest import RecordingClient
 
 pytestmark = pytest.mark.e2e
-
-DONE = """
-[done]
-enabled = true
-max_stall_cycles = 1
-
-[[done.criteria]]
-name = "content"
-command = "grep -q good app.txt"
-"""
 
 
 def write(content: str) -> Reply:
@@ -28,7 +19,7 @@ def write(content: str) -> Reply:
 
 async def test_the_seal_and_an_incomplete_turn_reach_the_editor(home: Home) -> None:
     (home.work / ".loopd").mkdir()
-    (home.work / ".loopd" / "config.toml").write_text(DONE)
+    (home.work / ".loopd" / "config.toml").write_text(DONE_TOML)
     home.fake.script(
         "*",
         write("bad\n"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ from loopd.cli.terminal import TerminalLink
 from loopd.protocol.questions import Question
 from loopd.testing.fake_llm import FakeLLMServer
 from loopd.testing.llm_script import Reply
-from tests.e2e.conftest import LOOPD, isolated_env
+from tests.e2e.conftest import isolated_env, run_loopd
 
 pytestmark = pytest.mark.e2e
 
@@ -21,15 +20,8 @@ def test_a_headless_run_is_not_offered_ask_user(
     fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
 ) -> None:
     fake_llm.script("*", Reply(text="ok"))
-    done = subprocess.run(
-        [*LOOPD, "run", "hi"],
-        env=isolated_env(tmp_path, fake_llm),
-        cwd=workspace,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        start_new_session=True,  # no controlling terminal: nobody to ask
-    )
+    env = isolated_env(tmp_path, fake_llm)
+    done = run_loopd(["run", "hi"], env, workspace, start_new_session=True)  # no terminal
     assert done.returncode == 0, done.stderr
     offered = [t["name"] for t in fake_llm.requests[0].body["tools"]]
     assert "ask_user" not in offered and "read" in offered

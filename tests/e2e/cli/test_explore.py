@@ -5,14 +5,13 @@ routes, with the real tools and sandbox."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from loopd.testing.fake_llm import FakeLLMServer
 from loopd.testing.llm_script import Reply, ScriptedCall
-from tests.e2e.conftest import LOOPD, isolated_env
+from tests.e2e.conftest import isolated_env, run_loopd
 
 pytestmark = pytest.mark.e2e
 
@@ -57,14 +56,7 @@ def test_explore_runs_its_child_on_the_delegate_runtime(
     env = isolated_env(tmp_path, fake_llm, OPENAI_API_KEY="child-key")
     (tmp_path / "config" / "loopd").mkdir(parents=True)
     (tmp_path / "config" / "loopd" / "config.toml").write_text(config(fake_llm))
-    done = subprocess.run(
-        [*LOOPD, "run", "find out what handler returns"],
-        env=env,
-        cwd=workspace,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_loopd(["run", "find out what handler returns"], env, workspace)
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "It returns 42."

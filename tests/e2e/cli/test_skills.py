@@ -4,14 +4,13 @@ model uses the `skill` tool."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from loopd.testing.fake_llm import FakeLLMServer
 from loopd.testing.llm_script import Reply, ScriptedCall
-from tests.e2e.conftest import LOOPD, isolated_env
+from tests.e2e.conftest import isolated_env, run_loopd
 
 pytestmark = pytest.mark.e2e
 
@@ -30,14 +29,7 @@ def test_the_index_is_in_the_prompt_and_a_skill_loads_on_use(
         Reply(tool_calls=(ScriptedCall("skill", {"name": "release"}),)),
         Reply(text="Following the release skill."),
     )
-    done = subprocess.run(
-        [*LOOPD, "run", "cut a release"],
-        env=isolated_env(tmp_path, fake_llm),
-        cwd=workspace,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_loopd(["run", "cut a release"], isolated_env(tmp_path, fake_llm), workspace)
     assert done.returncode == 0, done.stderr
     first = fake_llm.requests[0].body
     system = json.dumps(first["system"])

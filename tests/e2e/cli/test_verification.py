@@ -4,7 +4,6 @@ engine, tools, sandbox and criteria, the loopback fake model."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,20 +11,9 @@ import pytest
 
 from loopd.testing.fake_llm import FakeLLMServer
 from loopd.testing.llm_script import Reply, ScriptedCall
-from tests.e2e.conftest import LOOPD, isolated_env
+from tests.e2e.conftest import DONE_TOML, isolated_env, run_loopd
 
 pytestmark = pytest.mark.e2e
-
-DONE = """
-[done]
-enabled = true
-max_stall_cycles = 1
-protected = ["tests/**"]
-
-[[done.criteria]]
-name = "content"
-command = "grep -q good app.txt"
-"""
 
 
 def write(path: str, content: str) -> Reply:
@@ -34,14 +22,9 @@ def write(path: str, content: str) -> Reply:
 
 def run(workspace: Path, tmp_path: Path, fake: FakeLLMServer, *flags: str) -> Any:
     (workspace / ".loopd").mkdir(exist_ok=True)
-    (workspace / ".loopd" / "config.toml").write_text(DONE)
-    return subprocess.run(
-        [*LOOPD, "run", "make app.txt good", "--yes", *flags],
-        env=isolated_env(tmp_path, fake),
-        cwd=workspace,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    (workspace / ".loopd" / "config.toml").write_text(DONE_TOML)
+    return run_loopd(
+        ["run", "make app.txt good", "--yes", *flags], isolated_env(tmp_path, fake), workspace
     )
 
 

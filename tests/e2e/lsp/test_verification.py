@@ -8,23 +8,12 @@ import pytest
 
 from loopd.testing.llm_script import Reply, ScriptedCall
 from tests.e2e.acp.conftest import Home, home
-from tests.e2e.conftest import LOOPD
+from tests.e2e.conftest import DONE_TOML, LOOPD
 from tests.e2e.lsp.conftest import Start, start, until
 
 __all__ = ["home", "start"]
 
 pytestmark = pytest.mark.e2e
-
-DONE = """
-[done]
-enabled = true
-max_stall_cycles = 1
-protected = ["tests/**"]
-
-[[done.criteria]]
-name = "content"
-command = "grep -q good app.txt"
-"""
 
 
 def write(path: str, content: str) -> Reply:
@@ -43,7 +32,7 @@ async def test_an_incomplete_turn_shows_everywhere_the_lsp_reaches(
     )
     editor = await start({}, server=([*LOOPD, "lsp"], home.env()))
     (editor.home / ".loopd").mkdir()
-    (editor.home / ".loopd" / "config.toml").write_text(DONE)
+    (editor.home / ".loopd" / "config.toml").write_text(DONE_TOML)
     editor.answers += ["allow_once", "allow_once"]
     sid = await editor.new_session()
     prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "make it good"}]}

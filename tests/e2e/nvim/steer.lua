@@ -2,20 +2,8 @@
 -- the held reply is interrupted and the turn goes on with it; with no turn running,
 -- :Loopd steer sends a prompt. Run: nvim --clean --headless -l steer.lua (env:
 -- LOOPD_PLUGIN, LOOPD_PY, LOOPD_LAUNCHER, LOOPD_FILE). "NVIM-E2E: PASS" means it passed.
-local out = {}
-local function log(...) table.insert(out, table.concat(vim.tbl_map(tostring, { ... }), ' ')) end
-local function finish(ok)
-  io.stderr:write(table.concat(out, '\n') .. '\n' .. (ok and 'NVIM-E2E: PASS' or 'NVIM-E2E: FAIL') .. '\n')
-  vim.cmd(ok and 'qall!' or 'cquit! 3')
-end
-local function check(cond, what)
-  if not cond then
-    log('FAILED: ' .. what)
-    finish(false)
-  end
-  log('ok: ' .. what)
-end
-local function wait(what, pred, ms) check(vim.wait(ms or 15000, pred, 10), what) end
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'harness.lua'))
+local log, finish, check, wait = H.log, H.finish, H.check, H.wait
 
 vim.opt.runtimepath:prepend(assert(vim.env.LOOPD_PLUGIN))
 local loopd = require('loopd')

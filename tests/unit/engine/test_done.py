@@ -4,7 +4,6 @@ and shell tools over a temporary workspace, and criteria run as real commands.""
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 
 from loopd.engine.done import Criterion, DoneSet, DoneState, progressed, seal_of
 from loopd.engine.limits import Limits
-from loopd.engine.loop import Engine, EngineConfig, EnginePorts
+from loopd.engine.loop import Engine, EngineConfig
 from loopd.protocol.events import (
     Prompt,
     TextBlock,
@@ -23,17 +22,11 @@ from loopd.protocol.events import (
 )
 from loopd.protocol.turns import Outcome
 from loopd.protocol.verification import CriterionResult, Verification
-from loopd.testing.fakes import (
-    MemoryJournal,
-    RecordingEmitter,
-    Reply,
-    ScriptedApprover,
-    ScriptedPolicy,
-    ScriptedProvider,
-)
+from loopd.testing.fakes import RecordingEmitter, Reply, ScriptedProvider
 from loopd.tools.criteria import SandboxedDone
 from loopd.tools.env import ToolEnv
 from loopd.tools.registry import ToolRegistry
+from tests.unit.engine.test_loop import Rig
 
 
 class TimeoutClock:
@@ -59,21 +52,12 @@ class Workspace:
     emitter: RecordingEmitter
 
     def engine(self, provider: ScriptedProvider, done: DoneSet, limits: Limits) -> Engine:
-        ids = itertools.count()
         self.checks = SandboxedDone(self.env, done)
-        ports = EnginePorts(
-            provider,
-            ToolRegistry(self.env),
-            self.emitter,
-            ScriptedApprover(),
-            ScriptedPolicy(),
-            MemoryJournal(),
-            self.env.clock,
-            new_id=lambda prefix: f"{prefix}_{next(ids)}",
-            jitter=lambda: 0.0,
-            done=self.checks,
-        )
-        return Engine("s1", EngineConfig(model="m", limits=limits), ports)
+        rig = Rig(provider, ToolRegistry(self.env), self.emitter, clock=self.env.clock)
+        rig.limits = limits
+        engine = rig.engine()
+        engine.ports.done = self.checks
+        return engine
 
     async def turn(
         self,

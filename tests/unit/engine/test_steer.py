@@ -5,36 +5,20 @@ from __future__ import annotations
 
 import asyncio
 
-from loopd.engine.loop import Engine, EngineConfig, EnginePorts
+from loopd.engine.loop import Engine
 from loopd.engine.steer import STEER_PREFIX, SteerBox
 from loopd.protocol.events import Prompt, TextBlock, UserMessageChunk
-from loopd.testing.fakes import (
-    FakeClock,
-    FakeToolBox,
-    MemoryJournal,
-    RecordingEmitter,
-    Reply,
-    ScriptedApprover,
-    ScriptedPolicy,
-    ScriptedProvider,
-)
+from loopd.testing.fakes import FakeToolBox, RecordingEmitter, Reply, ScriptedProvider
+from tests.unit.engine.test_loop import Rig
 
 
 def engine_with(
     provider: ScriptedProvider, box: SteerBox, tools: FakeToolBox | None = None
 ) -> tuple[Engine, RecordingEmitter]:
-    emitter = RecordingEmitter()
-    ports = EnginePorts(
-        provider,
-        tools or FakeToolBox(),
-        emitter,
-        ScriptedApprover(),
-        ScriptedPolicy(),
-        MemoryJournal(),
-        FakeClock(),
-        steer=box,
-    )
-    return Engine("s1", EngineConfig(model="m"), ports), emitter
+    rig = Rig(provider, tools or FakeToolBox())
+    engine = rig.engine()
+    engine.ports.steer = box
+    return engine, rig.emitter
 
 
 def ask(text: str) -> Prompt:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from loopd.engine.steer import STEER_PREFIX
 from loopd.protocol.events import Prompt, TextBlock
-from loopd.sessions.manager import MAX_QUEUED, SessionBusy
+from loopd.protocol.turns import Outcome
+from loopd.sessions.live import LiveSession
+from loopd.sessions.manager import MAX_QUEUED, SessionBusy, SessionManager
 from loopd.sessions.queue import NotRunning
 from loopd.testing.fakes import Reply, ScriptedProvider
 from loopd.testing.harness import RecordingLink, scripted_manager
@@ -25,70 +28,75 @@ async def until(condition: object) -> None:
             await asyncio.sleep(0)
 
 
-async def test_cancelling_one_queued_prompt_leaves_the_rest(tmp_path: Path) -> None:
+@dataclass
+class Busy:
+    """A session whose first turn ("a") streams until `release` is set."""
+
+    manager: SessionManager
+    provider: ScriptedProvider
+    link: RecordingLink
+    session_id: str
+    running: asyncio.Task[Outcome]
+    release: asyncio.Event
+
+    def prompt(self, text: str) -> asyncio.Task[Outcome]:
+        return asyncio.create_task(self.manager.prompt(self.session_id, ask(text), self.link))
+
+    @property
+    def live(self) -> LiveSession:
+        return self.manager._live[self.session_id]
+
+
+async def busy(tmp_path: Path, *after: Reply) -> Busy:
     release = asyncio.Event()
-    provider = ScriptedProvider.of(
-        Reply(text="A", hold=release),
-        Reply(text="C"),  # "B" never reaches the model
-    )
+    provider = ScriptedProvider.of(Reply(text="A", hold=release), *after)
     manager = scripted_manager(tmp_path, provider)
     link = RecordingLink()
     view = await manager.new_session(str(tmp_path), link)
     running = asyncio.create_task(manager.prompt(view.id, ask("a"), link))
     await provider.started.wait()
-    second = asyncio.create_task(manager.prompt(view.id, ask("b"), link))
-    third = asyncio.create_task(manager.prompt(view.id, ask("c"), link))
-    live = manager._live[view.id]
-    await until(lambda: live.waiting == 2)
+    return Busy(manager, provider, link, view.id, running, release)
+
+
+async def test_cancelling_one_queued_prompt_leaves_the_rest(tmp_path: Path) -> None:
+    b = await busy(tmp_path, Reply(text="C"))  # "b" never reaches the model
+    second, third = b.prompt("b"), b.prompt("c")
+    await until(lambda: b.live.waiting == 2)
 
     second.cancel()  # its request was cancelled ($/cancel_request for its id)
-    await until(lambda: live.waiting == 1)
-    assert not running.done()
-    release.set()
-    assert (await running).stop_reason == "end_turn"
+    await until(lambda: b.live.waiting == 1)
+    assert not b.running.done()
+    b.release.set()
+    assert (await b.running).stop_reason == "end_turn"
     assert (await third).stop_reason == "end_turn"
     assert second.cancelled()
-    asked = [r.messages[-1].text for r in provider.requests]
+    asked = [r.messages[-1].text for r in b.provider.requests]
     assert asked == ["a", "c"]
 
 
 async def test_a_queued_prompt_is_shown_as_queued(tmp_path: Path) -> None:
-    release = asyncio.Event()
-    provider = ScriptedProvider.of(Reply(text="A", hold=release), Reply(text="B"))
-    manager = scripted_manager(tmp_path, provider)
-    link = RecordingLink()
-    view = await manager.new_session(str(tmp_path), link)
-    running = asyncio.create_task(manager.prompt(view.id, ask("a"), link))
-    await provider.started.wait()
-    queued = asyncio.create_task(manager.prompt(view.id, ask("then b"), link))
-    await until(lambda: any("_meta" in u for _, u in link.updates))
-    note = next(u for _, u in link.updates if "_meta" in u)
+    b = await busy(tmp_path, Reply(text="B"))
+    queued = b.prompt("then b")
+    await until(lambda: any("_meta" in u for _, u in b.link.updates))
+    note = next(u for _, u in b.link.updates if "_meta" in u)
     assert note["_meta"] == {"loopd": {"queued": {"ahead": 1}}}
     assert note["content"]["text"].strip() == "[Queued: 'then b' runs after 1 turn.]"
-    assert all("Queued" not in str(e) for e in manager.store.events(view.id))  # not journaled
-    release.set()
-    await running
+    events = b.manager.store.events(b.session_id)
+    assert all("Queued" not in str(e) for e in events)  # not journaled
+    b.release.set()
+    await b.running
     assert (await queued).stop_reason == "end_turn"
 
 
 async def test_64_prompts_may_wait_and_the_next_is_refused(tmp_path: Path) -> None:
-    release = asyncio.Event()
-    provider = ScriptedProvider.of(Reply(text="A", hold=release))
-    manager = scripted_manager(tmp_path, provider)
-    link = RecordingLink()
-    view = await manager.new_session(str(tmp_path), link)
-    running = asyncio.create_task(manager.prompt(view.id, ask("a"), link))
-    await provider.started.wait()
-    waiting = [
-        asyncio.create_task(manager.prompt(view.id, ask(f"q{i}"), link)) for i in range(MAX_QUEUED)
-    ]
-    live = manager._live[view.id]
-    await until(lambda: live.waiting == MAX_QUEUED)
+    b = await busy(tmp_path)
+    waiting = [b.prompt(f"q{i}") for i in range(MAX_QUEUED)]
+    await until(lambda: b.live.waiting == MAX_QUEUED)
     assert MAX_QUEUED == 64
     with pytest.raises(SessionBusy):
-        await manager.prompt(view.id, ask("one too many"), link)
-    await manager.cancel(view.id)
-    await running
+        await b.manager.prompt(b.session_id, ask("one too many"), b.link)
+    await b.manager.cancel(b.session_id)
+    await b.running
     await asyncio.gather(*waiting)
 
 

@@ -69,15 +69,14 @@ local function describe(tool_call)
   return table.concat(lines, '\n')
 end
 
-local function ask_permission(_, params)
-  local done, choice = false, nil
+-- Ask the person through a callback-style UI (`start(settle)`) from a server request
+-- handler, and wait for the answer: inside the client's coroutine by yielding, else by
+-- polling the event loop.
+local function answered(start)
+  local done, value = false, nil
   local co = coroutine.running()
-  vim.ui.select(params.options, {
-    prompt = 'loopd asks: ' .. describe(params.toolCall),
-    kind = 'loopd.permission',
-    format_item = function(o) return o.name end,
-  }, function(item)
-    choice, done = item, true
+  start(function(v)
+    value, done = v, true
     if co and coroutine.status(co) == 'suspended' then
       vim.schedule(function() coroutine.resume(co) end)
     end
@@ -89,6 +88,17 @@ local function ask_permission(_, params)
       vim.wait(600000, function() return done end, 20)
     end
   end
+  return value
+end
+
+local function ask_permission(_, params)
+  local choice = answered(function(settle)
+    vim.ui.select(params.options, {
+      prompt = 'loopd asks: ' .. describe(params.toolCall),
+      kind = 'loopd.permission',
+      format_item = function(o) return o.name end,
+    }, settle)
+  end)
   local id = choice and choice.optionId or 'reject_once'
   return { outcome = { outcome = 'selected', optionId = id } }
 end
@@ -126,35 +136,17 @@ end
 local OTHER = 'Something else…'
 
 local function ask_user(_, params)
-  local done, answer = false, nil
-  local co = coroutine.running()
-  local function settle(value)
-    answer, done = value, true
-    if co and coroutine.status(co) == 'suspended' then
-      vim.schedule(function() coroutine.resume(co) end)
-    end
-  end
-  local function free_text()
-    vim.ui.input({ prompt = 'loopd asks: ' .. tostring(params.question) .. ' ' }, settle)
-  end
+  local prompt = 'loopd asks: ' .. tostring(params.question)
   local items = vim.list_extend({}, params.choices or {})
   if params.allowText and #items > 0 then table.insert(items, OTHER) end
-  if #items == 0 then
-    free_text()
-  else
-    vim.ui.select(items, { prompt = 'loopd asks: ' .. tostring(params.question), kind = 'loopd.question' },
-      function(item)
-        if item == OTHER then return free_text() end
-        settle(item)
-      end)
-  end
-  if not done then
-    if co and coroutine.isyieldable() then
-      coroutine.yield()
-    else
-      vim.wait(600000, function() return done end, 20)
-    end
-  end
+  local answer = answered(function(settle)
+    local function free_text() vim.ui.input({ prompt = prompt .. ' ' }, settle) end
+    if #items == 0 then return free_text() end
+    vim.ui.select(items, { prompt = prompt, kind = 'loopd.question' }, function(item)
+      if item == OTHER then return free_text() end
+      settle(item)
+    end)
+  end)
   return { answer = answer }
 end
 
