@@ -208,7 +208,7 @@ async def settle(checks: DoneChecks, emitter: Emitter, new_id: Callable[[str], s
         )
     else:
         return None
-    await emitter.emit(AgentMessageChunk(f"\n\n{note}\n", new_id("msg")))
+    await emitter.emit(AgentMessageChunk(f"\n\n{note}\n", new_id("msg"), "note"))
     return verdict.reenter
 
 

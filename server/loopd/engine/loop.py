@@ -40,6 +40,7 @@ from loopd.protocol.events import (
     AgentMessageChunk,
     EmbeddedResourceBlock,
     ImageBlock,
+    Notice,
     Prompt,
     ResourceLinkBlock,
     TextBlock,
@@ -191,7 +192,7 @@ class Engine:
                 reply = await self._reply()
             except ProviderError as err:
                 message = f"The model request failed: {err.message}"
-                return await self._stop(turn, _failure_stop(err), message)
+                return await self._stop(turn, _failure_stop(err), message, "error")
             if reply is None:
                 continue  # interrupted: the person said something; read it now
             turn.usage += reply.usage
@@ -261,11 +262,14 @@ class Engine:
         await self.ports.emitter.emit(VerificationUpdated(seal))
         defined = checks.done.criteria or checks.done.protected
         if defined and (seal.seal != "clean" or protected):
-            await self._say(seal.summary().capitalize())
+            await self._say(seal.summary().capitalize(), "error" if seal.failed else "note")
         return replace(outcome, verification=seal)
 
-    async def _say(self, text: str) -> None:
-        await self.ports.emitter.emit(AgentMessageChunk(f"\n\n{text}\n", self.ports.new_id("msg")))
+    async def _say(self, text: str, notice: Notice = "note") -> None:
+        """Words loopd adds itself, marked as such (a frontend may set them apart)."""
+        await self.ports.emitter.emit(
+            AgentMessageChunk(f"\n\n{text}\n", self.ports.new_id("msg"), notice)
+        )
 
     def _request(self) -> ModelRequest:
         cfg = self.config
@@ -330,9 +334,12 @@ class Engine:
                 )
         self._append_results(turn)
 
-    async def _stop(self, turn: _Turn, reason: StopReason, message: str) -> Outcome:
-        """End the turn with a reason the person can read."""
-        await self._say(message)
+    async def _stop(
+        self, turn: _Turn, reason: StopReason, message: str, notice: Notice = "note"
+    ) -> Outcome:
+        """End the turn with a reason the person can read: a `note` for a limit
+        reached, an `error` when a request failed."""
+        await self._say(message, notice)
         return turn.outcome(reason, message)
 
 

@@ -51,8 +51,8 @@ async def say_queued(live: LiveSession, link: ClientLink, prompt: Prompt) -> Non
     ahead = live.waiting + 1
     turns = "turn" if ahead == 1 else "turns"
     note = f"\n\n[Queued: {title_of(prompt.text or '(no text)')!r} runs after {ahead} {turns}.]\n"
-    wire = to_wire(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}"))
-    wire["_meta"] = {"loopd": {"queued": {"ahead": ahead}}}
+    wire = to_wire(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}", "note"))
+    wire["_meta"] = {**wire["_meta"], "loopd": {"queued": {"ahead": ahead}}}
     try:
         await link.send_update(live.id, wire)
     except Exception:
