@@ -212,6 +212,12 @@ async def settle(checks: DoneChecks, emitter: Emitter, new_id: Callable[[str], s
     return verdict.reenter
 
 
+def _shown(result: CriterionResult) -> str:
+    said = f"{result.name}: {result.state}"
+    output = result.output.strip("\n")
+    return f"{output}\n\n{said}" if output else said
+
+
 async def run_checks(
     checks: DoneChecks, emitter: Emitter, new_id: Callable[[str], str]
 ) -> tuple[CriterionResult, ...]:
@@ -235,9 +241,7 @@ async def run_checks(
             ToolCallUpdated(
                 call_id,
                 status="completed" if result.state == "met" else "failed",
-                content=(
-                    TextBlock(f"{result.output.rstrip()}\n\n{criterion.name}: {result.state}"),
-                ),
+                content=(TextBlock(_shown(result)),),
                 raw_output={"state": result.state, "exit_code": result.exit_code},
             )
         )

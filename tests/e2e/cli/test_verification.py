@@ -71,5 +71,6 @@ def test_a_passing_turn_says_so_and_exits_0(
     done = run(workspace, tmp_path, fake_llm)
 
     assert done.returncode == 0, done.stderr
-    assert "Verification passed" in done.stdout
+    assert done.stdout == "Done.\n"  # the answer alone: loopd's own lines go to stderr
+    assert "Verification passed" in done.stderr
     assert "Check content: `grep -q good app.txt`" in done.stderr

@@ -79,7 +79,7 @@ async def test_a_queued_prompt_is_shown_as_queued(tmp_path: Path) -> None:
     queued = b.prompt("then b")
     await until(lambda: any("_meta" in u for _, u in b.link.updates))
     note = next(u for _, u in b.link.updates if "_meta" in u)
-    assert note["_meta"] == {"loopd": {"queued": {"ahead": 1}}}
+    assert note["_meta"] == {"loopd/notice": "note", "loopd": {"queued": {"ahead": 1}}}
     assert note["content"]["text"].strip() == "[Queued: 'then b' runs after 1 turn.]"
     events = b.manager.store.events(b.session_id)
     assert all("Queued" not in str(e) for e in events)  # not journaled
