@@ -99,10 +99,12 @@ class LiveSession:
         roots = (self.record.cwd, *self.record.additional_dirs)
         return self.asker.files(self.id, roots, local)
 
-    def person(self) -> UserQuestions | None:
+    def person(self, timeout: float) -> UserQuestions | None:
         """Who answers the agent's questions now: the prompting link, if it can."""
         link = self.asker
-        return link if isinstance(link, AsksQuestions) and link.can_ask_user() else None
+        if isinstance(link, AsksQuestions) and link.can_ask_user():
+            return BoundedQuestions(link, timeout)
+        return None
 
     def editor_terminals(self) -> EditorTerminals | None:
         link = self.asker
@@ -155,6 +157,24 @@ class SessionEmitter:
                 await link.send_update(self.session_id, wire)
             except Exception:
                 log.exception("could not show an update on a connection; skipping it")
+
+
+@dataclass(frozen=True, slots=True)
+class BoundedQuestions:
+    """The prompting link's questions, bounded like approvals: no answer in
+    `timeout` seconds, or a failing link, is no answer (the model is told)."""
+
+    link: AsksQuestions
+    timeout: float
+
+    async def ask_user(self, question: Question) -> str | None:
+        try:
+            return await asyncio.wait_for(self.link.ask_user(question), self.timeout)
+        except TimeoutError:
+            log.warning("question %s timed out; unanswered", question.tool_call_id)
+        except Exception:
+            log.exception("question %s failed; unanswered", question.tool_call_id)
+        return None
 
 
 @dataclass(slots=True)

@@ -344,7 +344,7 @@ class SessionManager:
             state=dict(record.runtime_state),
             editor_files=functools.partial(LiveSession.editor_files, live),
             editor_terminals=functools.partial(LiveSession.editor_terminals, live),
-            person=functools.partial(LiveSession.person, live),
+            person=functools.partial(LiveSession.person, live, self.approval_timeout),
         )
 
     def _identity(self, name: str, config: Mapping[str, str]) -> dict[str, Any]:
