@@ -4,6 +4,7 @@ marker decide."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -102,3 +103,16 @@ def test_steer_a_running_turn_from_neovim(tmp_path: Path) -> None:
         ]
     }
     run_scenario("steer.lua", launcher_env(tmp_path, script), tmp_path, target)
+
+
+@needs_nvim
+def test_answer_the_agents_question_in_neovim(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.md").write_text("notes\n")
+    ask = {"question": "Which database?", "choices": ["sqlite", "postgres"], "allow_text": True}
+    with FakeLLMServer() as fake:
+        fake.script("*", Reply(tool_calls=(ScriptedCall("ask_user", ask),)), Reply(text="ok"))
+        run_scenario("ask.lua", isolated_env(tmp_path, fake), work, work / "notes.md")
+        answered = json.dumps(fake.requests[1].body["messages"][-1])
+    assert "The user answered: duckdb" in answered
