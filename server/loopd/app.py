@@ -27,6 +27,7 @@ from loopd.catalog import (
 )
 from loopd.catalog.errors import NO_RUNTIME_HELP
 from loopd.config import Config, data_dir, load_config
+from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.schema import Harness
 from loopd.engine.delegate import ChildRuntime
 from loopd.engine.done import Criterion, DoneSet
@@ -68,11 +69,13 @@ def utc_now() -> str:
 @dataclass(slots=True)
 class App:
     env: Mapping[str, str]
+    cwd: str
     config: Config
     catalog: CatalogBuild
     store: SqliteStore
     manager: SessionManager
     _providers: list[ClosableProvider] = field(default_factory=list)
+    _probe: LazyProbe | None = None
 
     async def aclose(self) -> None:
         await self.manager.shutdown()
@@ -80,21 +83,33 @@ class App:
             await provider.aclose()
         self.store.close()
 
+    async def logout(self) -> None:
+        forget_login(data_dir(self.env))
+        await self.reload()
+
+    async def reload(self) -> None:
+        """Read the login and the config again and offer the runtimes they give now
+        (after `loopd login` ran in a terminal). Open sessions keep their runtime."""
+        env, self.config = await asyncio.to_thread(_configure, self.env, self.cwd)
+        self.catalog = await asyncio.to_thread(discover_catalog, self.config, env)
+        probe = self._probe or LazyProbe(env)
+        factories = _factories(self.catalog, env, self.config, self.store, self._providers, probe)
+        self.manager.use_runtimes(
+            factories,
+            self.catalog.catalog.default or "",
+            functools.partial(_identity, self.catalog.catalog),
+        )
+
 
 def build_app(env: Mapping[str, str], cwd: str) -> App:
-    config = load_config(env, Path(cwd))
-    catalog = discover_catalog(config, env)
+    effective, config = _configure(env, cwd)
+    catalog = discover_catalog(config, effective)
     store = SqliteStore(data_dir(env) / "sessions.db")
     providers: list[ClosableProvider] = []
-    factories: dict[str, RuntimeFactory] = {}
-    probe = LazyProbe(env)
-    for entry in catalog.catalog:
-        factory = _factory(entry, env, config, store, providers, probe, catalog.catalog)
-        if factory is not None:
-            factories[entry.name] = factory
+    probe = LazyProbe(effective)
     manager = SessionManager(
         store=store,
-        runtimes=factories,
+        runtimes=_factories(catalog, effective, config, store, providers, probe),
         default_runtime=catalog.catalog.default or "",
         now=utc_now,
         approval_timeout=float(config.approvals.timeout_seconds),
@@ -102,7 +117,35 @@ def build_app(env: Mapping[str, str], cwd: str) -> App:
         no_default_help=_no_default_help(config, catalog),
         identify=functools.partial(_identity, catalog.catalog),
     )
-    return App(env, config, catalog, store, manager, providers)
+    app = App(env, cwd, config, catalog, store, manager, providers, probe)
+    manager.credentials = app
+    return app
+
+
+def _configure(env: Mapping[str, str], cwd: str) -> tuple[dict[str, str], Config]:
+    """The environment with the stored login filling its gaps, and the config with
+    the login's defaults as its lowest layer."""
+    try:
+        login = read_login(data_dir(env))
+    except LoginFileError as err:
+        raise ConfigError(str(err)) from err
+    return with_login(env, login), load_config(env, Path(cwd), base=login.config_layer())
+
+
+def _factories(
+    catalog: CatalogBuild,
+    env: Mapping[str, str],
+    config: Config,
+    store: SqliteStore,
+    providers: list[ClosableProvider],
+    probe: LazyProbe,
+) -> dict[str, RuntimeFactory]:
+    factories: dict[str, RuntimeFactory] = {}
+    for entry in catalog.catalog:
+        factory = _factory(entry, env, config, store, providers, probe, catalog.catalog)
+        if factory is not None:
+            factories[entry.name] = factory
+    return factories
 
 
 def _no_default_help(config: Config, catalog: CatalogBuild) -> str:
