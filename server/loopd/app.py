@@ -46,6 +46,7 @@ from loopd.protocol.events import AgentMessageChunk, PlanEntry, PlanUpdated
 from loopd.protocol.turns import UndoReport
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
 from loopd.providers.factory import ClosableProvider, make_provider
+from loopd.runtimes.acp_agent import AcpRuntimeFactory, AcpSettings
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
@@ -53,9 +54,9 @@ from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
 from loopd.sandbox.base import Unsandboxed
 from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
 from loopd.sessions.manager import SessionManager
-from loopd.store.sqlite import SqliteStore
+from loopd.store.sqlite import SqliteStore, outputs_dir
 from loopd.tools.criteria import SandboxedDone
-from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv
+from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv, ToolLimits
 from loopd.tools.explore import Explore
 from loopd.tools.files import BeneathFiles
 from loopd.tools.registry import ToolRegistry, builtin_tools
@@ -186,7 +187,8 @@ def _factory(
         case Harness.CODEX:
             return CodexRuntimeFactory(CodexSettings(**_cli_fields(entry)))
         case Harness.ACP:
-            return None
+            settings = AcpSettings(entry.command or "", tuple(entry.args), entry.env, env)
+            return AcpRuntimeFactory(entry.name, settings)
 
 
 def _cli_fields(entry: RuntimeEntry) -> dict[str, Any]:
@@ -211,7 +213,7 @@ def _native_wiring(
     probe: LazyProbe,
     catalog: RuntimeCatalog,
 ) -> NativeWiring:
-    provider = _provider(entry, env, providers)
+    provider = _provider(entry, env, config, providers)
     models = tuple(m.id for m in entry.models)
     default_model = entry.resolve_model(None) if entry.default_model else None
     default_model = default_model or (models[0] if models else "default")
@@ -227,6 +229,7 @@ def _native_wiring(
             rules=rules,
             child=child(providers),
             shelf=shelf,
+            limits=_tool_limits(config),
         ),
         system_for=lambda ctx: shelf.book(ctx).indexed(system_prompt(ctx.cwd, ctx.roots)),
         clock=SystemClock(),
@@ -235,11 +238,15 @@ def _native_wiring(
         default_model=default_model,
         engine=EngineConfig(model=default_model, limits=_limits(config)),
         open_models=entry.open_models,
+        resolve_model=functools.partial(_model_id, entry),
     )
 
 
 def _provider(
-    entry: RuntimeEntry, env: Mapping[str, str], providers: list[ClosableProvider]
+    entry: RuntimeEntry,
+    env: Mapping[str, str],
+    config: Config,
+    providers: list[ClosableProvider],
 ) -> ClosableProvider:
     ref = entry.provider
     assert ref is not None, "a native entry always has a provider"
@@ -249,6 +256,7 @@ def _provider(
         base_url=ref.base_url,
         api_key=api_key,
         anthropic_version=ref.anthropic_version or DEFAULT_ANTHROPIC_VERSION,
+        idle_timeout=float(config.limits.stream_idle_seconds) or None,
     )
     providers.append(provider)
     return provider
@@ -280,7 +288,8 @@ def _explore_child(
     def build(providers: list[ClosableProvider]) -> ChildRuntime:
         if resolved.entry.name == entry.name:
             return ChildRuntime(own.provider, model, entry.name)
-        return ChildRuntime(_provider(resolved.entry, env, providers), model, resolved.entry.name)
+        child = _provider(resolved.entry, env, config, providers)
+        return ChildRuntime(child, model, resolved.entry.name)
 
     return build
 
@@ -304,6 +313,11 @@ def workspace_done(env: Mapping[str, str], cwd: str) -> DoneSet:
     )
 
 
+def _model_id(entry: RuntimeEntry, model: str) -> str:
+    """What the provider is sent for `model` in this entry: an alias becomes its id."""
+    return entry.resolve_model(model) or model
+
+
 def _rules_table(config: Config) -> dict[str, Any]:
     a = config.approvals
     return {"allow": list(a.allow), "ask": list(a.ask), "deny": list(a.deny)}
@@ -318,7 +332,13 @@ def _limits(config: Config) -> Limits:
         max_result_bytes=c.max_result_bytes,
         max_identical_calls=c.max_identical_calls,
         max_turn_tokens=c.turn_token_ceiling,
+        max_shown_chars=c.max_shown_chars,
     )
+
+
+def _tool_limits(config: Config) -> ToolLimits:
+    c = config.limits
+    return ToolLimits(output_max_chars=c.max_output_chars, shown_max_chars=c.max_shown_chars)
 
 
 class LazyProbe:
@@ -376,6 +396,7 @@ class GuardedParts:
         rules: RuleSet,
         child: ChildRuntime,
         shelf: SkillShelf,
+        limits: ToolLimits,
     ) -> GuardedParts:
         found = await asyncio.to_thread(probe.get)  # runs trial commands, once
         grant, parsed = NetworkGrant(), parse_mode(mode)
@@ -403,6 +424,8 @@ class GuardedParts:
             editor_terminals=ctx.editor_terminals,
             person=ctx.person,
             session_id=ctx.session_id,
+            limits=limits,
+            outputs_dir=str(outputs_dir(data_dir(env), ctx.session_id)),
         )
         builtin = builtin_tools()
         explore = Explore(child, ToolRegistry(tool_env, builtin), policy)  # without itself

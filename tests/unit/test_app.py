@@ -12,6 +12,7 @@ from loopd.policy.rules import RuleSet
 from loopd.protocol.events import AgentMessageChunk
 from loopd.runtimes.base import McpServerConfig, RuntimeContext
 from loopd.testing.fakes import RecordingEmitter, ScriptedApprover, ScriptedProvider
+from loopd.tools.env import ToolLimits
 from loopd.tools.skills import SkillShelf
 from tests.unit.mcp.conftest import stdio
 
@@ -38,6 +39,7 @@ async def test_mcp_tools_join_the_session_and_failures_are_said_once(tmp_path: P
         rules=RuleSet(),
         child=child,
         shelf=SkillShelf(env),
+        limits=ToolLimits(),
     )
     try:
         names = [s.name for s in parts.tools.specs()]

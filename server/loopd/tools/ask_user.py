@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
 from loopd.protocol.events import TextBlock, ToolKind
 from loopd.protocol.questions import Question
-from loopd.tools.base import Args, current_call_id, failure
-from loopd.tools.env import ToolEnv
+from loopd.tools.base import Args, failure
+from loopd.tools.env import RUNNING_CALL, ToolEnv
 
 
 class AskUser:
@@ -58,7 +58,7 @@ class AskUser:
         choices = tuple(dict.fromkeys(args.get("choices", ())))
         allow_text = bool(args.get("allow_text", False)) or not choices
         question = Question(
-            env.session_id, current_call_id(), args["question"], choices, allow_text
+            env.session_id, RUNNING_CALL.get(), args["question"], choices, allow_text
         )
         answer = await person.ask_user(question)
         if answer is None or not question.accepts(answer):

@@ -9,9 +9,7 @@ validated against the schema, and the session's `ToolEnv`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
@@ -43,25 +41,6 @@ class Tool(Protocol):
         """Failures the model should read are returned with `is_error=True` or raised
         as `ToolInputError`/`OSError`; the registry turns those into results."""
         ...
-
-
-_call_id: ContextVar[str] = ContextVar("loopd_tool_call_id", default="")
-
-
-@contextmanager
-def running_call(call_id: str) -> Iterator[None]:
-    """Make `call_id` the current call for the tool running in this task."""
-    token = _call_id.set(call_id)
-    try:
-        yield
-    finally:
-        _call_id.reset(token)
-
-
-def current_call_id() -> str:
-    """The id of the tool call running in this task ("" outside one): what a tool
-    that talks to the person ties its question to."""
-    return _call_id.get()
 
 
 @runtime_checkable

@@ -23,8 +23,8 @@ from loopd.engine.done import Criterion, DoneSet, DoneState
 from loopd.policy.rules import MatchContext, path_matches
 from loopd.protocol.verification import CriterionResult
 from loopd.sandbox.base import CommandSpec
-from loopd.tools.bash import HeadTail
 from loopd.tools.env import ToolEnv
+from loopd.tools.output import HeadTail
 from loopd.tools.processes import run_captured
 
 OUTPUT_CHARS = 8_000  # of a criterion's output, for the model and the person
