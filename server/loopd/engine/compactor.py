@@ -38,7 +38,6 @@ from loopd.context.window import (
     parse_overflow,
 )
 from loopd.engine.ports import ContextJournal, WindowBook
-from loopd.engine.streaming import ReplyStreamer
 from loopd.protocol.errors import ContextOverflow, ProviderError
 from loopd.protocol.messages import TextPart, user_text
 from loopd.protocol.model import ModelRequest, ResponseDone, ToolSpec, Usage
@@ -56,6 +55,8 @@ MAX_OVERFLOW_RETRIES = 3
 
 Ask = Callable[[ModelRequest], Awaitable[ResponseDone]]
 """One model request, answered whole."""
+Send = Callable[[ModelRequest], Awaitable[ResponseDone | None]]
+"""One step's model request, shown as it streams; None when it was interrupted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,12 +183,12 @@ class ContextKeeper:
         self.armed = True
 
     async def reply(
-        self, build: Callable[[], ModelRequest], streamer: ReplyStreamer, ask: Ask, say: Say
-    ) -> tuple[ModelRequest, ResponseDone] | Failed:
+        self, build: Callable[[], ModelRequest], send: Send, ask: Ask, say: Say
+    ) -> tuple[ModelRequest, ResponseDone] | Failed | None:
         """One step's reply: compacting first when the policy says so, and on an
         overflow learning the window, compacting and retrying the same step. Fails
         only when compaction cannot make room, or for a provider failure that is no
-        overflow."""
+        overflow; None when `send` was interrupted (the person steered)."""
         while True:
             request = build()
             if self.due(request):
@@ -195,7 +196,7 @@ class ContextKeeper:
                 request = build()
             self.sending(request)
             try:
-                return request, await streamer.request(request)
+                done = await send(request)
             except ContextOverflow as err:
                 if self.overflows >= MAX_OVERFLOW_RETRIES:
                     reason = "it still overflows after compacting"
@@ -206,6 +207,8 @@ class ContextKeeper:
                     return Failed("max_tokens", _overflow_note(failure, err))
             except ProviderError as err:
                 return Failed("end_turn", f"The model request failed: {err.message}")
+            else:
+                return None if done is None else (request, done)
 
     async def _compact_telling(
         self, ask: Ask, request: ModelRequest, say: Say, forced: bool

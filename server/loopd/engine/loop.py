@@ -18,7 +18,7 @@ import asyncio
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from loopd.context.compaction import CompactionPolicy, Rejected
 from loopd.context.reminders import reminder_part
@@ -30,6 +30,7 @@ from loopd.engine.compactor import (
     MemoryWindows,
     NoContextJournal,
 )
+from loopd.engine.done import DoneChecks, settle
 from loopd.engine.guard import LoopGuard, LoopVerdict
 from loopd.engine.limits import Limits, guard_options, truncate_result
 from loopd.engine.ports import (
@@ -45,6 +46,7 @@ from loopd.engine.ports import (
     ToolResult,
     WindowBook,
 )
+from loopd.engine.steer import SteerBox, steer_text, unless_steered
 from loopd.engine.streaming import ReplyStreamer, RetryPolicy
 from loopd.engine.toolrun import ToolPhase, TurnState
 from loopd.protocol.events import (
@@ -58,6 +60,8 @@ from loopd.protocol.events import (
     TextBlock,
     ToolCallUpdated,
     UsageUpdated,
+    UserMessageChunk,
+    VerificationUpdated,
 )
 from loopd.protocol.messages import (
     ImagePart,
@@ -106,6 +110,8 @@ class EnginePorts:
     jitter: Callable[[], float] = random.random
     windows: WindowBook = field(default_factory=MemoryWindows)
     context: ContextJournal = field(default_factory=NoContextJournal)
+    done: DoneChecks | None = None  # the workspace's definition of done, if any
+    steer: SteerBox | None = None  # what the person says while a turn runs
 
 
 _MODEL_STOPS: dict[ModelStop, StopReason] = {
@@ -170,17 +176,25 @@ class Engine:
         """Execute one turn for `prompt` and say how it ended. `reminders` (what
         changed outside the conversation) reach the model beside the prompt."""
         turn = _Turn(self.ports.new_id("turn"), LoopGuard(guard_options(self.config.limits)))
+        if self.ports.steer is not None:
+            self.ports.steer.begin()
         pending = [*reminders, *self._take_notices()]
         extra = (reminder_part(pending),) if pending else ()
         try:
+            if self.ports.done is not None:
+                self.ports.done.state.begin_turn()
+                await self.ports.done.begin_turn()
             await self._append(Message("user", (*prompt_parts(prompt), *extra)))
-            return await self._cycle(turn)
+            outcome = await self._cycle(turn)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
             await self._pair_after_cancel(turn)
-            return turn.outcome("cancelled")
+            outcome = turn.outcome("cancelled")
+        if self.ports.steer is not None and (late := self.ports.steer.end()):
+            await self._heard(late)  # kept: read with the next prompt
+        return await self._sealed(outcome)
 
     async def exec(self, command: str) -> Outcome:
         """Run a command the PERSON typed (`!cmd`), outside any model turn.
@@ -219,7 +233,10 @@ class Engine:
             if limits.max_iterations and turn.iterations >= limits.max_iterations:
                 return await self._stop(turn, "max_turn_requests", _iteration_note(limits))
             turn.iterations += 1
+            await self._take_steer()
             reply = await self._reply(turn)
+            if reply is None:
+                continue  # interrupted: the person said something; read it now
             if isinstance(reply, Outcome):
                 return reply
             request, done = reply
@@ -238,7 +255,13 @@ class Engine:
             if done.stop == "pause_turn":
                 continue
             if not uses:
-                return turn.outcome(_MODEL_STOPS[done.stop])
+                if self.ports.steer is not None and self.ports.steer.pending():
+                    continue  # said while the reply finished: answer it in this turn
+                reentry = await self._settle()
+                if reentry is None:
+                    return turn.outcome(_MODEL_STOPS[done.stop])
+                await self._append(Message("user", (TextPart(reentry),)))
+                continue
             await self._tool_phase(turn).run(uses, turn.state, turn.results)
             self._append_results(turn)
             while turn.state.unshown:
@@ -251,13 +274,24 @@ class Engine:
                     turn, "max_tokens", f"Stopped: the turn used its {ceiling}-token budget."
                 )
 
-    async def _reply(self, turn: _Turn) -> tuple[ModelRequest, ResponseDone] | Outcome:
-        """One step's reply, within the window (see `ContextKeeper.reply`)."""
-        reply = await self.keeper.reply(
-            self._request, self._streamer(), self._ask_quietly, self._say
-        )
+    async def _reply(self, turn: _Turn) -> tuple[ModelRequest, ResponseDone] | Outcome | None:
+        """One step's reply, within the window (see `ContextKeeper.reply`); None when
+        steering interrupted it."""
+        reply = await self.keeper.reply(self._request, self._send, self._ask_quietly, self._say)
         if isinstance(reply, Failed):
             return await self._stop(turn, reply.stop, reply.message, "error")
+        return reply
+
+    async def _send(self, request: ModelRequest) -> ResponseDone | None:
+        """The model's reply to `request`; None when steering interrupted it (what it
+        had said so far stays in the history, so it knows where it was)."""
+        streamer = self._streamer()
+        box = self.ports.steer
+        if box is None:
+            return await streamer.request(request)
+        reply = await unless_steered(streamer.request(request), box)
+        if reply is None and (partial := "".join(streamer.said).rstrip()):
+            await self._append(Message("assistant", (TextPart(partial),)))
         return reply
 
     async def _announce_notices(self, request: ModelRequest, spending: LoopVerdict) -> None:
@@ -275,9 +309,41 @@ class Engine:
         notices, self._notices = self._notices, []
         return notices
 
-    async def _say(self, text: str) -> None:
-        chunk = AgentMessageChunk(f"\n\n{text}\n\n", self.ports.new_id("msg"), "note")
-        await self.ports.emitter.emit(chunk)
+    async def _take_steer(self) -> None:
+        if self.ports.steer is not None and (said := self.ports.steer.take()):
+            await self._heard(said)
+
+    async def _heard(self, said: str) -> None:
+        """What the person said mid-turn: in the history and on the screen."""
+        await self._append(Message("user", (TextPart(steer_text(said)),)))
+        await self.ports.emitter.emit(UserMessageChunk(TextBlock(said), self.ports.new_id("user")))
+
+    async def _settle(self) -> str | None:
+        """The model stopped calling tools: the text that sends the turn back because
+        it is not done (see `loopd.engine.done`), or None to end it."""
+        p = self.ports
+        return None if p.done is None else await settle(p.done, p.emitter, p.new_id)
+
+    async def _sealed(self, outcome: Outcome) -> Outcome:
+        """The turn's seal, kept on the outcome and sent as an event; said in a line
+        too where the workspace defines done (elsewhere every edit would end with
+        "unavailable", which the event already carries)."""
+        checks = self.ports.done
+        if checks is None:
+            return outcome
+        protected = await checks.protected_writes()
+        seal = checks.state.verification(checks.write_seq(), checks.done, protected)
+        await self.ports.emitter.emit(VerificationUpdated(seal))
+        defined = checks.done.criteria or checks.done.protected
+        if defined and (seal.seal != "clean" or protected):
+            await self._say(seal.summary().capitalize(), "error" if seal.failed else "note")
+        return replace(outcome, verification=seal)
+
+    async def _say(self, text: str, notice: Notice = "note") -> None:
+        """Words loopd adds itself, marked as such (a frontend may set them apart)."""
+        await self.ports.emitter.emit(
+            AgentMessageChunk(f"\n\n{text}\n", self.ports.new_id("msg"), notice)
+        )
 
     def _request(self) -> ModelRequest:
         cfg = self.config
@@ -358,9 +424,7 @@ class Engine:
     ) -> Outcome:
         """End the turn with a reason the person can read: a `note` for a limit
         reached, an `error` when a request failed."""
-        await self.ports.emitter.emit(
-            AgentMessageChunk(f"\n\n{message}\n", self.ports.new_id("msg"), notice)
-        )
+        await self._say(message, notice)
         return turn.outcome(reason, message)
 
 

@@ -27,8 +27,10 @@ from typing import Any, Literal, Protocol, cast
 
 from loopd.context.compaction import Rejected
 from loopd.context.instructions import reminders as instruction_reminders
+from loopd.engine.done import DoneChecks
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.ports import Clock, Policy, Provider, ToolBox
+from loopd.engine.steer import SteerBox
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import (
     ConfigChoice,
@@ -70,6 +72,11 @@ class SessionParts(Protocol):
     @property
     def containment(self) -> str:
         """How commands are contained, for the person (the sandbox tier in use)."""
+        ...
+
+    @property
+    def done(self) -> DoneChecks | None:
+        """The workspace's definition of done, run in this session's sandbox."""
         ...
 
     async def begin_turn(self) -> None:
@@ -185,6 +192,7 @@ class NativeRuntime:
             "thought_level": _pick(context.config.get("thought_level"), THOUGHT_LEVELS, "off"),
         }
         self.parts = parts
+        self.steering = SteerBox()
         self.engine = Engine(
             context.session_id,
             self._engine_config(),
@@ -215,6 +223,8 @@ class NativeRuntime:
             clock=self.wiring.clock,
             windows=self.windows,
             context=self.journal,
+            done=self.parts.done,
+            steer=self.steering,
         )
 
     async def prompt(self, prompt: Prompt) -> Outcome:
@@ -241,6 +251,11 @@ class NativeRuntime:
             self.told = now
             self.journal.store.save_context(self.context.session_id, instructions=now)
         return [*told, *await self.parts.changed_files()]
+
+    def steer(self, text: str) -> bool:
+        """What the person says while a turn runs: read at the turn's next step (a
+        streaming reply is interrupted for it). False when no turn runs."""
+        return self.steering.push(text)
 
     async def cancel(self) -> None:
         if self._turn is not None:
