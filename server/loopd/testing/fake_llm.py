@@ -6,9 +6,11 @@
     POST /v1/chat/completions   OpenAI Chat Completions (SSE, `data: [DONE]`)
     POST /v1/responses          OpenAI Responses (SSE)
 
-from a queue of scripted steps per route (see `loopd.testing.llm_script`), falling
-back to the shared queue `"*"`, whose steps are rendered in the format of whichever
-route asked: one script drives any provider. Every request is recorded (path,
+and `GET /v1/models` with the ids given to `serve_models` (none by default: an empty
+list, as a server with nothing loaded answers). The POST routes answer from a queue
+of scripted steps per route (see `loopd.testing.llm_script`), falling back to the
+shared queue `"*"`, whose steps are rendered in the format of whichever route asked:
+one script drives any provider. Every request is recorded (path,
 lower-cased headers, JSON body) so tests assert what was sent. An exhausted queue
 answers 400 with a message saying so. Point providers at `base_url` (Anthropic) or
 `base_url + "/v1"` (OpenAI).
@@ -89,6 +91,7 @@ class FakeLLMServer:
         self._queues: dict[str, deque[Step]] = defaultdict(deque)
         self._requests: list[RecordedRequest] = []
         self._gates: dict[str, threading.Event] = {}
+        self._models: tuple[str, ...] = ()
         self._lock = threading.Lock()
         self.closing = threading.Event()
         self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
@@ -107,6 +110,18 @@ class FakeLLMServer:
     def script(self, route: str, *steps: Step) -> None:
         with self._lock:
             self._queues[route].extend(steps)
+
+    def serve_models(self, *ids: str) -> None:
+        """The model ids `GET /v1/models` lists from now on."""
+        with self._lock:
+            self._models = ids
+
+    def model_list(self) -> dict[str, Any]:
+        """The `GET /v1/models` body, in OpenAI's shape (which Ollama and vLLM copy)."""
+        with self._lock:
+            ids = self._models
+        data = [{"id": i, "object": "model", "created": 0, "owned_by": "fake"} for i in ids]
+        return {"object": "list", "data": data}
 
     def load(self, script: Mapping[str, Sequence[Step]]) -> None:
         for route, steps in script.items():
@@ -175,10 +190,16 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: tests read the recorded requests instead."""
 
     def do_GET(self) -> None:
-        if self.path != "/_fake/requests":
+        fake = self.server_fake
+        if self.path == "/_fake/requests":
+            self._json(200, [asdict(r) for r in fake.requests])
+        elif self.path.split("?", 1)[0] == "/v1/models":
+            fake.record(
+                RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, {})
+            )
+            self._json(200, fake.model_list())
+        else:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
-            return
-        self._json(200, [asdict(r) for r in self.server_fake.requests])
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
