@@ -99,14 +99,16 @@ def lsp(tcp: str | None) -> int:
 
 def catalog(as_json: bool) -> int:
     from loopd.catalog import catalog_to_json, catalog_to_text, discover_catalog
+    from loopd.catalog.listing import listed_models
     from loopd.config import load_config
 
     env = dict(os.environ)
     build = discover_catalog(load_config(env, Path.cwd()), env)
+    listed = asyncio.run(listed_models(build.catalog, env))  # what model servers serve
     if as_json:
-        print(json.dumps(catalog_to_json(build.catalog, build.skipped), indent=2))
+        print(json.dumps(catalog_to_json(build.catalog, build.skipped, listed), indent=2))
     else:
-        print(catalog_to_text(build.catalog, build.skipped))
+        print(catalog_to_text(build.catalog, build.skipped, listed))
     return 0
 
 
