@@ -73,7 +73,6 @@ from loopd.protocol.events import (
     AgentMessageChunk,
     AvailableCommandsUpdated,
     Command,
-    ConfigOptionsChanged,
     to_wire,
 )
 from loopd.sessions.manager import SessionBusy, SessionManager, SessionNotFound, SessionView
@@ -302,16 +301,14 @@ class LoopdAgent(Agent):
         self, session_id: str, mode_id: str, **kwargs: Any
     ) -> SetSessionModeResponse:
         """The deprecated mode API, kept in sync with the `mode` config option: it sets
-        that option, and tells this client the new option list."""
+        that option (the session then tells its clients the new mode and option list,
+        once)."""
         manager = await self.manager()
         with _mapped_errors(session_id):
             option = mode_option(manager.view(session_id).config_options)
             if option is None:
                 raise RequestError.invalid_params({"details": "this session has no modes"})
-            view = await manager.set_config(session_id, option.id, mode_id)
-        await self._link().send_update(
-            session_id, to_wire(ConfigOptionsChanged(view.config_options))
-        )
+            await manager.set_config(session_id, option.id, mode_id)
         return SetSessionModeResponse()
 
     async def set_config_option(

@@ -198,10 +198,10 @@ class NativeRuntime:
 
     async def set_config(self, option_id: str, value: str) -> None:
         """Raises ConfigError for a value the option does not offer."""
-        self.values[option_id] = self._checked(option_id, value)
-        if option_id == "mode":
-            self.parts.set_mode(value)
-            await self.context.emitter.emit(ModeChanged(value))
+        self.values[option_id] = checked = self._checked(option_id, value)
+        if option_id == "mode":  # the canonical id: an alias is not in the mode list
+            self.parts.set_mode(checked)
+            await self.context.emitter.emit(ModeChanged(checked))
         self.engine.reconfigure(self._engine_config(), self._ports())
 
     def _checked(self, option_id: str, value: str) -> str:
