@@ -1,0 +1,115 @@
+"""`loopd acp` and `loopd lsp` given whatever a shell can give them: a regular file of
+requests and a regular file for the answers, `/dev/null`, a closed descriptor. Each
+either serves and exits at the end of its input, or says why it cannot."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.acp.conftest import Home
+
+pytestmark = pytest.mark.e2e
+LOOPD = [sys.executable, "-m", "loopd"]
+
+
+def _request(rid: int, method: str, params: dict[str, object]) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+
+
+def test_acp_answers_a_file_of_requests_into_a_file_and_exits_at_its_end(home: Home) -> None:
+    requests = home.root / "requests.jsonl"
+    new = {"cwd": str(home.work), "mcpServers": []}
+    requests.write_text(
+        "\n".join(
+            [
+                _request(1, "initialize", {"protocolVersion": 1}),
+                _request(2, "session/new", new),  # waits for the app to finish starting
+                _request(3, "session/list", {}),
+            ]
+        )
+    )  # no newline after the last request either
+    answers = home.root / "answers.jsonl"
+    with requests.open("rb") as stdin, answers.open("wb") as stdout:
+        done = subprocess.run(
+            [*LOOPD, "acp"],
+            stdin=stdin,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env=home.env(),
+            cwd=home.work,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    messages = [json.loads(line) for line in answers.read_text().splitlines()]
+    by_id = {m["id"]: m for m in messages if "id" in m}
+    assert set(by_id) == {1, 2, 3}
+    assert by_id[1]["result"]["protocolVersion"] == 1
+    assert by_id[2]["result"]["sessionId"]
+    assert "result" in by_id[3]
+    assert "stdin closed" in done.stderr.decode()
+
+
+@pytest.mark.parametrize("server", ["acp", "lsp"])
+def test_dev_null_as_stdin_ends_the_server_at_once(home: Home, server: str) -> None:
+    done = subprocess.run(
+        [*LOOPD, server],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=home.env(),
+        cwd=home.work,
+        timeout=30,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, b"")
+    assert f"loopd {server}: stdin closed, exiting" in done.stderr.decode()
+    assert b"Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("closed", "name"), [(0, "stdin"), (1, "stdout")])
+@pytest.mark.parametrize("server", ["acp", "lsp"])
+def test_a_closed_descriptor_is_a_message_not_a_traceback(
+    home: Home, server: str, closed: int, name: str
+) -> None:
+    command = " ".join([*LOOPD, server]) + f" {closed}>&-"
+    done = subprocess.run(
+        ["/bin/sh", "-c", command],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL if closed == 0 else None,
+        env=home.env(),
+        cwd=home.work,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert (
+        done.stderr.decode().strip()
+        == f"loopd: {name} is not open (Bad file descriptor); nothing to serve"
+    )
+
+
+def test_a_regular_file_of_lsp_messages_is_read_to_its_end(home: Home, tmp_path: Path) -> None:
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
+    ).encode()
+    requests = tmp_path / "lsp.bin"
+    requests.write_bytes(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    with requests.open("rb") as stdin:
+        done = subprocess.run(
+            [*LOOPD, "lsp"],
+            stdin=stdin,
+            capture_output=True,
+            env=home.env(),
+            cwd=home.work,
+            timeout=30,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    assert b'"id": 1' in done.stdout or b'"id":1' in done.stdout
+    assert b"capabilities" in done.stdout
