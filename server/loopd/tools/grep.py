@@ -155,6 +155,7 @@ async def _rg_search(rg: str, query: Query, want: int) -> list[Match]:
     assert proc.stdout is not None and proc.stderr is not None
     errors = asyncio.ensure_future(proc.stderr.read())
     found: list[Match] = []
+    read_all = False
     try:
         async for raw in proc.stdout:
             event = json.loads(raw)
@@ -162,13 +163,18 @@ async def _rg_search(rg: str, query: Query, want: int) -> list[Match]:
                 found.append(_rg_match(event["data"]))
                 if len(found) >= want:
                     break
+        else:
+            read_all = True
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        code = await proc.wait()
+        if not read_all:  # enough matches (or an error here): stop the search
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        code = await proc.wait()  # the end of stdout is not the end of the process
         message = (await errors).decode("utf-8", "replace").strip()
-    if code == 2 and not found:
-        raise GrepFailed(message or "ripgrep exited with status 2")
+    # 1 is "no match"; 2 (or a signal) with nothing found is a failure, while 2 after
+    # matches means some file could not be read, and the matches stand.
+    if read_all and code not in (0, 1) and not found:
+        raise GrepFailed(message or f"ripgrep exited with status {code}")
     return found
 
 
