@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import ModeChanged, Prompt
 from loopd.protocol.turns import Outcome
 from loopd.runtimes import claude_events as ce
@@ -183,13 +182,13 @@ class ClaudeRuntime(ForeignRuntime):
 
     async def _permission(self, request_id: str, request: Mapping[str, Any]) -> None:
         """Ask the person; answer unless the CLI withdrew the question meanwhile (the
-        task is cancelled then, which also withdraws the approver's dialog)."""
+        task is cancelled then, which also withdraws the approver's dialog). In
+        full_auto nobody is asked: what would ask is refused, as loopd's policy does."""
         if self._mode == "full_auto":
-            decision = ApprovalDecision.ALLOW_ONCE
+            answer = ct.refused_unasked(request, self._ctx.cwd)
         else:
             question = ct.approval_request(self._ctx.session_id, request, self._ctx.cwd)
-            decision = await self._ask_person(question)
-        answer = ct.permission_answer(decision, request)
+            answer = ct.permission_answer(await self._ask_person(question), request)
         await self._send_quietly(ce.control_success(request_id, answer))
 
 

@@ -214,8 +214,8 @@ class CodexRuntime(ForeignRuntime):
         """Ask the person and answer with one of the decisions the server offered. The
         task is cancelled (withdrawing the dialog) when the server resolves it first."""
         item_id = str(params.get("itemId", ""))
-        if self._mode == "full_auto":
-            decision = ApprovalDecision.ALLOW_ONCE
+        if self._mode == "full_auto":  # `never` asks nothing; should it, refuse unasked
+            decision = ApprovalDecision.REJECT_ONCE
         else:
             item = self._translator.items.get(item_id)
             question = cx.approval_request(

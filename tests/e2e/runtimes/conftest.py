@@ -28,8 +28,9 @@ async def open_runtime(
     cwd: Path,
     approver: ScriptedApprover | None = None,
     state: dict[str, Any] | None = None,
+    mode: str = "ask",
 ) -> tuple[Runtime, RecordingEmitter]:
-    """The factory's runtime for a session in `cwd`, in mode ask, and what it emits."""
+    """The factory's runtime for a session in `cwd`, in `mode`, and what it emits."""
     emitter = RecordingEmitter()
     context = RuntimeContext(
         session_id="s1",
@@ -37,7 +38,7 @@ async def open_runtime(
         additional_roots=(),
         emitter=emitter,
         approver=approver or approver_of(),
-        config={"mode": "ask"},
+        config={"mode": mode},
         state=state or {},
     )
     return await factory.open(context), emitter

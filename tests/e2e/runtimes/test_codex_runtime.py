@@ -100,6 +100,33 @@ async def test_a_rejected_command_does_not_run(
     assert [u.status for u in emitter.of(ToolCallUpdated) if u.status][-1] == "failed"
 
 
+async def test_full_auto_never_asks_and_stays_inside_the_workspace_sandbox(
+    fake_llm: FakeLLMServer, workdir: Path, home_cache: Path
+) -> None:
+    """loopd's full_auto under Codex: approval `never` with the workspace-write
+    sandbox. A command inside the workspace runs unasked; one writing outside it is
+    refused by the sandbox, also unasked, and never runs with full access."""
+    outside = home_cache / "outside.txt"
+    calls = (
+        ScriptedCall("exec_command", {"cmd": "touch made.txt"}, id="in"),
+        ScriptedCall("exec_command", {"cmd": f"touch {outside}"}, id="out"),
+    )
+    fake_llm.script("*", Reply(tool_calls=calls[:1]), Reply(tool_calls=calls[1:]), Reply(text="ok"))
+    approver = approver_of(ApprovalDecision.ALLOW_ONCE)
+    s = settings(fake_llm.openai_base_url, home_cache)
+    runtime, _ = await open_runtime(CodexRuntimeFactory(s), workdir, approver, mode="full_auto")
+    try:
+        outcome = await asyncio.wait_for(runtime.prompt(say("make both files")), 90)
+    finally:
+        await runtime.close()
+    assert outcome.stop_reason == "end_turn"
+    assert approver.requests == [], "full_auto never asks"
+    assert (workdir / "made.txt").exists()
+    assert not outside.exists(), "outside the workspace: refused, not run with full access"
+    turn = fake_llm.requests[0].body
+    assert turn.get("model") == MODEL
+
+
 async def test_cancel_mid_stream_then_the_next_turn_works(
     fake_llm: FakeLLMServer, workdir: Path, home_cache: Path
 ) -> None:
