@@ -202,7 +202,8 @@ def update_model(session_id: str, wire: Mapping[str, Any]) -> UpdateModel:
 
 
 PERMISSION_OPTIONS = tuple(
-    PermissionOption(option_id=d.value, name=title, kind=d.value) for d, title in ANSWERS
+    PermissionOption.model_validate({"optionId": d.value, "name": title, "kind": d.value})
+    for d, title in ANSWERS
 )
 
 

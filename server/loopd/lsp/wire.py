@@ -21,6 +21,7 @@ from pygls.protocol import (
 
 from loopd.protocol.approvals import ANSWERS, ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import (
+    AvailableCommandsUpdated,
     ContentBlock,
     EmbeddedResourceBlock,
     ImageBlock,
@@ -102,7 +103,18 @@ def _mcp_server(spec: Any) -> McpServerConfig:
 
 def view_to_wire(view: SessionView) -> dict[str, Any]:
     """The result of `loopd/session/new` (ACP NewSessionResponse)."""
-    return {"sessionId": view.id, "configOptions": config_options_to_wire(view)}
+    return {"sessionId": view.id, **opened_to_wire(view)}
+
+
+def opened_to_wire(view: SessionView) -> dict[str, Any]:
+    """What a client learns when a session opens: its config options, and under
+    `_meta.loopd.availableCommands` its slash commands (ACP sends those as an update
+    after the answer; here they come with it, so no update can precede the answer)."""
+    commands = to_wire(AvailableCommandsUpdated(view.commands))["availableCommands"]
+    return {
+        "configOptions": config_options_to_wire(view),
+        "_meta": {"loopd": {"availableCommands": commands}},
+    }
 
 
 def config_options_to_wire(view: SessionView) -> list[dict[str, Any]]:
