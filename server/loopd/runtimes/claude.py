@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import ModeChanged, Prompt
 from loopd.protocol.turns import Outcome
 from loopd.runtimes import claude_events as ce
@@ -176,7 +177,9 @@ class ClaudeRuntime(ForeignRuntime):
     def _control_requested(self, request_id: str, message: Mapping[str, Any]) -> None:
         request = message.get("request") or {}
         if request.get("subtype") == "can_use_tool":
-            self._ask_in_background(request_id, self._permission(request_id, request))
+            refused = ct.permission_answer(ApprovalDecision.REJECT_ONCE, request)
+            refusal = ce.control_success(request_id, refused)
+            self._ask_in_background(request_id, self._permission(request_id, request), refusal)
         else:
             self._in_background(self._send_quietly(ce.control_error(request_id, "not supported")))
 

@@ -205,7 +205,11 @@ class CodexRuntime(ForeignRuntime):
 
     def _requested(self, request_id: Any, method: str, params: Mapping[str, Any]) -> None:
         if method in cx.APPROVAL_METHODS:
-            self._ask_in_background(request_id, self._approve(request_id, method, params))
+            refused = cx.codex_decision(
+                ApprovalDecision.REJECT_ONCE, params.get("availableDecisions")
+            )
+            refusal = {"id": request_id, "result": {"decision": refused}}
+            self._ask_in_background(request_id, self._approve(request_id, method, params), refusal)
         else:
             error = {"code": -32601, "message": f"loopd does not support {method}"}
             self._in_background(self._send_quietly({"id": request_id, "error": error}))

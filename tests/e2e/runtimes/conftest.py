@@ -10,12 +10,21 @@ from typing import Any
 import pytest
 
 from loopd.protocol.approvals import ApprovalDecision
-from loopd.protocol.events import Prompt, TextBlock
+from loopd.protocol.events import Prompt, SessionEvent, TextBlock, ToolCallUpdated
 from loopd.runtimes.base import Runtime, RuntimeContext, RuntimeFactory
 from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
 from tests.e2e.conftest import pinned_binary
 
-__all__ = ["approver_of", "open_runtime", "pinned_binary", "say"]
+__all__ = ["BrokenEmitter", "approver_of", "open_runtime", "pinned_binary", "say"]
+
+
+class BrokenEmitter(RecordingEmitter):
+    """Fails to show a tool call going ahead (an editor that went away mid-answer)."""
+
+    async def emit(self, event: SessionEvent) -> None:
+        if isinstance(event, ToolCallUpdated) and event.status == "in_progress":
+            raise RuntimeError("the editor went away")
+        await super().emit(event)
 
 
 def approver_of(*decisions: ApprovalDecision) -> ScriptedApprover:
@@ -29,9 +38,10 @@ async def open_runtime(
     approver: ScriptedApprover | None = None,
     state: dict[str, Any] | None = None,
     mode: str = "ask",
+    emitter: RecordingEmitter | None = None,
 ) -> tuple[Runtime, RecordingEmitter]:
     """The factory's runtime for a session in `cwd`, in `mode`, and what it emits."""
-    emitter = RecordingEmitter()
+    emitter = emitter or RecordingEmitter()
     context = RuntimeContext(
         session_id="s1",
         cwd=str(cwd),

@@ -20,7 +20,7 @@ from loopd.runtimes.codex import CodexProvider, CodexRuntimeFactory, CodexSettin
 from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
 from tests.e2e.conftest import responses_texts
 
-from .conftest import approver_of, open_runtime, pinned_binary, say
+from .conftest import BrokenEmitter, approver_of, open_runtime, pinned_binary, say
 
 pytestmark = pytest.mark.e2e
 MODEL = "gpt-5.5"  # a slug from codex's own catalog, or it drops apply_patch and warns
@@ -98,6 +98,27 @@ async def test_a_rejected_command_does_not_run(
     assert not (workdir / "made.txt").exists()
     assert outcome.stop_reason in ("end_turn", "cancelled")
     assert [u.status for u in emitter.of(ToolCallUpdated) if u.status][-1] == "failed"
+
+
+async def test_an_approval_that_fails_midway_refuses_and_never_leaves_codex_waiting(
+    fake_llm: FakeLLMServer, workdir: Path, home_cache: Path
+) -> None:
+    """The person allowed the command, but showing that failed before the answer went
+    out: codex is told no (fail closed) at once, instead of waiting for an answer
+    until the stall timeout ends the turn."""
+    _touch_turn(fake_llm)
+    approver = approver_of(ApprovalDecision.ALLOW_ONCE)
+    s = settings(fake_llm.openai_base_url, home_cache, stall_timeout=120.0)
+    factory = CodexRuntimeFactory(s)
+    runtime, _ = await open_runtime(factory, workdir, approver, emitter=BrokenEmitter())
+    try:
+        outcome = await asyncio.wait_for(runtime.prompt(say("make the file")), 60)
+    finally:
+        await runtime.close()
+    assert len(approver.requests) == 1
+    assert not (workdir / "made.txt").exists()
+    assert outcome.error is None
+    assert outcome.stop_reason in ("end_turn", "cancelled")  # codex offered only `cancel`
 
 
 async def test_full_auto_never_asks_and_stays_inside_the_workspace_sandbox(
