@@ -7,8 +7,11 @@ import socket
 
 import httpx
 
+from loopd.protocol.messages import user_text
+from loopd.protocol.model import ModelRequest
+from loopd.providers import ProviderKind, make_provider
 from loopd.providers.models import ModelListing, fetch_models
-from loopd.testing.fake_llm import FakeLLMServer
+from loopd.testing.fake_llm import FakeLLMServer, Reply
 
 
 async def test_the_listed_ids_come_back_in_order_without_an_auth_header(
@@ -56,3 +59,20 @@ async def test_a_listing_is_kept_for_its_ttl_and_failures_are_not(fake: FakeLLMS
     down = ModelListing("http://127.0.0.1:9/v1", "", timeout=2)
     assert (await down.get()).problem
     assert down.last is not None and down.last.problem
+
+
+async def test_no_key_means_no_auth_header_for_every_kind(fake: FakeLLMServer) -> None:
+    """A keyless local server gets no auth header at all: `Bearer ` with nothing after
+    it is an invalid header httpx refuses, and an empty `x-api-key` is no better."""
+    kinds: tuple[ProviderKind, ...] = ("anthropic", "openai_chat", "openai_responses")
+    for kind in kinds:
+        fake.script("*", Reply(text="hi"))
+        url = fake.base_url if kind == "anthropic" else fake.openai_base_url
+        provider = make_provider(kind, base_url=url, api_key="")
+        try:
+            events = [e async for e in provider.stream(ModelRequest("m", "", (user_text("x"),)))]
+        finally:
+            await provider.aclose()
+        assert events, kind
+        sent = fake.requests[-1].headers
+        assert "authorization" not in sent and "x-api-key" not in sent, kind
