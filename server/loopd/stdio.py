@@ -43,20 +43,17 @@ def protect_stdout() -> BinaryIO:
 
 
 class StdinReader(asyncio.StreamReader):
-    """A `StreamReader` that, when `before_eof` is set, awaits it before reporting the
-    end of the input: after the last line was read, and so after every request in it
-    was dispatched. A batch of requests in a file is then answered before the
-    connection counts as closed."""
+    """A `StreamReader` that, when `pace` is set, awaits it before each line it reads
+    (and before it reports the end). With a pace that waits for the answers to the
+    requests read so far, a file of requests is served one request at a time, in
+    order, and answered in full before its end closes the connection."""
 
-    before_eof: Callable[[], Awaitable[None]] | None = None
+    pace: Callable[[], Awaitable[None]] | None = None
 
     async def readuntil(self, separator: Any = b"\n") -> bytes:
-        try:
-            return await super().readuntil(separator)
-        except asyncio.IncompleteReadError as end:
-            if not end.partial and self.before_eof is not None:
-                await self.before_eof()
-            raise
+        if self.pace is not None:
+            await self.pace()
+        return await super().readuntil(separator)
 
 
 @dataclass(slots=True)

@@ -97,8 +97,15 @@ _OPENING = ("session/new", "session/load", "session/resume")
 
 
 class LoopdAgent(Agent):
-    def __init__(self, manager: SessionManager | asyncio.Future[SessionManager]) -> None:
+    """`client_answers=False`: the client cannot answer requests (see `AcpLink`)."""
+
+    def __init__(
+        self,
+        manager: SessionManager | asyncio.Future[SessionManager],
+        client_answers: bool = True,
+    ) -> None:
         self._manager = manager
+        self._client_answers = client_answers
         self.client: Client | None = None
         self.link: AcpLink | None = None
         self._opening: dict[Any, str | None] = {}  # request id -> session id (None: new)
@@ -106,7 +113,7 @@ class LoopdAgent(Agent):
 
     def on_connect(self, conn: Client) -> None:
         self.client = conn
-        self.link = AcpLink(conn)
+        self.link = AcpLink(conn, answers=self._client_answers)
 
     @property
     def started(self) -> SessionManager | None:

@@ -56,20 +56,22 @@ async def serve_stdio(
     returned, for callers that protect stdout before building the manager
     (recommended: nothing may print first).
 
-    stdin may be a regular file of requests: every request in it is answered before
-    the end of the file closes the connection (`loopd acp < requests.jsonl`)."""
+    stdin may be a regular file of requests (`loopd acp < requests.jsonl`): they are
+    served in order, each answered before the next is read, and all before the end
+    of the file closes the connection. Such a client cannot answer requests of ours:
+    approvals are refused unasked."""
     out = out if out is not None else protect_stdout()
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     stdin = await open_stdin(STDIN_LIMIT)
     writer = await open_stdout(cast(BinaryIO, out))
     requests = InFlight()
-    if stdin.batch:
-        stdin.reader.before_eof = requests.settled
+    if stdin.batch:  # one request at a time, each answered before the next is read
+        stdin.reader.pace = requests.settled
     try:
         # mypy sees the SDK's unstable routes as abstract; `agent._refuse_the_rest`
         # fills them in when the module loads.
-        agent = LoopdAgent(manager)  # type: ignore[abstract]
+        agent = LoopdAgent(manager, client_answers=not stdin.batch)  # type: ignore[abstract]
         await serve(agent, writer, stdin.reader, [requests.observe])
         sys.stderr.write("loopd acp: stdin closed, exiting\n")
     finally:

@@ -8,9 +8,11 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from loopd.testing.llm_script import Reply, ScriptedCall
 from tests.e2e.acp.conftest import Home
 
 pytestmark = pytest.mark.e2e
@@ -19,6 +21,58 @@ LOOPD = [sys.executable, "-m", "loopd"]
 
 def _request(rid: int, method: str, params: dict[str, object]) -> str:
     return json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+
+
+def _batch(home: Home, *requests: str) -> list[dict[str, Any]]:
+    """`loopd acp < file > file`: every message it wrote."""
+    given, answers = home.root / "batch.jsonl", home.root / "batch-out.jsonl"
+    given.write_text("\n".join(requests) + "\n")
+    with given.open("rb") as stdin, answers.open("wb") as stdout:
+        done = subprocess.run(
+            [*LOOPD, "acp"],
+            stdin=stdin,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env=home.env(),
+            cwd=home.work,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in answers.read_text().splitlines()]
+
+
+def test_a_file_of_requests_is_served_in_order_and_approvals_are_refused_unasked(
+    home: Home,
+) -> None:
+    """The requests run one after another (the prompt needs the load before it), and
+    a client that is a file cannot answer: the edit is refused without asking."""
+    (home.work / "a.py").write_text("x = 1\n")
+    edit = ScriptedCall("edit", {"path": "a.py", "old_string": "1", "new_string": "2"}, id="e1")
+    home.fake.script("*", Reply(tool_calls=(edit,)), Reply(text="done"))
+    init = _request(1, "initialize", {"protocolVersion": 1})
+    new = {"cwd": str(home.work), "mcpServers": []}
+    sid = _answers(_batch(home, init, _request(2, "session/new", new)))[2]["sessionId"]
+    load = {"sessionId": sid, "cwd": str(home.work), "mcpServers": []}
+    prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "make x two"}]}
+    messages = _batch(
+        home, init, _request(2, "session/load", load), _request(3, "session/prompt", prompt)
+    )
+    answers = _answers(messages)
+    assert set(answers) == {1, 2, 3}
+    assert answers[3]["stopReason"] == "end_turn"
+    assert not [m for m in messages if m.get("method") == "session/request_permission"]
+    updates = [m["params"]["update"] for m in messages if m.get("method") == "session/update"]
+    assert [u.get("status") for u in updates if u.get("toolCallId") == "e1"][-1] == "failed"
+    assert (home.work / "a.py").read_text() == "x = 1\n"
+
+
+def _answers(messages: list[dict[str, Any]]) -> dict[int, Any]:
+    """The results by request id (an error fails the test, naming it)."""
+    answers = {m["id"]: m for m in messages if "id" in m and "method" not in m}
+    for rid, answer in answers.items():
+        assert "result" in answer, (rid, answer)
+    return {rid: answer["result"] for rid, answer in answers.items()}
 
 
 def test_acp_answers_a_file_of_requests_into_a_file_and_exits_at_its_end(home: Home) -> None:
