@@ -25,8 +25,10 @@ from loopd.catalog import (
     RuntimeEntry,
     discover_catalog,
 )
+from loopd.catalog.errors import NO_RUNTIME_HELP
 from loopd.catalog.listing import listing_for, lists_models, no_model_help
 from loopd.config import Config, data_dir, load_config
+from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.schema import Harness
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig, random_id
@@ -38,10 +40,11 @@ from loopd.policy.grants import CallGrants
 from loopd.policy.modes import DEFAULT_MODE, parse_mode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
+from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import AgentMessageChunk, PlanEntry, PlanUpdated
 from loopd.protocol.turns import UndoReport
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
-from loopd.providers.factory import HOW_TO_CONFIGURE, ClosableProvider, make_provider
+from loopd.providers.factory import ClosableProvider, make_provider
 from loopd.providers.models import NoModelProvider
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
@@ -63,11 +66,13 @@ def utc_now() -> str:
 @dataclass(slots=True)
 class App:
     env: Mapping[str, str]
+    cwd: str
     config: Config
     catalog: CatalogBuild
     store: SqliteStore
     manager: SessionManager
     _providers: list[ClosableProvider] = field(default_factory=list)
+    _probe: LazyProbe | None = None
 
     async def aclose(self) -> None:
         await self.manager.shutdown()
@@ -75,29 +80,77 @@ class App:
             await provider.aclose()
         self.store.close()
 
+    async def logout(self) -> None:
+        forget_login(data_dir(self.env))
+        await self.reload()
+
+    async def reload(self) -> None:
+        """Read the login and the config again and offer the runtimes they give now
+        (after `loopd login` ran in a terminal). Open sessions keep their runtime."""
+        env, self.config = await asyncio.to_thread(_configure, self.env, self.cwd)
+        self.catalog = await asyncio.to_thread(discover_catalog, self.config, env)
+        probe = self._probe or LazyProbe(env)
+        factories = _factories(self.catalog, env, self.config, self.store, self._providers, probe)
+        self.manager.use_runtimes(
+            factories,
+            self.catalog.catalog.default or "",
+            functools.partial(_identity, self.catalog.catalog),
+        )
+
 
 def build_app(env: Mapping[str, str], cwd: str) -> App:
-    config = load_config(env, Path(cwd))
-    catalog = discover_catalog(config, env)
+    effective, config = _configure(env, cwd)
+    catalog = discover_catalog(config, effective)
     store = SqliteStore(data_dir(env) / "sessions.db")
     providers: list[ClosableProvider] = []
+    probe = LazyProbe(effective)
+    manager = SessionManager(
+        store=store,
+        runtimes=_factories(catalog, effective, config, store, providers, probe),
+        default_runtime=catalog.catalog.default or "",
+        now=utc_now,
+        approval_timeout=float(config.approvals.timeout_seconds),
+        no_runtime_help=f"{NO_RUNTIME_HELP} (`loopd doctor` shows what was found)",
+        no_default_help=_no_default_help(config, catalog),
+        identify=functools.partial(_identity, catalog.catalog),
+    )
+    app = App(env, cwd, config, catalog, store, manager, providers, probe)
+    manager.credentials = app
+    return app
+
+
+def _configure(env: Mapping[str, str], cwd: str) -> tuple[dict[str, str], Config]:
+    """The environment with the stored login filling its gaps, and the config with
+    the login's defaults as its lowest layer."""
+    try:
+        login = read_login(data_dir(env))
+    except LoginFileError as err:
+        raise ConfigError(str(err)) from err
+    return with_login(env, login), load_config(env, Path(cwd), base=login.config_layer())
+
+
+def _factories(
+    catalog: CatalogBuild,
+    env: Mapping[str, str],
+    config: Config,
+    store: SqliteStore,
+    providers: list[ClosableProvider],
+    probe: LazyProbe,
+) -> dict[str, RuntimeFactory]:
     factories: dict[str, RuntimeFactory] = {}
-    probe = LazyProbe(env)
     for entry in catalog.catalog:
         factory = _factory(entry, env, config, store, providers, probe)
         if factory is not None:
             factories[entry.name] = factory
-    manager = SessionManager(
-        store=store,
-        runtimes=factories,
-        default_runtime=catalog.catalog.default or "",
-        now=utc_now,
-        approval_timeout=float(config.approvals.timeout_seconds),
-        no_runtime_help=f"{HOW_TO_CONFIGURE}, or put the claude or codex CLI on PATH "
-        "(`loopd doctor` shows what was found)",
-        identify=functools.partial(_identity, catalog.catalog),
-    )
-    return App(env, config, catalog, store, manager, providers)
+    return factories
+
+
+def _no_default_help(config: Config, catalog: CatalogBuild) -> str:
+    """Why no runtime is the default: the configured one (file and key named) is not
+    available, or nothing ranks first."""
+    wanted = config.defaults.runtime
+    reasons = [s.reason for s in catalog.skipped if wanted is not None and s.name == wanted]
+    return reasons[-1] if reasons else "no default runtime: choose one (see `loopd catalog`)"
 
 
 def _identity(catalog: RuntimeCatalog, name: str, config: Mapping[str, str]) -> dict[str, Any]:

@@ -18,15 +18,24 @@ from collections.abc import Sequence
 from typing import IO, Any, BinaryIO, cast
 
 from acp.agent.connection import AgentSideConnection
-from acp.connection import StreamDirection, StreamEvent, StreamObserver
+from acp.connection import Connection, StreamDirection, StreamEvent, StreamObserver
+from acp.interfaces import Agent
+from acp.router import MessageRouter
 
 from loopd.acp.agent import LoopdAgent
+from loopd.acp.models import ModelRoutes
 from loopd.sessions.manager import SessionManager
 from loopd.stdio import open_stdin, open_stdout, protect_stdout
 
 log = logging.getLogger(__name__)
 
 STDIN_LIMIT = 50 * 1024 * 1024  # base64 images arrive on one line
+
+
+class _Routes(Agent, ModelRoutes):
+    """What loopd answers: the SDK's agent methods (the unstable ones too, so
+    `session/fork` is served and the SDK has nothing to warn about), plus the
+    legacy `session/set_model`."""
 
 
 async def serve(
@@ -37,10 +46,12 @@ async def serve(
 ) -> None:
     """Serve one ACP connection until the peer closes it. On the way out, whatever
     the connection was running is cancelled and sessions only it had are closed."""
+    router = MessageRouter.from_protocol(_Routes, agent, use_unstable_protocol=True)
     watchers = [agent.observe, *observers]
-    conn = AgentSideConnection(agent, writer, reader, listening=False, observers=watchers)
+    conn = Connection(router, writer, reader, listening=False, observers=watchers)
+    AgentSideConnection.attach(agent, conn, use_unstable_protocol=True)  # the client side
     try:
-        await conn.listen()
+        await conn.main_loop()
     finally:
         manager = agent.started
         if agent.link is not None and manager is not None:

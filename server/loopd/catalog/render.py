@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from loopd.catalog.build import Skipped
 from loopd.catalog.catalog import RuntimeCatalog
 from loopd.catalog.entry import RuntimeEntry, public_url
+from loopd.catalog.errors import NO_RUNTIME_HELP
 
 if TYPE_CHECKING:
     from loopd.providers.models import Listed
@@ -46,7 +47,7 @@ def catalog_to_text(
     skipped, the entries that have no model and why, and the digest."""
     listed = listed or {}
     rows = [_row(entry, entry.name == catalog.default, listed.get(entry.name)) for entry in catalog]
-    lines = _table([_HEADERS, *rows]) if rows else ["no runtimes available"]
+    lines = _table([_HEADERS, *rows]) if rows else [f"no runtimes available: {NO_RUNTIME_HELP}"]
     lines += [f"skipped {item.name}: {item.reason}" for item in skipped]
     lines += [
         f"no model for {name}: {found.problem or 'its endpoint lists none'}; set "

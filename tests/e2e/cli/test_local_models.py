@@ -53,7 +53,7 @@ async def test_the_readme_local_provider_sends_no_auth_header(
 async def test_an_unlisted_provider_offers_what_the_endpoint_lists(
     fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
 ) -> None:
-    fake_llm.serve_models("qwen3-coder:30b", "llama3.2")
+    fake_llm.models = ["qwen3-coder:30b", "llama3.2"]
     fake_llm.script("*", Reply(text="hi"), Reply(text="again"))
     env = isolated_env(tmp_path, None, OPENAI_BASE_URL=fake_llm.openai_base_url)
     app = build_app(env, str(workspace))
@@ -84,6 +84,7 @@ async def test_an_unlisted_provider_offers_what_the_endpoint_lists(
 async def test_an_endpoint_that_lists_nothing_says_how_to_configure_a_model(
     fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
 ) -> None:
+    fake_llm.models = []  # Ollama with nothing pulled
     env = isolated_env(tmp_path, None, OLLAMA_HOST=fake_llm.base_url)
     app = build_app(env, str(workspace))
     try:

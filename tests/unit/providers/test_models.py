@@ -17,7 +17,7 @@ from loopd.testing.fake_llm import FakeLLMServer, Reply
 async def test_the_listed_ids_come_back_in_order_without_an_auth_header(
     fake: FakeLLMServer,
 ) -> None:
-    fake.serve_models("qwen3-coder", "llama3.2", "qwen3-coder")
+    fake.models = ["qwen3-coder", "llama3.2", "qwen3-coder"]
     async with httpx.AsyncClient() as client:
         listed = await fetch_models(fake.openai_base_url, "", client=client)
     assert (listed.models, listed.problem) == (("qwen3-coder", "llama3.2"), "")
@@ -27,6 +27,7 @@ async def test_the_listed_ids_come_back_in_order_without_an_auth_header(
 
 
 async def test_a_key_is_sent_as_a_bearer_token(fake: FakeLLMServer) -> None:
+    fake.models = []
     async with httpx.AsyncClient() as client:
         listed = await fetch_models(fake.openai_base_url, "sk-local", client=client)
     assert listed.models == ()
@@ -46,10 +47,10 @@ async def test_a_server_that_is_down_is_a_problem_not_an_exception() -> None:
 
 async def test_a_listing_is_kept_for_its_ttl_and_failures_are_not(fake: FakeLLMServer) -> None:
     clock = [0.0]
-    fake.serve_models("a")
+    fake.models = ["a"]
     listing = ModelListing(fake.openai_base_url, "", ttl=60, now=lambda: clock[0])
     assert await listing.models() == ("a",)
-    fake.serve_models("a", "b")
+    fake.models = ["a", "b"]
     clock[0] = 59
     assert await listing.models() == ("a",), "kept: sessions do not ask each time"
     clock[0] = 61
