@@ -4,6 +4,7 @@ state dir come from tests/e2e/conftest.py)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +12,12 @@ import pytest
 
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import Prompt, SessionEvent, TextBlock, ToolCallUpdated
+from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import Runtime, RuntimeContext, RuntimeFactory
 from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
 from tests.e2e.conftest import pinned_binary
 
-__all__ = ["BrokenEmitter", "approver_of", "open_runtime", "pinned_binary", "say"]
+__all__ = ["BrokenEmitter", "approver_of", "one_turn", "open_runtime", "pinned_binary", "say"]
 
 
 class BrokenEmitter(RecordingEmitter):
@@ -56,6 +58,14 @@ async def open_runtime(
 
 def say(text: str) -> Prompt:
     return Prompt((TextBlock(text),))
+
+
+async def one_turn(runtime: Runtime, text: str, within: float = 90) -> Outcome:
+    """One turn (bounded), then the runtime closed."""
+    try:
+        return await asyncio.wait_for(runtime.prompt(say(text)), within)
+    finally:
+        await runtime.close()
 
 
 @pytest.fixture

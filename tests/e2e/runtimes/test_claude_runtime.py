@@ -19,7 +19,7 @@ from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
 from tests.e2e.conftest import anthropic_texts
 
-from .conftest import approver_of, open_runtime, pinned_binary, say
+from .conftest import approver_of, one_turn, open_runtime, pinned_binary, say
 
 pytestmark = pytest.mark.e2e
 MODEL = "claude-sonnet-4-5"
@@ -130,10 +130,7 @@ async def test_full_auto_refuses_what_would_ask_without_asking(
     approver = approver_of(ApprovalDecision.ALLOW_ONCE)
     factory = ClaudeRuntimeFactory(settings(fake_llm, tmp_path))
     runtime, emitter = await open_runtime(factory, workdir, approver, mode="full_auto")
-    try:
-        outcome = await runtime.prompt(say("make both files"))
-    finally:
-        await runtime.close()
+    outcome = await one_turn(runtime, "make both files")
     assert outcome.stop_reason == "end_turn"
     assert approver.requests == [], "full_auto never asks"
     assert inside.exists()

@@ -20,7 +20,7 @@ from loopd.runtimes.codex import CodexProvider, CodexRuntimeFactory, CodexSettin
 from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
 from tests.e2e.conftest import responses_texts
 
-from .conftest import BrokenEmitter, approver_of, open_runtime, pinned_binary, say
+from .conftest import BrokenEmitter, approver_of, one_turn, open_runtime, pinned_binary, say
 
 pytestmark = pytest.mark.e2e
 MODEL = "gpt-5.5"  # a slug from codex's own catalog, or it drops apply_patch and warns
@@ -111,10 +111,7 @@ async def test_an_approval_that_fails_midway_refuses_and_never_leaves_codex_wait
     s = settings(fake_llm.openai_base_url, home_cache, stall_timeout=120.0)
     factory = CodexRuntimeFactory(s)
     runtime, _ = await open_runtime(factory, workdir, approver, emitter=BrokenEmitter())
-    try:
-        outcome = await asyncio.wait_for(runtime.prompt(say("make the file")), 60)
-    finally:
-        await runtime.close()
+    outcome = await one_turn(runtime, "make the file", within=60)
     assert len(approver.requests) == 1
     assert not (workdir / "made.txt").exists()
     assert outcome.error is None
@@ -136,10 +133,7 @@ async def test_full_auto_never_asks_and_stays_inside_the_workspace_sandbox(
     approver = approver_of(ApprovalDecision.ALLOW_ONCE)
     s = settings(fake_llm.openai_base_url, home_cache)
     runtime, _ = await open_runtime(CodexRuntimeFactory(s), workdir, approver, mode="full_auto")
-    try:
-        outcome = await asyncio.wait_for(runtime.prompt(say("make both files")), 90)
-    finally:
-        await runtime.close()
+    outcome = await one_turn(runtime, "make both files")
     assert outcome.stop_reason == "end_turn"
     assert approver.requests == [], "full_auto never asks"
     assert (workdir / "made.txt").exists()
