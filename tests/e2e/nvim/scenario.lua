@@ -3,7 +3,8 @@
 --      buffer edited and the chat filled, its winbar showing title, mode and usage;
 --      complete a slash command and send from the chat's input area with Enter;
 --      cancel that turn.
---   B: a session of its own; answer its approval with `R` (Always reject).
+--   B: a session of its own, started by the server (as a code action starts one);
+--      answer its approval with `R` (Always reject).
 --   Then :checkhealth loopd.
 -- Run: nvim --clean --headless -l scenario.lua (env: LOOPD_PLUGIN, LOOPD_PY,
 -- LOOPD_LAUNCHER, LOOPD_FILE, LOOPD_FILE_B). Exit 0 and "NVIM-E2E: PASS" mean it passed.
@@ -136,12 +137,19 @@ wait('the loopd client attached (B)', function()
   return c ~= nil and c.initialized and c.root_dir == root_b
 end)
 check(loopd.client(buf_b).id ~= client_a.id, 'B has its own server')
-vim.cmd('Loopd ask hello from b')
+-- the turn starts the way a code action starts it: the server opens the session
+local started
+loopd.client(buf_b):request('workspace/executeCommand',
+  { command = 'loopd.ask', arguments = { { prompt = 'hello from b', uri = vim.uri_from_bufnr(buf_b) } } },
+  function(_, r) started = r end, buf_b)
 answer_approval('R', '+x = 2')
+wait('the server answered the command', function() return started ~= nil end)
 local b = loopd.project(root_b)
-wait('B turn ended', function() return b.last_stop ~= nil end)
-check(b.session ~= nil and b.session ~= a.session, 'B has its own session')
-wait('B chat shows the refusal', function() return has(text_of(b.chat.buf), '**failed** `Write') end)
+check(b.session == started.sessionId and b.session ~= a.session, "B's own session, started by the server, is B's")
+wait('B chat shows the refusal and the reply', function()
+  local shown = b.chat.buf and text_of(b.chat.buf) or ''
+  return has(shown, '**failed** `Write') and has(shown, 'I changed x')
+end)
 check(has(text_of(b.chat.buf), '_Always reject: Write'), 'B chat notes Always reject')
 check(vim.api.nvim_buf_get_lines(buf_a, 0, 1, false)[1] == 'x = 2', 'the rejected write changed nothing')
 check(not has(text_of(a.chat.buf), 'hello from b'), "A's chat shows nothing of B")

@@ -23,6 +23,7 @@ M.configured = false
 M.projects = {}
 local by_session = {} -- session id -> project
 local early = {} -- session id -> updates that arrived before the session's answer
+local EARLY_LIMIT = 200 -- per session: sessions started elsewhere (code actions) never bind
 
 local has011 = vim.fn.has('nvim-0.11') == 1
 
@@ -60,6 +61,7 @@ function M.project(root)
   local p = M.projects[root]
   if not p then
     p = { root = root, session = nil, config_options = {}, request = nil, last_stop = nil, turns = 0 }
+    p.left = {} -- sessions this project moved away from (:Loopd new, :Loopd sessions)
     p.send = function(text) M.ask(text, nil, p) end
     p.chat = Chat.new(p)
     M.projects[root] = p
@@ -81,7 +83,10 @@ local function request(project, method, params, on_result)
 end
 
 local function bind(project, session_id)
-  if project.session then by_session[project.session] = nil end
+  if project.session then
+    by_session[project.session] = nil
+    project.left[project.session] = true
+  end
   project.session = session_id
   if not session_id then return end
   by_session[session_id] = project
@@ -101,12 +106,24 @@ local function ask_permission(_, params)
 end
 
 local handlers = {
-  ['loopd/session/update'] = function(_, params)
+  ['loopd/session/update'] = function(_, params, ctx)
     if not params then return end
     local project = by_session[params.sessionId]
+    if not project then
+      -- A session the server started for this project (a code action's turn) becomes
+      -- the project's session when it has none; one it left stays left.
+      local client = ctx and vim.lsp.get_client_by_id(ctx.client_id)
+      local candidate = client and client.root_dir and M.project(client.root_dir)
+      if candidate and not candidate.session and not candidate.opening and not candidate.left[params.sessionId] then
+        bind(candidate, params.sessionId)
+        project = candidate
+      end
+    end
     if project then return project.chat:feed(params.update) end
-    early[params.sessionId] = early[params.sessionId] or {}
-    table.insert(early[params.sessionId], params.update)
+    -- a session this Neovim has not bound (yet): kept until its answer binds it
+    local kept = early[params.sessionId] or {}
+    early[params.sessionId] = kept
+    if #kept < EARLY_LIMIT then table.insert(kept, params.update) end
   end,
   ['loopd/session/requestPermission'] = ask_permission,
 }
@@ -121,7 +138,9 @@ end
 
 local function with_session(project, fn)
   if project.session then return fn(project.session) end
+  project.opening = true
   request(project, 'loopd/session/new', { cwd = project.root, mcpServers = {} }, function(result)
+    project.opening = false
     if not result then return end
     bind(project, result.sessionId)
     remember(project, result)
