@@ -21,7 +21,7 @@ import selectors
 import stat
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, cast
 
@@ -42,23 +42,9 @@ def protect_stdout() -> BinaryIO:
     return cast(BinaryIO, os.fdopen(protocol_fd, "wb", buffering=0))
 
 
-class StdinReader(asyncio.StreamReader):
-    """A `StreamReader` that, when `pace` is set, awaits it before each line it reads
-    (and before it reports the end). With a pace that waits for the answers to the
-    requests read so far, a file of requests is served one request at a time, in
-    order, and answered in full before its end closes the connection."""
-
-    pace: Callable[[], Awaitable[None]] | None = None
-
-    async def readuntil(self, separator: Any = b"\n") -> bytes:
-        if self.pace is not None:
-            await self.pace()
-        return await super().readuntil(separator)
-
-
 @dataclass(slots=True)
 class Stdin:
-    reader: StdinReader
+    reader: asyncio.StreamReader
     batch: bool  # a regular file: a batch of requests, not a live client
     keep: tuple[Any, ...]  # strong references asyncio does not keep itself
 
@@ -67,7 +53,7 @@ async def open_stdin(limit: int) -> Stdin:
     """A reader on descriptor 0, whatever it is (see the module doc)."""
     _require_open(0, "stdin")
     loop = asyncio.get_running_loop()
-    reader = StdinReader(limit=limit)
+    reader = asyncio.StreamReader(limit=limit)
     mode = os.fstat(0).st_mode
     if _pollable(0, mode):
         protocol = asyncio.StreamReaderProtocol(reader)

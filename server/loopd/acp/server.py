@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import IO, Any, BinaryIO, cast
 
 from acp.agent.connection import AgentSideConnection
@@ -24,12 +24,13 @@ from acp.router import MessageRouter
 
 from loopd.acp.agent import LoopdAgent
 from loopd.acp.models import ModelRoutes
+from loopd.acp.transport import BoundedNdjson
 from loopd.sessions.manager import SessionManager
 from loopd.stdio import open_stdin, open_stdout, protect_stdout
 
 log = logging.getLogger(__name__)
 
-STDIN_LIMIT = 50 * 1024 * 1024  # base64 images arrive on one line
+STDIN_LIMIT = 50 * 1024 * 1024  # base64 images arrive on one line; longer lines are refused
 
 
 class _Routes(Agent, ModelRoutes):
@@ -43,12 +44,15 @@ async def serve(
     writer: asyncio.StreamWriter,
     reader: asyncio.StreamReader,
     observers: Sequence[StreamObserver] = (),
+    pace: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Serve one ACP connection until the peer closes it. On the way out, whatever
-    the connection was running is cancelled and sessions only it had are closed."""
+    the connection was running is cancelled and sessions only it had are closed.
+    `pace`, when given, is awaited before each message is read."""
     router = MessageRouter.from_protocol(_Routes, agent, use_unstable_protocol=True)
+    transport = BoundedNdjson(reader, writer, STDIN_LIMIT, pace=pace)
     watchers = [agent.observe, *observers]
-    conn = Connection(router, writer, reader, listening=False, observers=watchers)
+    conn = Connection(router, transport, listening=False, observers=watchers)
     AgentSideConnection.attach(agent, conn, use_unstable_protocol=True)  # the client side
     try:
         await conn.main_loop()
@@ -77,13 +81,12 @@ async def serve_stdio(
     stdin = await open_stdin(STDIN_LIMIT)
     writer = await open_stdout(cast(BinaryIO, out))
     requests = InFlight()
-    if stdin.batch:  # one request at a time, each answered before the next is read
-        stdin.reader.pace = requests.settled
+    pace = requests.settled if stdin.batch else None  # one request at a time, in order
     try:
         # mypy sees the SDK's unstable routes as abstract; `agent._refuse_the_rest`
         # fills them in when the module loads.
         agent = LoopdAgent(manager, client_answers=not stdin.batch)  # type: ignore[abstract]
-        await serve(agent, writer, stdin.reader, [requests.observe])
+        await serve(agent, writer, stdin.reader, [requests.observe], pace)
         sys.stderr.write("loopd acp: stdin closed, exiting\n")
     finally:
         writer.close()

@@ -91,7 +91,7 @@ class AnthropicProvider(SseProvider):
         version: str = DEFAULT_VERSION,
         bearer: bool = False,
         client: httpx.AsyncClient | None = None,
-        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         auth = bearer_auth(api_key) if bearer else ({"x-api-key": api_key} if api_key else {})
         headers = {**auth, "anthropic-version": version}

@@ -69,7 +69,7 @@ class OpenAIResponsesProvider(SseProvider):
         api_key: str,
         base_url: str = DEFAULT_BASE_URL,
         client: httpx.AsyncClient | None = None,
-        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         endpoint = SseEndpoint(
             base_url, bearer_auth(api_key), client=client, idle_timeout=idle_timeout
