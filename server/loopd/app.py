@@ -26,6 +26,7 @@ from loopd.catalog import (
     discover_catalog,
 )
 from loopd.catalog.errors import NO_RUNTIME_HELP
+from loopd.catalog.listing import listing_for, lists_models, no_model_help
 from loopd.config import Config, data_dir, load_config
 from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.schema import Harness
@@ -46,6 +47,7 @@ from loopd.protocol.events import AgentMessageChunk, PlanEntry, PlanUpdated
 from loopd.protocol.turns import UndoReport
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
 from loopd.providers.factory import ClosableProvider, make_provider
+from loopd.providers.models import NoModelProvider
 from loopd.runtimes.acp_agent import AcpRuntimeFactory, AcpSettings
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
@@ -216,12 +218,14 @@ def _native_wiring(
     provider = _provider(entry, env, config, providers)
     models = tuple(m.id for m in entry.models)
     default_model = entry.resolve_model(None) if entry.default_model else None
-    default_model = default_model or (models[0] if models else "default")
+    default_model = default_model or (models[0] if models else "")
+    listing = listing_for(entry, env) if lists_models(entry) else None
+    unavailable = NoModelProvider(lambda: no_model_help(entry, listing.last if listing else None))
     rules = RuleSet.from_config(_rules_table(config))
     child = _explore_child(catalog, entry, ChildRuntime(provider, default_model), config, env)
     shelf = SkillShelf(env)
     return NativeWiring(
-        provider_for=lambda model: provider,
+        provider_for=lambda model: provider if model else unavailable,
         parts_for=functools.partial(
             GuardedParts.open,
             env=env,
@@ -234,10 +238,11 @@ def _native_wiring(
         system_for=lambda ctx: shelf.book(ctx).indexed(system_prompt(ctx.cwd, ctx.roots)),
         clock=SystemClock(),
         default_mode=config.defaults.mode or DEFAULT_MODE.value,
-        models=models or (default_model,),
+        models=models,
         default_model=default_model,
         engine=EngineConfig(model=default_model, limits=_limits(config)),
         open_models=entry.open_models,
+        listing=listing,
         resolve_model=functools.partial(_model_id, entry),
     )
 
@@ -250,7 +255,7 @@ def _provider(
 ) -> ClosableProvider:
     ref = entry.provider
     assert ref is not None, "a native entry always has a provider"
-    api_key = env.get(ref.api_key_env, "") if ref.api_key_env else ""
+    api_key = env.get(ref.api_key_env, "") if ref.api_key_env else ""  # "": sent no auth
     provider = make_provider(
         ref.kind.value,
         base_url=ref.base_url,

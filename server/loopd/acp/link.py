@@ -30,13 +30,20 @@ from loopd.protocol.questions import Question
 
 @dataclass(eq=False, slots=True)
 class AcpLink:
+    """`answers=False` is a client that can answer no request of ours (a file of
+    requests on stdin): every question is then refused unasked, and its files and
+    terminals are never used, so nothing waits for an answer that cannot come."""
+
     client: Client
     capabilities: ClientCapabilities | None = None
+    answers: bool = True
 
     async def send_update(self, session_id: str, update: Mapping[str, Any]) -> None:
         await self.client.session_update(session_id, update_model(session_id, update))
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        if not self.answers:
+            return ApprovalDecision.REJECT_ONCE
         response = await self.client.request_permission(
             session_id=request.session_id,
             tool_call=permission_tool_call(request),
@@ -58,7 +65,7 @@ class AcpLink:
     def files(self, session_id: str, roots: Sequence[str], local: TextFiles) -> AcpFiles:
         """File access for a session's tools: the editor's buffers inside `roots`
         when the client advertised `fs`, `local` otherwise."""
-        fs = self.capabilities.fs if self.capabilities else None
+        fs = self.capabilities.fs if self.capabilities and self.answers else None
         return AcpFiles(
             self.client,
             session_id,
@@ -70,6 +77,6 @@ class AcpLink:
 
     def terminals(self, session_id: str) -> AcpTerminals | None:
         """Commands in the editor's terminals, or None when the client has none."""
-        if not (self.capabilities and self.capabilities.terminal):
+        if not (self.capabilities and self.capabilities.terminal and self.answers):
             return None
         return AcpTerminals(self.client, session_id)
