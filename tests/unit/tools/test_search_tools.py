@@ -5,6 +5,7 @@ import pytest
 from tooltest import Call, RecordingProgress
 
 from loopd.engine.ports import ToolCall, ToolResult
+from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import Location
 from loopd.tools import ToolEnv, ToolLimits, ToolRegistry
 from loopd.tools.grep import Grep
@@ -148,3 +149,30 @@ async def test_grep_withholds_matches_in_secret_files(grep: ToolRegistry, tree: 
     assert "PRIVATE" not in result.output
     assert "a.txt:1: alpha" in result.output
     assert result.output.endswith("matches in files that look like secrets are withheld.]")
+
+
+async def test_glob_never_lists_names_outside_the_searched_directory(
+    call: Call, tree: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "private-name.txt").write_text("x")
+    (tree / "link").symlink_to(outside, target_is_directory=True)
+    for climbing in ("../*", "sub/../../*"):
+        with pytest.raises(ToolInputError, match="may not climb"):
+            await call("glob", pattern=climbing)
+    for pattern in ("link/*", "**/*", "*/*.txt", "**/private-name.txt"):
+        out = await call("glob", pattern=pattern)
+        assert "private-name" not in out.result.output, pattern
+    listed = await call("glob", pattern="*")
+    assert "link\n" in listed.result.output + "\n"  # the symlink itself is a name in the tree
+
+
+async def test_grep_does_not_follow_a_symlinked_directory_or_a_climbing_glob(
+    grep: ToolRegistry, tree: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "notes.txt").write_text("alpha from outside\n")
+    (tree / "link").symlink_to(outside, target_is_directory=True)
+    for extra in ({}, {"glob": "../*"}, {"glob": "link/*"}):
+        result = await run_grep(grep, pattern="alpha", **extra)
+        assert "from outside" not in result.output, extra
