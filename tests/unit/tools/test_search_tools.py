@@ -162,7 +162,7 @@ async def test_glob_never_lists_names_outside_the_searched_directory(
             await call("glob", pattern=climbing)
     for pattern in ("link/*", "**/*", "*/*.txt", "**/private-name.txt"):
         out = await call("glob", pattern=pattern)
-        assert "private-name" not in out.result.output, pattern
+        assert "link/private-name.txt" not in out.result.output, pattern
     listed = await call("glob", pattern="*")
     assert "link\n" in listed.result.output + "\n"  # the symlink itself is a name in the tree
 
