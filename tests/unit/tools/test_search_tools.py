@@ -164,7 +164,7 @@ async def test_glob_never_lists_names_outside_the_searched_directory(
         out = await call("glob", pattern=pattern)
         assert "link/private-name.txt" not in out.result.output, pattern
     listed = await call("glob", pattern="*")
-    assert "link\n" in listed.result.output + "\n"  # the symlink itself is a name in the tree
+    assert "link/" in listed.result.output.splitlines()  # the symlink itself is a name here
 
 
 async def test_grep_does_not_follow_a_symlinked_directory_or_a_climbing_glob(
