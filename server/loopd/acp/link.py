@@ -16,7 +16,7 @@ from typing import Any
 from acp.interfaces import Client
 from acp.schema import ClientCapabilities
 
-from loopd.acp.client_io import AcpFiles, AcpTerminals, TextFiles
+from loopd.acp.client_io import AcpFiles, AcpTerminals
 from loopd.acp.translate import (
     PERMISSION_OPTIONS,
     decision_of,
@@ -24,6 +24,7 @@ from loopd.acp.translate import (
     update_model,
 )
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
+from loopd.tools.env import FileAccess
 
 
 @dataclass(eq=False, slots=True)
@@ -42,18 +43,12 @@ class AcpLink:
         )
         return decision_of(response)
 
-    def files(self, session_id: str, roots: Sequence[str], local: TextFiles) -> AcpFiles:
-        """File access for a session's tools: the editor's buffers inside `roots`
-        when the client advertised `fs`, `local` otherwise."""
+    def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> AcpFiles:
+        """File access for a session's tools: reads of proven paths inside the
+        session's folders from the editor's buffers when the client advertised
+        `fs.readTextFile`, everything else through `local` (see `AcpFiles`)."""
         fs = self.capabilities.fs if self.capabilities else None
-        return AcpFiles(
-            self.client,
-            session_id,
-            tuple(roots),
-            local,
-            can_read=bool(fs and fs.read_text_file),
-            can_write=bool(fs and fs.write_text_file),
-        )
+        return AcpFiles(self.client, session_id, local, can_read=bool(fs and fs.read_text_file))
 
     def terminals(self, session_id: str) -> AcpTerminals | None:
         """Commands in the editor's terminals, or None when the client has none."""

@@ -50,6 +50,9 @@ The file format (every key optional; unknown keys are errors):
     ask = []
     deny = []
     timeout_seconds = 600      # an unanswered question is a rejection after this
+
+    [sandbox]
+    allow_unix_sockets = []    # socket paths commands may connect to (default: none)
 """
 
 from loopd.config.load import (
@@ -75,6 +78,7 @@ from loopd.config.schema import (
     ProviderConfig,
     ProviderKind,
     RuntimeConfig,
+    SandboxSettings,
 )
 
 __all__ = [
@@ -92,6 +96,7 @@ __all__ = [
     "ProviderConfig",
     "ProviderKind",
     "RuntimeConfig",
+    "SandboxSettings",
     "data_dir",
     "load_config",
     "merge_layers",

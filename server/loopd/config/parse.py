@@ -27,6 +27,7 @@ from loopd.config.schema import (
     ProviderConfig,
     ProviderKind,
     RuntimeConfig,
+    SandboxSettings,
 )
 
 E = TypeVar("E", bound=StrEnum)
@@ -135,7 +136,7 @@ class _Table:
 def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
     """Validate a merged document. Raises `ConfigFileError` naming file and key."""
     root = _Table(merged, merged.data, ())
-    root.only({"defaults", "providers", "runtimes", "limits", "approvals"})
+    root.only({"defaults", "providers", "runtimes", "limits", "approvals", "sandbox"})
     providers = {name: _provider(name, t) for name, t in root.table("providers").tables()}
     runtimes = {name: _runtime(name, t) for name, t in root.table("runtimes").tables()}
     return Config(
@@ -144,6 +145,7 @@ def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
         runtimes=runtimes,
         limits=_limits(root.table("limits")),
         approvals=_approvals(root.table("approvals")),
+        sandbox=_sandbox(root.table("sandbox")),
         sources=sources,
     )
 
@@ -251,6 +253,15 @@ def _approvals(t: _Table) -> Approvals:
         deny=t.texts("deny") or (),
         timeout_seconds=timeout,
     )
+
+
+def _sandbox(t: _Table) -> SandboxSettings:
+    t.only({"allow_unix_sockets"})
+    sockets = t.texts("allow_unix_sockets") or ()
+    for path in sockets:
+        if not path.startswith("/"):
+            t.fail("allow_unix_sockets", f"{path!r} is not an absolute path")
+    return SandboxSettings(allow_unix_sockets=sockets)
 
 
 def _url(t: _Table, key: str) -> str | None:

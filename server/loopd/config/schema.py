@@ -140,6 +140,16 @@ class Approvals:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxSettings:
+    """`[sandbox]`: what commands may reach beyond the default boundary.
+    `allow_unix_sockets` names Unix socket paths commands may connect to (all others
+    stay out of reach; see the README's Safety section for what a non-empty list
+    changes)."""
+
+    allow_unix_sockets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EnvSettings:
     """The environment variables loopd reads itself. Keys stay out of `repr`."""
 
@@ -161,6 +171,7 @@ class Config:
     runtimes: Mapping[str, RuntimeConfig] = field(default_factory=lambda: MappingProxyType({}))
     limits: Limits = field(default_factory=Limits)
     approvals: Approvals = field(default_factory=Approvals)
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     sources: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
