@@ -7,7 +7,6 @@ import asyncio
 import ctypes
 import os
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,7 +187,7 @@ class Swapper(threading.Thread):
         while not self.halt.is_set():
             exchange(self.real, self.link)
             self.flips += 1
-            time.sleep(self.period)
+            self.halt.wait(self.period)
 
 
 async def test_a_swap_around_the_editor_read_gives_the_disk_text(tmp_path: Path) -> None:
