@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from loopd.catalog import (
     RuntimeEntry,
     discover_catalog,
 )
-from loopd.config import Config, data_dir, load_config
+from loopd.config import Config, data_dir, load_config, user_config_file
 from loopd.config.schema import Harness
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig, random_id
@@ -34,7 +35,7 @@ from loopd.instructions import system_prompt
 from loopd.mcp import McpServers
 from loopd.policy.decide import RulePolicy
 from loopd.policy.grants import CallGrants
-from loopd.policy.modes import DEFAULT_MODE, parse_mode
+from loopd.policy.modes import DEFAULT_MODE, Mode, parse_mode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
 from loopd.protocol.events import AgentMessageChunk, PlanEntry, PlanUpdated
@@ -45,7 +46,7 @@ from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
 from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
-from loopd.sandbox.base import Unsandboxed
+from loopd.sandbox.base import CommandSandbox, Unsandboxed
 from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
@@ -165,9 +166,16 @@ def _native_wiring(
     default_model = entry.resolve_model(None) if entry.default_model else None
     default_model = default_model or (models[0] if models else "default")
     rules = RuleSet.from_config(_rules_table(config))
+    boundary = Boundary(
+        private=_own_dirs(env),
+        home_readable=config.sandbox.home_readable,
+        unix_sockets=config.sandbox.allow_unix_sockets,
+    )
     return NativeWiring(
         provider_for=lambda model: provider,
-        parts_for=functools.partial(GuardedParts.open, env=env, probe=probe, rules=rules),
+        parts_for=functools.partial(
+            GuardedParts.open, env=env, probe=probe, rules=rules, boundary=boundary
+        ),
         system_for=lambda ctx: system_prompt(ctx.cwd, ctx.roots),
         clock=SystemClock(),
         default_mode=config.defaults.mode or DEFAULT_MODE.value,
@@ -176,6 +184,42 @@ def _native_wiring(
         engine=EngineConfig(model=default_model, limits=_limits(config)),
         open_models=entry.open_models,
     )
+
+
+def _own_dirs(env: Mapping[str, str]) -> tuple[str, ...]:
+    """loopd's own folders: its data (the session store, which holds whole
+    conversations) and its user configuration. Commands never see them and the file
+    tools never read them."""
+    own = (data_dir(env), user_config_file(env).parent)
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in own))
+
+
+@dataclass(frozen=True, slots=True)
+class Boundary:
+    """What a session's sandbox hides and lets through beyond its defaults."""
+
+    private: tuple[str, ...] = ()
+    home_readable: tuple[str, ...] = ()
+    unix_sockets: tuple[str, ...] = ()
+
+    def sandbox(
+        self,
+        mode: Mode,
+        probe: SandboxProbe,
+        roots: tuple[str, ...],
+        grant: NetworkGrant,
+        env: Mapping[str, str],
+    ) -> CommandSandbox:
+        return select_sandbox(
+            mode,
+            probe,
+            roots,
+            grant,
+            env,
+            extra_secrets=self.private,
+            home_readable=self.home_readable,
+            unix_sockets=self.unix_sockets,
+        )
 
 
 def _rules_table(config: Config) -> dict[str, Any]:
@@ -234,6 +278,7 @@ class GuardedParts:
     policy: RulePolicy
     mcp: McpServers
     emitter: Emitter
+    boundary: Boundary
     notice: str = ""  # said at the start of the next turn
 
     @classmethod
@@ -246,6 +291,7 @@ class GuardedParts:
         env: Mapping[str, str],
         probe: LazyProbe,
         rules: RuleSet,
+        boundary: Boundary,
     ) -> GuardedParts:
         found = await asyncio.to_thread(probe.get)  # runs trial commands, once
         grant, parsed = NetworkGrant(), parse_mode(mode)
@@ -253,7 +299,7 @@ class GuardedParts:
         async def on_plan(entries: tuple[PlanEntry, ...]) -> None:
             await ctx.emitter.emit(PlanUpdated(entries))
 
-        sandbox = select_sandbox(parsed, found, ctx.roots, grant, env)
+        sandbox = boundary.sandbox(parsed, found, tuple(ctx.roots), grant, env)
         policy = RulePolicy(
             mode=parsed,
             roots=ctx.roots,
@@ -261,6 +307,7 @@ class GuardedParts:
             network=grant,
             rules=rules,
             remembered=RuleSet.from_json(remembered),
+            extra_secrets=boundary.private,
             grants=CallGrants(),
         )
         tool_env = ToolEnv(
@@ -281,13 +328,16 @@ class GuardedParts:
             clock=tool_env.clock,
         )
         tools = ToolRegistry(tool_env, (*builtin, *mcp.tools))
-        return cls(env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, mcp.report())
+        parts = (env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, boundary)
+        return cls(*parts, mcp.report())
 
     def set_mode(self, mode: str) -> None:
         parsed = parse_mode(mode)
         self.policy.mode = parsed
         roots = self.tool_env.roots
-        self.tool_env.sandbox = select_sandbox(parsed, self.probe, roots, self.grant, self.env)
+        self.tool_env.sandbox = self.boundary.sandbox(
+            parsed, self.probe, roots, self.grant, self.env
+        )
 
     def remembered(self) -> Mapping[str, Any]:
         return self.policy.remembered.to_json()

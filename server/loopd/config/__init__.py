@@ -53,6 +53,7 @@ The file format (every key optional; unknown keys are errors):
 
     [sandbox]
     allow_unix_sockets = []    # socket paths commands may connect to (default: none)
+    home_readable = []         # home entries shown to commands ("~/.m2"), read-only
 """
 
 from loopd.config.load import (

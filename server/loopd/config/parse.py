@@ -256,12 +256,16 @@ def _approvals(t: _Table) -> Approvals:
 
 
 def _sandbox(t: _Table) -> SandboxSettings:
-    t.only({"allow_unix_sockets"})
+    t.only({"allow_unix_sockets", "home_readable"})
     sockets = t.texts("allow_unix_sockets") or ()
     for path in sockets:
         if not path.startswith("/"):
             t.fail("allow_unix_sockets", f"{path!r} is not an absolute path")
-    return SandboxSettings(allow_unix_sockets=sockets)
+    readable = t.texts("home_readable") or ()
+    for entry in readable:
+        if entry.startswith("/") or ".." in entry.split("/"):
+            t.fail("home_readable", f"{entry!r} is not a path inside the home directory")
+    return SandboxSettings(allow_unix_sockets=sockets, home_readable=readable)
 
 
 def _url(t: _Table, key: str) -> str | None:

@@ -142,11 +142,13 @@ class Approvals:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SandboxSettings:
     """`[sandbox]`: what commands may reach beyond the default boundary.
-    `allow_unix_sockets` names Unix socket paths commands may connect to (all others
-    stay out of reach; see the README's Safety section for what a non-empty list
-    changes)."""
+    `allow_unix_sockets` names Unix socket paths commands may connect to (see the
+    README's Safety section for what a non-empty list changes); `home_readable` names
+    entries of the home directory shown (read-only) to commands besides the built-in
+    toolchain list."""
 
     allow_unix_sockets: tuple[str, ...] = ()
+    home_readable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -182,6 +182,8 @@ def select_sandbox(
     *,
     home: str | None = None,
     extra_secrets: Sequence[str] = (),
+    home_readable: Sequence[str] = (),
+    unix_sockets: Sequence[str] = (),
 ) -> CommandSandbox:
     """The sandbox for a session: the probe's best tier, configured for the mode
     (plan mounts the roots read-only; full access runs commands unsandboxed). `env` is
@@ -204,9 +206,17 @@ def select_sandbox(
                 features=probe.bwrap_features or BwrapFeatures(),
                 landlock=best is Tier.BWRAP_LANDLOCK,
                 extra_secrets=tuple(extra_secrets),
+                home_readable=tuple(home_readable),
+                unix_sockets=tuple(unix_sockets),
             )
         case Tier.LANDLOCK:
-            return LandlockSandbox(dict(env), canonical, network_grant, read_only=read_only)
+            return LandlockSandbox(
+                dict(env),
+                canonical,
+                network_grant,
+                read_only=read_only,
+                unix_sockets=tuple(unix_sockets),
+            )
         case Tier.NETNS:
             return NetnsSandbox(dict(env), network_grant)
         case Tier.NONE:

@@ -134,14 +134,8 @@ class Bash:
             return failure("Running outside the sandbox was not approved for this call.")
         sandbox = env.outside if unsandboxed else env.sandbox
         network = bool(args.get("network", False)) and grant.network
-        prepared = sandbox.prepare(
-            CommandSpec(
-                argv=("bash", "-c", command),
-                cwd=env.cwd,
-                writable_roots=env.roots,
-                network=network,
-            )
-        )
+        spec = CommandSpec(("bash", "-c", command), env.cwd, env.roots, network)
+        prepared = await asyncio.to_thread(sandbox.prepare, spec)  # walks the tree for masks
         if args.get("background", False):
             return await _start_background(prepared, command, env)
         terminals, argv = env.editor_terminals(), editor_argv(prepared)
