@@ -222,6 +222,9 @@ class Boundary:
         )
 
 
+DEFAULT_BOUNDARY = Boundary()
+
+
 def _rules_table(config: Config) -> dict[str, Any]:
     a = config.approvals
     return {"allow": list(a.allow), "ask": list(a.ask), "deny": list(a.deny)}
@@ -291,7 +294,7 @@ class GuardedParts:
         env: Mapping[str, str],
         probe: LazyProbe,
         rules: RuleSet,
-        boundary: Boundary,
+        boundary: Boundary = DEFAULT_BOUNDARY,
     ) -> GuardedParts:
         found = await asyncio.to_thread(probe.get)  # runs trial commands, once
         grant, parsed = NetworkGrant(), parse_mode(mode)
