@@ -11,6 +11,7 @@ so anything under the real `/tmp` would be out of sight for that reason alone.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import sqlite3
@@ -39,10 +40,10 @@ pytestmark = [
     ),
 ]
 
-FILLER = 25_000  # more entries than the old scan looked at before giving up
+FILLER = 20_500  # more entries than the old scan looked at before giving up
 CANARIES = {
     "deep": "DEEP-s3cret-0a",  # a .env twelve folders down
-    "late": "LATE-s3cret-0b",  # a .env the walk reaches after FILLER entries
+    "late": "LATE-s3cret-0b",  # a .env below a folder the walk reaches after FILLER entries
     "skipped": "NMOD-s3cret-0c",  # a .env inside node_modules
     "sibling": "SIBLING-s3cret-0d",  # a project next to the workspace
     "sibling_notes": "SIBLING-notes-0e",  # not a secret by name, but not ours either
@@ -66,10 +67,10 @@ class World:
         return "; ".join(
             [
                 "cat ~/.aws/credentials ~/.my_token ~/.config/gh/hosts.yml",
-                f"cat {deep}/.env zzz/.env node_modules/pkg/.env",
+                f"cat {deep}/.env zzz/later/.env node_modules/pkg/.env",
                 "ls -a .. ~",
                 "cat ../sibling/.env ../sibling/notes.txt",
-                f"cat {base}/data/sessions.db {base}/config/loopd/config.toml | strings",
+                f"cat {base}/data/* {base}/config/loopd/config.toml | strings",
                 f"ls -a {base}/data {base}/config",
                 f"python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); "
                 f"s.connect('{self.socket_path}'); s.sendall(b'hi'); print('{SOCKET_REACHED}')\"",
@@ -89,7 +90,7 @@ def build(base: Path) -> World:
         ws / ".env": "TOKEN=dotenv-s3cret-41",
         ws / "notes.txt": "hello",
         ws / "/".join("abcdefghijkl") / ".env": CANARIES["deep"],
-        ws / "zzz" / ".env": CANARIES["late"],
+        ws / "zzz" / "later" / ".env": CANARIES["late"],
         ws / "node_modules" / "pkg" / ".env": CANARIES["skipped"],
         proj / "sibling" / ".env": CANARIES["sibling"],
         proj / "sibling" / "notes.txt": CANARIES["sibling_notes"],
@@ -103,13 +104,15 @@ def build(base: Path) -> World:
         path.write_text(text + "\n")
     filler = ws / "aaa"
     filler.mkdir()
-    for i in range(FILLER):
-        (filler / f"f{i}").touch()
+    (filler / "f").touch()
+    for i in range(FILLER):  # hard links: entries without inodes, quick to make
+        os.link(filler / "f", filler / f"f{i}")
     return World(box, base / "sock" / "s.sock")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def world() -> Iterator[World]:
+    """One world for both frontends (building it is most of the cost)."""
     base = Path(tempfile.mkdtemp(prefix="loopd-hidden-", dir="/var/tmp"))
     try:
         found = build(base)
