@@ -115,8 +115,8 @@ async def test_a_secret_is_decided_before_it_is_read_through_the_editor(tmp_path
     nor the model."""
     box = Box.make(tmp_path)
     buffered = "TOKEN=unsaved-buffer-s3cret-93"
-    env_path = str(box.ws / ".env")
-    client = BufferEditor(buffers={env_path: buffered, str(box.ws / "notes.txt"): "notes-buffer-77\n"})
+    notes = "notes-buffer-77\n"
+    client = BufferEditor(buffers={str(box.ws / ".env"): buffered, str(box.ws / "notes.txt"): notes})
     script = [
         calls(
             ("write", {"path": ".env", "content": "TOKEN=new\n"}),
