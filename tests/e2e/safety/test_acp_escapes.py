@@ -114,9 +114,11 @@ async def test_a_secret_is_decided_before_it_is_read_through_the_editor(tmp_path
     read for the diff preview, so it reaches neither the editor's diff, the store,
     nor the model."""
     box = Box.make(tmp_path)
-    buffered = "TOKEN=unsaved-buffer-s3cret-93"
-    notes = "notes-buffer-77\n"
-    client = BufferEditor(buffers={str(box.ws / ".env"): buffered, str(box.ws / "notes.txt"): notes})
+    buffers = {
+        str(box.ws / ".env"): "TOKEN=unsaved-buffer-s3cret-93",
+        str(box.ws / "notes.txt"): "notes-buffer-77\n",
+    }
+    client = BufferEditor(buffers=buffers)
     script = [
         calls(
             ("write", {"path": ".env", "content": "TOKEN=new\n"}),

@@ -72,7 +72,7 @@ class World:
                 "cat ../sibling/.env ../sibling/notes.txt",
                 f"cat {base}/data/* {base}/config/loopd/config.toml | strings",
                 f"ls -a {base}/data {base}/config",
-                f"python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+                f'python3 -c "import socket; s = socket.socket(socket.AF_UNIX); '
                 f"s.connect('{self.socket_path}'); s.sendall(b'hi'); print('{SOCKET_REACHED}')\"",
                 f"echo workspace-is-{ws.name}",
                 "true",
