@@ -25,6 +25,7 @@ from pathlib import Path
 
 from loopd.engine.ports import Declaration, ToolCall, ToolProgress, ToolResult, Verdict
 from loopd.lsp.server import serve
+from loopd.policy.paths import PathPolicy
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import DiffContent, TextBlock
 from loopd.protocol.model import ToolSpec
@@ -32,7 +33,6 @@ from loopd.runtimes.base import RuntimeContext
 from loopd.sessions.manager import SessionManager
 from loopd.testing.fakes import Reply, ScriptedPolicy, ScriptedProvider
 from loopd.testing.harness import scripted_manager
-from loopd.policy.paths import PathPolicy
 from loopd.tools.env import FileAccess, RoutedFiles
 from loopd.tools.files import BeneathFiles
 
