@@ -62,16 +62,22 @@ class _Found:
 
 
 def scan(
-    roots: Iterable[str], writable: Iterable[str], home: str, extra_secrets: Iterable[str] = ()
+    roots: Iterable[str],
+    writable: Iterable[str],
+    home: str,
+    extra_secrets: Iterable[str] = (),
+    *,
+    limit: int = MAX_ENTRIES,
 ) -> Masks:
     """Secrets under the roots and the home directory; protected paths under the
-    writable roots (only those need freezing: everything else is read-only already)."""
+    writable roots (only those need freezing: everything else is read-only already).
+    `TreeTooLarge` past `limit` entries under one root."""
     found = _Found({}, {}, {}, {})
     writable = tuple(writable)
     for path in (*(os.path.join(home, h) for h in HOME_SECRETS), *extra_secrets):
         _add_secret(found, path)
     for root in dict.fromkeys((*roots, *writable)):
-        _walk(found, root, writable)
+        _walk(found, root, writable, limit)
     return Masks(
         tuple(found.secret_files),
         tuple(found.secret_dirs),
@@ -96,14 +102,14 @@ def _add_protected(found: _Found, path: str, writable: tuple[str, ...]) -> None:
         found.protected[real] = None
 
 
-def _walk(found: _Found, root: str, writable: tuple[str, ...]) -> None:
+def _walk(found: _Found, root: str, writable: tuple[str, ...], limit: int) -> None:
     guarded = any(contains(w, root) for w in writable)
     seen = 0
     for current, dirs, files in os.walk(root):
         seen += len(dirs) + len(files)
-        if seen > MAX_ENTRIES:
+        if seen > limit:
             raise TreeTooLarge(
-                f"{root} holds more than {MAX_ENTRIES} files and folders: too many to check "
+                f"{root} holds more than {limit} files and folders: too many to check "
                 "for secrets before running a command, so the command was not run"
             )
         for name in files:
