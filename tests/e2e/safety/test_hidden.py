@@ -15,7 +15,6 @@ import os
 import shutil
 import socket
 import sqlite3
-import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -23,13 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from acp import PROTOCOL_VERSION, spawn_agent_process
-from acp.schema import ClientCapabilities, Implementation, TextContentBlock
 
 from loopd.sandbox.probe import probe_sandbox
 from loopd.sandbox.tiers import Tier
-from loopd.testing.fake_llm import FakeLLMServer, Reply
-from tests.e2e.safety.conftest import FAKE_KEY, Box, calls, loopd_run
+from loopd.testing.fake_llm import Reply
+from tests.e2e.safety.conftest import FAKE_KEY, Box, calls, loopd_acp, loopd_run
 from tests.unit.acp.conftest import RecordingClient
 
 pytestmark = [
@@ -168,29 +165,10 @@ async def test_through_loopd_run(world: World) -> None:
 
 async def test_through_loopd_acp(world: World) -> None:
     client = RecordingClient()
-    with FakeLLMServer() as fake:
-        fake.script("*", calls(("bash", {"command": world.attack()})), Reply(text="done"))
-        async with spawn_agent_process(
-            client,
-            sys.executable,
-            "-m",
-            "loopd",
-            "acp",
-            env=world.box.env(fake.base_url),
-            cwd=world.box.ws,
-        ) as (conn, _):
-            await conn.initialize(
-                protocol_version=PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(),
-                client_info=Implementation(name="escape-suite", version="0"),
-            )
-            session = await conn.new_session(cwd=str(world.box.ws), mcp_servers=[])
-            await conn.set_session_mode(session_id=session.session_id, mode_id="full_auto")
-            text = f"go {CANARIES['store']}"
-            await conn.prompt(
-                session_id=session.session_id, prompt=[TextContentBlock(type="text", text=text)]
-            )
-        bodies = json.dumps([r.body for r in fake.requests])
+    script = [calls(("bash", {"command": world.attack()})), Reply(text="done")]
+    prompt = f"go {CANARIES['store']}"
+    run = await loopd_acp(world.box, client, script, mode="full_auto", prompt=prompt)
+    bodies = run.bodies
     assert CANARIES["store"] in store_text(world)  # the store does hold it...
     shown = json.dumps(client.of("tool_call_update"))
     assert_nothing_reached(world, shown)  # ...and no command could read it

@@ -7,16 +7,14 @@ import asyncio
 import ctypes
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import RequestError
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
-    CreateTerminalResponse,
     DeniedOutcome,
     EnvVariable,
     FileSystemCapabilities,
@@ -26,9 +24,6 @@ from acp.schema import (
     ReadTextFileResponse,
     RequestPermissionResponse,
     SseMcpServer,
-    TerminalOutputResponse,
-    WaitForTerminalExitResponse,
-    WriteTextFileResponse,
 )
 
 from loopd.acp.link import AcpLink
@@ -40,53 +35,7 @@ from loopd.runtimes.base import McpServerConfig
 from loopd.testing.fakes import ScriptedProvider
 from loopd.testing.harness import scripted_manager
 from loopd.tools.files import BeneathFiles, PathRefused
-from tests.unit.acp.conftest import RecordingClient, connected
-
-
-@dataclass
-class EditorClient(RecordingClient):
-    """Unsaved buffers in memory, writes recorded, terminals that exit when told."""
-
-    buffers: dict[str, str] = field(default_factory=dict)
-    writes: list[tuple[str, str]] = field(default_factory=list)
-    calls: list[str] = field(default_factory=list)
-    created: list[dict[str, Any]] = field(default_factory=list)
-    released: list[str] = field(default_factory=list)
-    exit: asyncio.Event = field(default_factory=asyncio.Event)
-
-    async def read_text_file(self, session_id: str, path: str, **kw: Any) -> ReadTextFileResponse:
-        self.calls.append("read")
-        if path not in self.buffers:
-            raise RequestError.resource_not_found(path)
-        return ReadTextFileResponse(content=self.buffers[path])
-
-    async def write_text_file(
-        self, session_id: str, path: str, content: str, **kw: Any
-    ) -> WriteTextFileResponse:
-        self.calls.append("write")
-        self.writes.append((path, content))
-        return WriteTextFileResponse()
-
-    async def create_terminal(
-        self, session_id: str, command: str, **kw: Any
-    ) -> CreateTerminalResponse:
-        self.created.append({"command": command, **kw})
-        return CreateTerminalResponse(terminal_id=f"t{len(self.created)}")
-
-    async def wait_for_terminal_exit(
-        self, session_id: str, terminal_id: str, **kw: Any
-    ) -> WaitForTerminalExitResponse:
-        await self.exit.wait()
-        return WaitForTerminalExitResponse(exit_code=3)
-
-    async def terminal_output(
-        self, session_id: str, terminal_id: str, **kw: Any
-    ) -> TerminalOutputResponse:
-        return TerminalOutputResponse(output="hello\n", truncated=False)
-
-    async def release_terminal(self, session_id: str, terminal_id: str, **kw: Any) -> None:
-        self.released.append(terminal_id)
-
+from tests.unit.acp.conftest import EditorClient, RecordingClient, connected
 
 EDITOR = ClientCapabilities(
     fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True

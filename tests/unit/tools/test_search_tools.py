@@ -151,12 +151,19 @@ async def test_grep_withholds_matches_in_secret_files(grep: ToolRegistry, tree: 
     assert result.output.endswith("matches in files that look like secrets are withheld.]")
 
 
-async def test_glob_never_lists_names_outside_the_searched_directory(
-    call: Call, tree: Path, tmp_path_factory: pytest.TempPathFactory
-) -> None:
+@pytest.fixture
+def linked(tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder outside the tree, reachable from it through the symlink `link`."""
     outside = tmp_path_factory.mktemp("outside")
     (outside / "private-name.txt").write_text("x")
+    (outside / "notes.txt").write_text("alpha from outside\n")
     (tree / "link").symlink_to(outside, target_is_directory=True)
+    return outside
+
+
+async def test_glob_never_lists_names_outside_the_searched_directory(
+    call: Call, linked: Path
+) -> None:
     for climbing in ("../*", "sub/../../*"):
         with pytest.raises(ToolInputError, match="may not climb"):
             await call("glob", pattern=climbing)
@@ -168,11 +175,8 @@ async def test_glob_never_lists_names_outside_the_searched_directory(
 
 
 async def test_grep_does_not_follow_a_symlinked_directory_or_a_climbing_glob(
-    grep: ToolRegistry, tree: Path, tmp_path_factory: pytest.TempPathFactory
+    grep: ToolRegistry, linked: Path
 ) -> None:
-    outside = tmp_path_factory.mktemp("outside")
-    (outside / "notes.txt").write_text("alpha from outside\n")
-    (tree / "link").symlink_to(outside, target_is_directory=True)
     for extra in ({}, {"glob": "../*"}, {"glob": "link/*"}):
         result = await run_grep(grep, pattern="alpha", **extra)
         assert "from outside" not in result.output, extra
