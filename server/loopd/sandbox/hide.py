@@ -34,9 +34,10 @@ from loopd.policy.paths import contains
 # usual places of language toolchains and their offline caches.
 HOME_READABLE = (
     ".gitconfig", ".config/git", ".local/bin", ".local/lib", ".local/share/uv",
-    ".local/share/pipx", ".cargo/bin", ".cargo/registry", ".cargo/git", ".rustup",
-    ".nvm", ".npm", ".pyenv", ".rbenv", ".volta", ".bun/bin", ".deno/bin", "go/bin",
-    "go/pkg/mod", ".sdkman", ".cache/uv",
+    ".local/share/pipx", ".local/share/mise", ".local/share/pnpm", ".cargo/bin",
+    ".cargo/registry", ".cargo/git", ".rustup", ".nvm", ".npm", ".pyenv", ".rbenv",
+    ".asdf", ".volta", ".bun/bin", ".deno/bin", "go/bin", "go/pkg/mod", ".sdkman",
+    ".ghcup", ".dotnet", "miniconda3", "anaconda3", "miniforge3", ".conda", ".cache/uv",
 )  # fmt: skip
 # Credentials that live inside those entries: masked even though their folder shows.
 HOME_MASKED = (".config/git/credentials", ".cargo/credentials", ".cargo/credentials.toml")
