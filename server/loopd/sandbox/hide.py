@@ -10,7 +10,8 @@ workspace the sandbox hides whole folders and shows back only what commands need
   those entries stay masked (`HOME_MASKED`);
 - the folder holding each workspace root is an empty tmpfs too, so the projects
   next to it (and their `.env` files) are out of sight, unless that folder is `/`, a
-  session root itself, or already hidden;
+  session root itself, or already hidden. A root that is a git worktree or submodule
+  keeps its git directory (and the repository's common one), shown read-only;
 - loopd's own folders (its data: the session store; its user config) are hidden
   wherever they are;
 - with Unix sockets allowed by a list (`[sandbox] allow_unix_sockets`), `/run` is an
@@ -75,6 +76,8 @@ def hidden_view(
             if os.path.exists(target):
                 shown[(os.path.realpath(target), target)] = None
     for root in roots:
+        for git_dir in linked_git_dirs(root):
+            shown[(git_dir, git_dir)] = None
         parent = os.path.dirname(root)
         covered = (home_hidden and contains(home, parent)) or contains(TMP, parent)
         if parent != "/" and not covered and not any(contains(r, parent) for r in roots):
@@ -91,6 +94,26 @@ def hidden_view(
     )
     own = tuple(dict.fromkeys(os.path.realpath(p) for p in private if os.path.isdir(p)))
     return Hidden(tuple(tmpfs), tuple(shown), own, masked)
+
+
+def linked_git_dirs(root: str) -> tuple[str, ...]:
+    """The git directory a worktree's or submodule's `.git` file points to, and the
+    common directory it names (`commondir`); () for an ordinary repository."""
+    try:
+        with open(os.path.join(root, ".git"), encoding="utf-8") as pointer:
+            line = pointer.readline().strip()
+    except OSError:  # no .git, or a directory: nothing outside the root
+        return ()
+    if not line.startswith("gitdir:"):
+        return ()
+    git_dir = os.path.realpath(os.path.join(root, line.removeprefix("gitdir:").strip()))
+    found = [git_dir]
+    try:
+        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as common:
+            found.append(os.path.realpath(os.path.join(git_dir, common.read().strip())))
+    except OSError:
+        pass
+    return tuple(d for d in found if os.path.isdir(d))
 
 
 def covered_by(hidden: Hidden, path: str) -> bool:

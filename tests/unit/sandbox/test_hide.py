@@ -47,3 +47,15 @@ def test_loopd_folders_and_sockets(tmp_path: Path) -> None:
     assert view.private == (str(data),)
     assert "/run" in view.tmpfs
     assert (str(sock), str(sock)) in view.shown
+
+
+def test_a_worktree_keeps_its_git_directories(tmp_path: Path) -> None:
+    main_git = tmp_path / "srv" / "main" / ".git"
+    linked = main_git / "worktrees" / "wt"
+    linked.mkdir(parents=True)
+    (linked / "commondir").write_text("../..\n")
+    ws = tmp_path / "srv" / "wt"
+    ws.mkdir()
+    (ws / ".git").write_text(f"gitdir: {linked}\n")
+    view = hidden_view("/nonexistent-home", [str(ws)])
+    assert [target for _, target in view.shown] == [str(linked), str(main_git)]
