@@ -117,7 +117,7 @@ def _probe_bwrap(
 
 
 def _describe(f: BwrapFeatures) -> str:
-    parts = ["read-only root", "pid+net namespaces"]
+    parts = ["read-only root", "home and neighbours hidden", "pid+net namespaces"]
     parts.append("user namespace" if f.unshare_user else "user namespace if possible")
     parts += ["nested user namespaces disabled"] if f.disable_userns else []
     parts += [] if f.proc else ["no /proc"]
