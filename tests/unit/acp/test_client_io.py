@@ -4,6 +4,7 @@ buffers in memory and runs nothing; and the pure translations."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import os
 import threading
@@ -93,7 +94,11 @@ class DiskEditor(EditorClient):
 
     async def read_text_file(self, session_id: str, path: str, **kw: Any) -> ReadTextFileResponse:
         self.calls.append("read")
-        return ReadTextFileResponse(content=await asyncio.to_thread(Path(path).read_text))
+        text = await asyncio.to_thread(Path(path).read_text)
+        return ReadTextFileResponse(content=text + EDITOR_MARK)
+
+
+EDITOR_MARK = "(as the editor has it)\n"  # tells the editor's text from the disk's
 
 
 def exchange(a: bytes, b: bytes) -> None:
@@ -158,8 +163,8 @@ async def test_a_swap_around_the_editor_read_gives_the_disk_text(tmp_path: Path)
 
 async def test_a_racing_symlink_swap_never_leaks_through_the_editor(tmp_path: Path) -> None:
     """The attack that read ~/.aws/credentials through Zed: the path is checked, then
-    swapped before the editor opens it. 0 leaks out of N, and the editor is still
-    used whenever nothing moved."""
+    swapped before the editor opens it. The editor is asked again and again while a
+    thread flips the folder; not once does its answer carry the secret."""
     ws, private = tmp_path / "ws", tmp_path / "home" / ".aws"
     (ws / "d").mkdir(parents=True)
     private.mkdir(parents=True)
@@ -167,28 +172,25 @@ async def test_a_racing_symlink_swap_never_leaks_through_the_editor(tmp_path: Pa
     (private / "config").write_text("SECRET\n")
     client = DiskEditor()
     manager = scripted_manager(tmp_path, ScriptedProvider.of())
-    tries, leaks, refused = 400, 0, 0
+    tries, leaks, asked_under_race = 0, 0, 30
     async with connected(manager, client, EDITOR) as s:
         assert s.agent.link is not None
         files = s.agent.link.files("s1", [str(ws)], gate(ws, home=tmp_path / "home"))
         target = str(ws / "d" / "config")
-        assert await files.read_text(target) == "public\n"
+        assert await files.read_text(target) == "public\n" + EDITOR_MARK  # the route works
+        before = client.calls.count("read")
         swapper = Swapper(ws / "d", private)
         swapper.start()
         try:
-            for _ in range(tries):
-                try:
-                    text = await files.read_text(target)
-                except OSError:
-                    refused += 1  # the path led outside when the gate looked: refused
-                    continue
-                leaks += "SECRET" in text
+            while client.calls.count("read") - before < asked_under_race and tries < 20_000:
+                tries += 1
+                with contextlib.suppress(OSError):  # the path led outside at the check
+                    leaks += "SECRET" in await files.read_text(target)
         finally:
             swapper.halt.set()
             swapper.join()
-    assert swapper.flips > 50
+    assert client.calls.count("read") - before >= asked_under_race, tries
     assert leaks == 0, f"{leaks} leaks out of {tries}"
-    assert client.calls.count("read") > 1  # the editor route was exercised under the race
 
 
 async def test_a_client_without_fs_or_terminal_is_never_asked(tmp_path: Path) -> None:
