@@ -65,6 +65,10 @@ allow = ["read(**)"]
 ask = []
 deny = ["bash(rm -rf *)"]
 timeout_seconds = 600
+
+[sandbox]
+allow_unix_sockets = ["/run/postgresql/.s.PGSQL.5432"]
+home_readable = ["~/.m2"]
 """
 
 
@@ -101,7 +105,7 @@ def test_every_key_the_schema_names_is_used_above() -> None:
 
     walk(config_json_schema())
     used = set(re.findall(r"^(\w+) =", EVERY_KEY, re.M)) | {"aliases", "id", "providers"}
-    used |= {"runtimes", "defaults", "limits", "approvals"}
+    used |= {"runtimes", "defaults", "limits", "approvals", "sandbox"}
     assert named <= used
 
 
