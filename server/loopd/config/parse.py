@@ -274,8 +274,9 @@ def _sandbox(t: _Table) -> SandboxSettings:
             t.fail("allow_unix_sockets", f"{path!r} is not an absolute path")
     readable = t.texts("home_readable") or ()
     for entry in readable:
-        if entry.startswith("/") or ".." in entry.split("/"):
-            t.fail("home_readable", f"{entry!r} is not a path inside the home directory")
+        parts = [p for p in entry.removeprefix("~/").split("/") if p not in ("", ".")]
+        if entry.startswith("/") or not parts or ".." in parts:
+            t.fail("home_readable", f"{entry!r} is not an entry inside the home directory")
     return SandboxSettings(allow_unix_sockets=sockets, home_readable=readable)
 
 

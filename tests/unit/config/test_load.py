@@ -289,7 +289,15 @@ def test_the_sandbox_table_lists_sockets_and_home_entries(tmp_path: Path) -> Non
     assert (
         load_config({}, tmp_path, user_file=none, workspace_file=none).sandbox.home_readable == ()
     )
-    for bad in ('allow_unix_sockets = ["pg.sock"]', 'home_readable = ["/etc"]', "other = 1"):
+    bad_values = (
+        'allow_unix_sockets = ["pg.sock"]',
+        'home_readable = ["/etc"]',
+        'home_readable = ["~/"]',
+        'home_readable = ["./."]',
+        'home_readable = ["../other"]',
+        "other = 1",
+    )
+    for bad in bad_values:
         user.write_text(f"[sandbox]\n{bad}\n")
         with pytest.raises(ConfigError, match="sandbox"):
             load_config({}, tmp_path, user_file=user, workspace_file=none)
