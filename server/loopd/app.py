@@ -28,6 +28,7 @@ from loopd.catalog import (
 )
 from loopd.catalog.errors import NO_RUNTIME_HELP
 from loopd.config import Config, data_dir, load_config, user_config_file
+from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.schema import Harness
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig, random_id
@@ -36,22 +37,24 @@ from loopd.instructions import system_prompt
 from loopd.mcp import McpServers
 from loopd.policy.decide import RulePolicy
 from loopd.policy.grants import CallGrants
-from loopd.policy.modes import DEFAULT_MODE, Mode, parse_mode
+from loopd.policy.modes import DEFAULT_MODE, parse_mode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
+from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import AgentMessageChunk, PlanEntry, PlanUpdated
 from loopd.protocol.turns import UndoReport
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
 from loopd.providers.factory import ClosableProvider, make_provider
+from loopd.runtimes.acp_agent import AcpRuntimeFactory, AcpSettings
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
 from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
-from loopd.sandbox.base import CommandSandbox, Unsandboxed
-from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
+from loopd.sandbox.base import Unsandboxed
+from loopd.sandbox.probe import NO_BOUNDARY, Boundary, SandboxProbe, probe_sandbox
 from loopd.sessions.manager import SessionManager
-from loopd.store.sqlite import SqliteStore
-from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv
+from loopd.store.sqlite import SqliteStore, outputs_dir
+from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv, ToolLimits
 from loopd.tools.files import BeneathFiles
 from loopd.tools.registry import ToolRegistry, builtin_tools
 
@@ -63,11 +66,13 @@ def utc_now() -> str:
 @dataclass(slots=True)
 class App:
     env: Mapping[str, str]
+    cwd: str
     config: Config
     catalog: CatalogBuild
     store: SqliteStore
     manager: SessionManager
     _providers: list[ClosableProvider] = field(default_factory=list)
+    _probe: LazyProbe | None = None
 
     async def aclose(self) -> None:
         await self.manager.shutdown()
@@ -75,21 +80,33 @@ class App:
             await provider.aclose()
         self.store.close()
 
+    async def logout(self) -> None:
+        forget_login(data_dir(self.env))
+        await self.reload()
+
+    async def reload(self) -> None:
+        """Read the login and the config again and offer the runtimes they give now
+        (after `loopd login` ran in a terminal). Open sessions keep their runtime."""
+        env, self.config = await asyncio.to_thread(_configure, self.env, self.cwd)
+        self.catalog = await asyncio.to_thread(discover_catalog, self.config, env)
+        probe = self._probe or LazyProbe(env)
+        factories = _factories(self.catalog, env, self.config, self.store, self._providers, probe)
+        self.manager.use_runtimes(
+            factories,
+            self.catalog.catalog.default or "",
+            functools.partial(_identity, self.catalog.catalog),
+        )
+
 
 def build_app(env: Mapping[str, str], cwd: str) -> App:
-    config = load_config(env, Path(cwd))
-    catalog = discover_catalog(config, env)
+    effective, config = _configure(env, cwd)
+    catalog = discover_catalog(config, effective)
     store = SqliteStore(data_dir(env) / "sessions.db")
     providers: list[ClosableProvider] = []
-    factories: dict[str, RuntimeFactory] = {}
-    probe = LazyProbe(env)
-    for entry in catalog.catalog:
-        factory = _factory(entry, env, config, store, providers, probe)
-        if factory is not None:
-            factories[entry.name] = factory
+    probe = LazyProbe(effective)
     manager = SessionManager(
         store=store,
-        runtimes=factories,
+        runtimes=_factories(catalog, effective, config, store, providers, probe),
         default_runtime=catalog.catalog.default or "",
         now=utc_now,
         approval_timeout=float(config.approvals.timeout_seconds),
@@ -97,7 +114,35 @@ def build_app(env: Mapping[str, str], cwd: str) -> App:
         no_default_help=_no_default_help(config, catalog),
         identify=functools.partial(_identity, catalog.catalog),
     )
-    return App(env, config, catalog, store, manager, providers)
+    app = App(env, cwd, config, catalog, store, manager, providers, probe)
+    manager.credentials = app
+    return app
+
+
+def _configure(env: Mapping[str, str], cwd: str) -> tuple[dict[str, str], Config]:
+    """The environment with the stored login filling its gaps, and the config with
+    the login's defaults as its lowest layer."""
+    try:
+        login = read_login(data_dir(env))
+    except LoginFileError as err:
+        raise ConfigError(str(err)) from err
+    return with_login(env, login), load_config(env, Path(cwd), base=login.config_layer())
+
+
+def _factories(
+    catalog: CatalogBuild,
+    env: Mapping[str, str],
+    config: Config,
+    store: SqliteStore,
+    providers: list[ClosableProvider],
+    probe: LazyProbe,
+) -> dict[str, RuntimeFactory]:
+    factories: dict[str, RuntimeFactory] = {}
+    for entry in catalog.catalog:
+        factory = _factory(entry, env, config, store, providers, probe)
+        if factory is not None:
+            factories[entry.name] = factory
+    return factories
 
 
 def _no_default_help(config: Config, catalog: CatalogBuild) -> str:
@@ -137,7 +182,8 @@ def _factory(
         case Harness.CODEX:
             return CodexRuntimeFactory(CodexSettings(**_cli_fields(entry)))
         case Harness.ACP:
-            return None
+            settings = AcpSettings(entry.command or "", tuple(entry.args), entry.env, env)
+            return AcpRuntimeFactory(entry.name, settings)
 
 
 def _cli_fields(entry: RuntimeEntry) -> dict[str, Any]:
@@ -169,6 +215,7 @@ def _native_wiring(
         base_url=ref.base_url,
         api_key=api_key,
         anthropic_version=ref.anthropic_version or DEFAULT_ANTHROPIC_VERSION,
+        idle_timeout=float(config.limits.stream_idle_seconds) or None,
     )
     providers.append(provider)
     models = tuple(m.id for m in entry.models)
@@ -183,7 +230,12 @@ def _native_wiring(
     return NativeWiring(
         provider_for=lambda model: provider,
         parts_for=functools.partial(
-            GuardedParts.open, env=env, probe=probe, rules=rules, boundary=boundary
+            GuardedParts.open,
+            env=env,
+            probe=probe,
+            rules=rules,
+            limits=_tool_limits(config),
+            boundary=boundary,
         ),
         system_for=lambda ctx: system_prompt(ctx.cwd, ctx.roots),
         clock=SystemClock(),
@@ -192,6 +244,7 @@ def _native_wiring(
         default_model=default_model,
         engine=EngineConfig(model=default_model, limits=_limits(config)),
         open_models=entry.open_models,
+        resolve_model=functools.partial(_model_id, entry),
     )
 
 
@@ -203,35 +256,9 @@ def _own_dirs(env: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(os.path.realpath(p) for p in own))
 
 
-@dataclass(frozen=True, slots=True)
-class Boundary:
-    """What a session's sandbox hides and lets through beyond its defaults."""
-
-    private: tuple[str, ...] = ()
-    home_readable: tuple[str, ...] = ()
-    unix_sockets: tuple[str, ...] = ()
-
-    def sandbox(
-        self,
-        mode: Mode,
-        probe: SandboxProbe,
-        roots: tuple[str, ...],
-        grant: NetworkGrant,
-        env: Mapping[str, str],
-    ) -> CommandSandbox:
-        return select_sandbox(
-            mode,
-            probe,
-            roots,
-            grant,
-            env,
-            extra_secrets=self.private,
-            home_readable=self.home_readable,
-            unix_sockets=self.unix_sockets,
-        )
-
-
-DEFAULT_BOUNDARY = Boundary()
+def _model_id(entry: RuntimeEntry, model: str) -> str:
+    """What the provider is sent for `model` in this entry: an alias becomes its id."""
+    return entry.resolve_model(model) or model
 
 
 def _rules_table(config: Config) -> dict[str, Any]:
@@ -248,7 +275,13 @@ def _limits(config: Config) -> Limits:
         max_result_bytes=c.max_result_bytes,
         max_identical_calls=c.max_identical_calls,
         max_turn_tokens=c.turn_token_ceiling,
+        max_shown_chars=c.max_shown_chars,
     )
+
+
+def _tool_limits(config: Config) -> ToolLimits:
+    c = config.limits
+    return ToolLimits(output_max_chars=c.max_output_chars, shown_max_chars=c.max_shown_chars)
 
 
 class LazyProbe:
@@ -303,7 +336,8 @@ class GuardedParts:
         env: Mapping[str, str],
         probe: LazyProbe,
         rules: RuleSet,
-        boundary: Boundary = DEFAULT_BOUNDARY,
+        limits: ToolLimits,
+        boundary: Boundary = NO_BOUNDARY,
     ) -> GuardedParts:
         found = await asyncio.to_thread(probe.get)  # runs trial commands, once
         grant, parsed = NetworkGrant(), parse_mode(mode)
@@ -330,6 +364,8 @@ class GuardedParts:
             grants=policy.grants,
             on_plan=on_plan,
             editor_terminals=ctx.editor_terminals,
+            limits=limits,
+            outputs_dir=str(outputs_dir(data_dir(env), ctx.session_id)),
         )
         builtin = builtin_tools()
         mcp = await McpServers.connect(

@@ -127,6 +127,9 @@ class Limits:
     max_result_bytes: int = 100_000
     max_identical_calls: int = 3
     turn_token_ceiling: int = 0  # 0 = unlimited
+    stream_idle_seconds: int = 60  # a model stream silent this long is stalled; 0 = never
+    max_output_chars: int = 30_000  # a command's output as the model reads it
+    max_shown_chars: int = 64_000  # a tool's output as the editor shows and the store keeps it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -221,3 +221,35 @@ def select_sandbox(
             return NetnsSandbox(dict(env), network_grant)
         case Tier.NONE:
             return Unsandboxed(dict(env))
+
+
+@dataclass(frozen=True, slots=True)
+class Boundary:
+    """What a session's sandbox hides and lets through beyond its defaults: loopd's
+    own folders (`private`), home entries shown to commands, Unix sockets allowed."""
+
+    private: tuple[str, ...] = ()
+    home_readable: tuple[str, ...] = ()
+    unix_sockets: tuple[str, ...] = ()
+
+    def sandbox(
+        self,
+        mode: Mode | SandboxMode,
+        probe: SandboxProbe,
+        roots: tuple[str, ...],
+        grant: NetworkGrant,
+        env: Mapping[str, str],
+    ) -> CommandSandbox:
+        return select_sandbox(
+            mode,
+            probe,
+            roots,
+            grant,
+            env,
+            extra_secrets=self.private,
+            home_readable=self.home_readable,
+            unix_sockets=self.unix_sockets,
+        )
+
+
+NO_BOUNDARY = Boundary()

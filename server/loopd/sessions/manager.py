@@ -17,7 +17,7 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from loopd.protocol.errors import ConfigError, LoopdError, RuntimeFailure
 from loopd.protocol.events import (
@@ -34,7 +34,12 @@ from loopd.protocol.events import (
     to_wire,
 )
 from loopd.protocol.turns import Outcome, UndoReport
-from loopd.runtimes.base import McpServerConfig, RuntimeContext, RuntimeFactory
+from loopd.runtimes.base import (
+    ForkableFactory,
+    McpServerConfig,
+    RuntimeContext,
+    RuntimeFactory,
+)
 from loopd.sessions.commands import FileUndoing, commands_for, run_command, slash_command
 from loopd.sessions.live import (
     ClientLink,
@@ -43,6 +48,7 @@ from loopd.sessions.live import (
     SessionEmitter,
     Unopened,
 )
+from loopd.sessions.transcript import HANDOVER, transcript, with_handover
 from loopd.store.reconcile import reconcile_events
 from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
 
@@ -51,6 +57,7 @@ log = logging.getLogger(__name__)
 MAX_QUEUED = 64
 RUNTIME_OPTION = "runtime"
 MODE_OPTION = "mode"
+APPROVALS = "approvals"  # the runtime-state key of the session's "always" answers
 
 
 class SessionNotFound(LoopdError):
@@ -59,6 +66,20 @@ class SessionNotFound(LoopdError):
 
 class SessionBusy(LoopdError):
     pass
+
+
+class Credentials(Protocol):
+    """Where runtimes get their credentials: read again after a login, forgotten
+    at logout. Either way the manager is then offered the runtimes they give."""
+
+    async def reload(self) -> None: ...
+
+    async def logout(self) -> None: ...
+
+
+class NoRuntime(ConfigError):
+    """No runtime can run a session: nothing is configured or logged in. Frontends
+    tell the person how to log in (ACP answers `auth_required`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +106,7 @@ class SessionManager:
     """What a session records about who runs it (the catalog's runtime identity:
     harness, model, effort, catalog digest), kept with the session and shown on load."""
     new_id: Callable[[], str] = field(default=lambda: f"sess_{uuid.uuid4().hex}")
+    credentials: Credentials | None = None
     _live: dict[str, LiveSession] = field(default_factory=dict)
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -97,6 +119,8 @@ class SessionManager:
         mcp_servers: Sequence[McpServerConfig] = (),
         config: Mapping[str, str] | None = None,
     ) -> SessionView:
+        if not self.runtimes:  # a login since the last look counts at once
+            await self.refresh_runtimes()
         config = dict(config or {})
         runtime_name = config.pop(RUNTIME_OPTION, self.default_runtime)
         self._factory(runtime_name)
@@ -138,6 +162,36 @@ class SessionManager:
         if replay:
             for wire in reconcile_events(self.store.events(session_id)):
                 await link.send_update(session_id, wire)
+        return self._view(live)
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        link: ClientLink,
+        additional_dirs: Sequence[str] = (),
+        mcp_servers: Sequence[McpServerConfig] = (),
+    ) -> SessionView:
+        """A new session with `session_id`'s history up to now, on the same runtime,
+        opened on `link`. Only a runtime whose history is loopd's store can fork."""
+        source = self.store.get(session_id)
+        if source is None:
+            raise SessionNotFound(f"no session {session_id!r}")
+        runtime = str(source.runtime.get("name", self.default_runtime))
+        if not isinstance(self._factory(runtime), ForkableFactory):
+            raise ConfigError(f"the {runtime} runtime keeps its own history: it cannot fork")
+        stamp = self.now()
+        title = f"Fork of {source.title}" if source.title else None
+        record = replace(
+            source, id=self.new_id(), cwd=cwd, additional_dirs=tuple(additional_dirs),
+            title=title, created_at=stamp, updated_at=stamp,
+        )  # fmt: skip
+        self.store.fork(session_id, record)
+        try:
+            live = await self._open(record, link, mcp_servers)
+        except BaseException:
+            self.store.delete(record.id)
+            raise
         return self._view(live)
 
     def view(self, session_id: str) -> SessionView:
@@ -207,6 +261,9 @@ class SessionManager:
             live.record = replace(live.record, title=title)
             await emitter.emit(SessionInfoUpdated(title=title))
         live.asker = link
+        handed = live.record.runtime_state.get(HANDOVER)
+        if handed:  # the first turn after a runtime switch
+            prompt = with_handover(prompt, handed)
         turn = live.turn = asyncio.create_task(live.runtime.prompt(prompt))
         try:
             return await asyncio.shield(turn)
@@ -280,16 +337,23 @@ class SessionManager:
         return view
 
     async def _switch_runtime(self, live: LiveSession, name: str) -> None:
-        """The new runtime starts a fresh conversation with its own model and effort
-        defaults (the old ones mean nothing to it); the mode is loopd's and stays."""
+        """Choosing the runtime a session has changes nothing. Another one starts
+        with its own model and effort defaults (the old ones mean nothing to it) and
+        the conversation so far, handed over as a transcript with the next prompt;
+        the mode and the session's "always" answers are loopd's and stay."""
+        if name == live.record.runtime.get("name"):
+            return
         self._factory(name)
         if live.turn is not None:
             raise SessionBusy("cannot switch runtimes while a turn runs")
         await live.runtime.close()
         config = {k: v for k, v in live.record.config.items() if k == MODE_OPTION}
         identity = self._identity(name, config)
-        live.record = replace(live.record, runtime=identity, runtime_state={}, config=config)
-        self.store.update(live.id, runtime=identity, runtime_state={}, config=config)
+        handed = transcript(self.store.events(live.id))
+        self.store.clear_messages(live.id)  # the native engine's own context, if any
+        state = _carried(live.record.runtime_state) | ({HANDOVER: handed} if handed else {})
+        live.record = replace(live.record, runtime=identity, runtime_state=state, config=config)
+        self.store.update(live.id, runtime=identity, runtime_state=state, config=config)
         live.runtime = await self._factory(name).open(self._context(live))
         commands = commands_for(live.runtime)
         await self._emitter(live).show(to_wire(AvailableCommandsUpdated(commands)))
@@ -330,9 +394,31 @@ class SessionManager:
     def _emitter(self, live: LiveSession) -> SessionEmitter:
         return SessionEmitter(self.store, live.id, lambda: live.links, self.now)
 
+    def use_runtimes(
+        self,
+        runtimes: Mapping[str, RuntimeFactory],
+        default_runtime: str,
+        identify: Callable[[str, Mapping[str, str]], Mapping[str, Any]],
+    ) -> None:
+        """Offer these runtimes to sessions opened from now on; open sessions keep
+        the runtime they have."""
+        self.runtimes, self.default_runtime, self.identify = runtimes, default_runtime, identify
+
+    async def refresh_runtimes(self) -> bool:
+        """Look again for credentials (`loopd login` may have run meanwhile); True
+        when a session can now be opened."""
+        if self.credentials is not None:
+            await self.credentials.reload()
+        return bool(self.runtimes)
+
+    async def logout(self) -> None:
+        """Forget the stored login; credentials from the environment still apply."""
+        if self.credentials is not None:
+            await self.credentials.logout()
+
     def _factory(self, name: str) -> RuntimeFactory:
         if not self.runtimes:
-            raise ConfigError(f"no runtime is available: {self.no_runtime_help}")
+            raise NoRuntime(f"no runtime is available: {self.no_runtime_help}")
         if not name:
             raise ConfigError(self.no_default_help)
         factory = self.runtimes.get(name)
@@ -348,7 +434,7 @@ class SessionManager:
         return live
 
     def _save_after_turn(self, live: LiveSession) -> None:
-        state = dict(live.runtime.state())
+        state = _carried(live.record.runtime_state) | dict(live.runtime.state())
         live.record = replace(live.record, runtime_state=state, updated_at=self.now())
         self.store.update(live.id, runtime_state=state, updated_at=live.record.updated_at)
 
@@ -374,6 +460,11 @@ class SessionManager:
         )
         options = (*live.runtime.config_options(), runtime_option)
         return SessionView(live.id, options, commands_for(live.runtime))
+
+
+def _carried(state: Mapping[str, Any]) -> dict[str, Any]:
+    """What outlives a runtime: the session's "always" answers (loopd's rules)."""
+    return {APPROVALS: state[APPROVALS]} if APPROVALS in state else {}
 
 
 def _user_chunk(block: ContentBlock, message_id: str) -> dict[str, Any]:
