@@ -346,6 +346,7 @@ class GuardedParts:
             await ctx.emitter.emit(PlanUpdated(entries))
 
         sandbox = boundary.sandbox(parsed, found, tuple(ctx.roots), grant, env)
+        kept = str(outputs_dir(data_dir(env), ctx.session_id))  # commands' full outputs
         policy = RulePolicy(
             mode=parsed,
             roots=ctx.roots,
@@ -354,6 +355,7 @@ class GuardedParts:
             rules=rules,
             remembered=RuleSet.from_json(remembered),
             extra_secrets=boundary.private,
+            readable=(kept,),
             grants=CallGrants(),
         )
         tool_env = ToolEnv(
@@ -365,7 +367,7 @@ class GuardedParts:
             on_plan=on_plan,
             editor_terminals=ctx.editor_terminals,
             limits=limits,
-            outputs_dir=str(outputs_dir(data_dir(env), ctx.session_id)),
+            outputs_dir=kept,
         )
         builtin = builtin_tools()
         mcp = await McpServers.connect(
