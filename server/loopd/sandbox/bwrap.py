@@ -15,7 +15,8 @@ cover earlier ones):
           --tmpfs D --remount-ro D ...          secret folders read as empty
           --unshare-pid --unshare-ipc --unshare-user[-try] [--disable-userns]
           [--unshare-net]                       unless the network is granted
-          --chdir CWD -- HELPER CONFIG -- ARGV
+          [--seccomp 3]                         unless Unix sockets are listed
+          --chdir CWD -- [HELPER CONFIG --] ARGV
 
 `--unshare-pid` makes the command's process tree die with it: when the command exits,
 its pid namespace is torn down, so a background process cannot outlive it.
@@ -25,12 +26,13 @@ late if the spawning thread is already gone. `--new-session` stops the command
 from pushing keystrokes into a terminal (TIOCSTI). `/tmp` is a private, throwaway
 tmpfs, so sockets of other programs (ssh-agent, X11) are not reachable there.
 
-The command is started through the helper *inside* the sandbox (see
-`landlock_syscalls`), which installs the Unix-socket filter (`loopd.sandbox.seccomp`)
-unless `unix_sockets` lists sockets to allow, applies Landlock when `landlock=True`,
-and execs ARGV: these layers must come after bwrap, because a Landlock-restricted or
-filtered process cannot set up namespaces. The argv stays self-contained (no file
-descriptors to pass), so an editor terminal can run it as is.
+Unless `unix_sockets` lists sockets to allow, commands cannot create Unix sockets
+(`loopd.sandbox.seccomp`): bwrap loads the filter itself (`--seccomp 3`), from a private
+file that a `sh` in front opens as fd 3, so the argv stays self-contained (no file
+descriptor to pass) and an editor terminal can run it as is. With `landlock=True` the
+command is started through the helper *inside* the sandbox (see `landlock_syscalls`),
+which applies Landlock and the filter and execs ARGV: that layer must come after bwrap,
+because a Landlock-restricted process cannot set up namespaces.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -48,7 +51,7 @@ from loopd.sandbox import landlock_syscalls
 from loopd.sandbox.base import CommandSpec, PreparedCommand, sanitized_env
 from loopd.sandbox.hide import Hidden, covered_by, hidden_view
 from loopd.sandbox.scan import Masks, scan
-from loopd.sandbox.seccomp import unix_socket_filter
+from loopd.sandbox.seccomp import filter_file, unix_socket_filter
 from loopd.sandbox.tiers import Tier
 
 SANDBOX_TMP = "/tmp"
@@ -97,7 +100,11 @@ class BwrapSandbox:
         )
         mounts = self._mounts(writable, spec.cwd, masks, hidden)
         argv = [self.bwrap, *mounts, *self._namespaces(network)]
+        by_bwrap = not self.unix_sockets and not self.landlock  # else the helper filters
+        argv += ["--seccomp", "3"] if by_bwrap else []
         argv += ["--chdir", spec.cwd, "--", *self._inner(spec.argv, writable, network)]
+        if by_bwrap:
+            argv = [shutil.which("sh") or "/bin/sh", "-c", 'exec "$@" 3<"$0"', filter_file(), *argv]
         env = sanitized_env(self.base_env)
         env["TMPDIR"] = SANDBOX_TMP
         return PreparedCommand(tuple(argv), env, spec.cwd, landlock_syscalls.die_with_parent)
@@ -114,7 +121,7 @@ class BwrapSandbox:
             args += ["--ro-bind", source, target]
         for root in writable:
             args += ["--bind", root, root]
-        for path in dict.fromkeys((*self.roots, cwd, *_helper_paths())):
+        for path in dict.fromkeys((*self.roots, cwd, *(_helper_paths() if self.landlock else ()))):
             # Paths under /tmp or a hidden folder were covered: show them again, read-only.
             covered = contains(SANDBOX_TMP, path) or covered_by(hidden, path)
             if covered and not any(contains(w, path) for w in writable):
@@ -140,8 +147,10 @@ class BwrapSandbox:
         return args + ([] if network else ["--unshare-net"])
 
     def _inner(self, argv: tuple[str, ...], writable: tuple[str, ...], network: bool) -> list[str]:
+        if not self.landlock:
+            return list(argv)
         config = {
-            "writable": [*writable, SANDBOX_TMP, "/dev/null"] if self.landlock else None,
+            "writable": [*writable, SANDBOX_TMP, "/dev/null"],
             "deny_network": not network,
             "seccomp": None if self.unix_sockets else _filter_text(),
         }

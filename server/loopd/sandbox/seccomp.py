@@ -17,16 +17,19 @@ The program, for the machine's own architecture:
   without the `socket` system call);
 - everything else is allowed.
 
-Generated here in pure Python so no libseccomp binding is needed; the bytes are handed
-to the in-sandbox helper (`landlock_syscalls`), which installs them with `prctl` after
-`PR_SET_NO_NEW_PRIVS`, and to the Landlock tier's child set-up.
+Generated here in pure Python so no libseccomp binding is needed. bubblewrap loads it
+itself (`--seccomp FD`, from the private file `filter_file` writes once per process);
+with Landlock stacked, the in-sandbox helper (`landlock_syscalls`) installs it with
+`prctl` after `PR_SET_NO_NEW_PRIVS`, as does the Landlock tier's child set-up.
 """
 
 from __future__ import annotations
 
 import errno
+import os
 import platform
 import struct
+import tempfile
 
 _LD_W_ABS = 0x20
 _JEQ_K = 0x15
@@ -82,3 +85,19 @@ def unix_socket_filter(machine: str | None = None) -> bytes:
         _op(_RET_K, _RET_ALLOW),  # 14
     ]
     return b"".join(body)
+
+
+_written: list[str] = []
+
+
+def filter_file() -> str:
+    """A file holding this machine's filter, in a private (0700) folder made once per
+    process, and made again if something removed it."""
+    if _written and os.path.exists(_written[0]):
+        return _written[0]
+    path = os.path.join(tempfile.mkdtemp(prefix="loopd-seccomp-"), "unix-sockets.bpf")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o400)
+    with os.fdopen(fd, "wb") as out:
+        out.write(unix_socket_filter())
+    _written[:] = [path]
+    return path
