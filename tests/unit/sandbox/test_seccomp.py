@@ -11,7 +11,7 @@ import socket
 import pytest
 
 from loopd.sandbox.landlock_syscalls import install_filter
-from loopd.sandbox.seccomp import ARCHES, UnsupportedArch, unix_socket_filter
+from loopd.sandbox.seccomp import ARCHES, UnsupportedArch, filter_file, unix_socket_filter
 
 
 def in_filtered_child(probe: str) -> int:
@@ -69,3 +69,13 @@ def test_each_known_architecture_checks_its_own_audit_arch() -> None:
         program = unix_socket_filter(machine)
         assert len(program) % 8 == 0
         assert arch.to_bytes(4, "little") in program
+
+
+def test_the_filter_file_is_private_and_made_again_when_removed() -> None:
+    path = filter_file()
+    assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700
+    with open(path, "rb") as written:
+        assert written.read() == unix_socket_filter()
+    os.unlink(path)
+    again = filter_file()
+    assert os.path.exists(again)
