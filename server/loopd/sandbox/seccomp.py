@@ -25,9 +25,11 @@ with Landlock stacked, the in-sandbox helper (`landlock_syscalls`) installs it w
 
 from __future__ import annotations
 
+import atexit
 import errno
 import os
 import platform
+import shutil
 import struct
 import tempfile
 
@@ -92,10 +94,12 @@ _written: list[str] = []
 
 def filter_file() -> str:
     """A file holding this machine's filter, in a private (0700) folder made once per
-    process, and made again if something removed it."""
+    process (removed when it exits), and made again if something removed it."""
     if _written and os.path.exists(_written[0]):
         return _written[0]
-    path = os.path.join(tempfile.mkdtemp(prefix="loopd-seccomp-"), "unix-sockets.bpf")
+    directory = tempfile.mkdtemp(prefix="loopd-seccomp-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    path = os.path.join(directory, "unix-sockets.bpf")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o400)
     with os.fdopen(fd, "wb") as out:
         out.write(unix_socket_filter())
