@@ -13,8 +13,8 @@ import asyncio
 import functools
 import os
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,8 @@ from loopd.catalog.errors import NO_RUNTIME_HELP
 from loopd.config import Config, data_dir, load_config, user_config_file
 from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.schema import Harness
+from loopd.engine.delegate import ChildRuntime
+from loopd.engine.done import Criterion, DoneSet
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig, random_id
 from loopd.engine.ports import Emitter
@@ -54,9 +56,12 @@ from loopd.sandbox.base import Unsandboxed
 from loopd.sandbox.probe import NO_BOUNDARY, Boundary, SandboxProbe, probe_sandbox
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore, outputs_dir
+from loopd.tools.criteria import SandboxedDone
 from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv, ToolLimits
+from loopd.tools.explore import Explore
 from loopd.tools.files import BeneathFiles
 from loopd.tools.registry import ToolRegistry, builtin_tools
+from loopd.tools.skills import Skill, SkillShelf
 
 
 def utc_now() -> str:
@@ -139,7 +144,7 @@ def _factories(
 ) -> dict[str, RuntimeFactory]:
     factories: dict[str, RuntimeFactory] = {}
     for entry in catalog.catalog:
-        factory = _factory(entry, env, config, store, providers, probe)
+        factory = _factory(entry, env, config, store, providers, probe, catalog.catalog)
         if factory is not None:
             factories[entry.name] = factory
     return factories
@@ -171,11 +176,12 @@ def _factory(
     store: SqliteStore,
     providers: list[ClosableProvider],
     probe: LazyProbe,
+    catalog: RuntimeCatalog,
 ) -> RuntimeFactory | None:
     """The factory for a catalog entry; None for a harness this build cannot run."""
     match entry.harness:
         case Harness.NATIVE:
-            wiring = _native_wiring(entry, env, config, providers, probe)
+            wiring = _native_wiring(entry, env, config, providers, probe, catalog)
             return NativeRuntimeFactory(entry.name, wiring, store)
         case Harness.CLAUDE:
             return ClaudeRuntimeFactory(ClaudeSettings(**_cli_fields(entry)))
@@ -206,22 +212,15 @@ def _native_wiring(
     config: Config,
     providers: list[ClosableProvider],
     probe: LazyProbe,
+    catalog: RuntimeCatalog,
 ) -> NativeWiring:
-    ref = entry.provider
-    assert ref is not None, "a native entry always has a provider"
-    api_key = env.get(ref.api_key_env, "") if ref.api_key_env else ""
-    provider = make_provider(
-        ref.kind.value,
-        base_url=ref.base_url,
-        api_key=api_key,
-        anthropic_version=ref.anthropic_version or DEFAULT_ANTHROPIC_VERSION,
-        idle_timeout=float(config.limits.stream_idle_seconds) or None,
-    )
-    providers.append(provider)
+    provider = _provider(entry, env, config, providers)
     models = tuple(m.id for m in entry.models)
     default_model = entry.resolve_model(None) if entry.default_model else None
     default_model = default_model or (models[0] if models else "default")
     rules = RuleSet.from_config(_rules_table(config))
+    child = _explore_child(catalog, entry, ChildRuntime(provider, default_model), config, env)
+    shelf = SkillShelf(env)
     boundary = Boundary(
         private=_own_dirs(env),
         home_readable=config.sandbox.home_readable,
@@ -234,10 +233,12 @@ def _native_wiring(
             env=env,
             probe=probe,
             rules=rules,
+            child=child(providers),
+            shelf=shelf,
             limits=_tool_limits(config),
             boundary=boundary,
         ),
-        system_for=lambda ctx: system_prompt(ctx.cwd, ctx.roots),
+        system_for=lambda ctx: shelf.book(ctx).indexed(system_prompt(ctx.cwd, ctx.roots)),
         clock=SystemClock(),
         default_mode=config.defaults.mode or DEFAULT_MODE.value,
         models=models or (default_model,),
@@ -250,10 +251,81 @@ def _native_wiring(
 
 def _own_dirs(env: Mapping[str, str]) -> tuple[str, ...]:
     """loopd's own folders: its data (the session store, which holds whole
-    conversations) and its user configuration. Commands never see them and the file
-    tools never read them."""
+    conversations, and the login) and its user configuration. Commands never see them
+    and the file tools never read them."""
     own = (data_dir(env), user_config_file(env).parent)
     return tuple(dict.fromkeys(os.path.realpath(p) for p in own))
+
+
+def _provider(
+    entry: RuntimeEntry,
+    env: Mapping[str, str],
+    config: Config,
+    providers: list[ClosableProvider],
+) -> ClosableProvider:
+    ref = entry.provider
+    assert ref is not None, "a native entry always has a provider"
+    api_key = env.get(ref.api_key_env, "") if ref.api_key_env else ""
+    provider = make_provider(
+        ref.kind.value,
+        base_url=ref.base_url,
+        api_key=api_key,
+        anthropic_version=ref.anthropic_version or DEFAULT_ANTHROPIC_VERSION,
+        idle_timeout=float(config.limits.stream_idle_seconds) or None,
+    )
+    providers.append(provider)
+    return provider
+
+
+def _explore_child(
+    catalog: RuntimeCatalog,
+    entry: RuntimeEntry,
+    own: ChildRuntime,
+    config: Config,
+    env: Mapping[str, str],
+) -> Callable[[list[ClosableProvider]], ChildRuntime]:
+    """Where this entry's `explore` children run: the `[delegate]` runtime and model,
+    resolved through the catalog scoped to what a session may delegate to (seed 001's
+    parent-scoped catalog); unset, the entry itself with its default model. Raises
+    ConfigError for a delegate the catalog does not hold or that is not native."""
+    wanted = config.delegate
+    name = wanted.runtime or entry.name
+    if name == entry.name and wanted.model is None:
+        return lambda providers: replace(own, name=entry.name)
+    try:
+        resolved = catalog.scoped([name]).resolve(name, wanted.model)
+    except CatalogError as err:
+        raise ConfigError(f"[delegate]: {err}") from err
+    if resolved.entry.harness is not Harness.NATIVE:
+        raise ConfigError(f"[delegate] runtime {name!r} is not native; explore needs one")
+    model = resolved.model or own.model
+
+    def build(providers: list[ClosableProvider]) -> ChildRuntime:
+        if resolved.entry.name == entry.name:
+            return ChildRuntime(own.provider, model, entry.name)
+        child = _provider(resolved.entry, env, config, providers)
+        return ChildRuntime(child, model, resolved.entry.name)
+
+    return build
+
+
+def workspace_done(env: Mapping[str, str], cwd: str) -> DoneSet:
+    """The definition of done for a session's workspace, from the config files seen
+    from its folder. The criteria are commands: a workspace file's may run only in
+    a workspace the person trusted, which `load_config` decides (an untrusted
+    workspace file is not read). A file loopd cannot use defines nothing here; the
+    error was already shown when loopd started or is shown by `loopd doctor`."""
+    try:
+        done = load_config(env, Path(cwd)).done
+    except ConfigError:
+        return DoneSet()
+    return DoneSet(
+        criteria=tuple(Criterion(c.name, c.command, c.exit_code) for c in done.criteria),
+        protected=done.protected,
+        enabled=done.enabled,
+        timeout_seconds=float(done.timeout_seconds),
+        max_stall_cycles=done.max_stall_cycles,
+    )
 
 
 def _model_id(entry: RuntimeEntry, model: str) -> str:
@@ -323,6 +395,8 @@ class GuardedParts:
     policy: RulePolicy
     mcp: McpServers
     emitter: Emitter
+    done: SandboxedDone
+    shelf: SkillShelf
     boundary: Boundary
     notice: str = ""  # said at the start of the next turn
 
@@ -336,6 +410,8 @@ class GuardedParts:
         env: Mapping[str, str],
         probe: LazyProbe,
         rules: RuleSet,
+        child: ChildRuntime,
+        shelf: SkillShelf,
         limits: ToolLimits,
         boundary: Boundary = NO_BOUNDARY,
     ) -> GuardedParts:
@@ -366,28 +442,31 @@ class GuardedParts:
             grants=policy.grants,
             on_plan=on_plan,
             editor_terminals=ctx.editor_terminals,
+            person=ctx.person,
+            session_id=ctx.session_id,
             limits=limits,
             outputs_dir=kept,
         )
         builtin = builtin_tools()
+        explore = Explore(child, ToolRegistry(tool_env, builtin), policy)  # without itself
         mcp = await McpServers.connect(
             ctx.mcp_servers,
-            reserved={t.name for t in builtin},
+            reserved={t.name for t in (*builtin, explore)} | {Skill.name},
             cwd=ctx.cwd,
             base_env=env,
             clock=tool_env.clock,
         )
-        tools = ToolRegistry(tool_env, (*builtin, *mcp.tools))
-        parts = (env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, boundary)
-        return cls(*parts, mcp.report())
+        skill = Skill(shelf.book(ctx))
+        tools = ToolRegistry(tool_env, (*builtin, explore, skill, *mcp.tools))
+        done = SandboxedDone(tool_env, workspace_done(env, ctx.cwd))
+        parts = (env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, done, shelf)
+        return cls(*parts, boundary, mcp.report())
 
     def set_mode(self, mode: str) -> None:
         parsed = parse_mode(mode)
         self.policy.mode = parsed
-        roots = self.tool_env.roots
-        self.tool_env.sandbox = self.boundary.sandbox(
-            parsed, self.probe, roots, self.grant, self.env
-        )
+        env, roots = self.env, self.tool_env.roots
+        self.tool_env.sandbox = self.boundary.sandbox(parsed, self.probe, roots, self.grant, env)
 
     def remembered(self) -> Mapping[str, Any]:
         return self.policy.remembered.to_json()
@@ -407,5 +486,6 @@ class GuardedParts:
         return await self.tool_env.changes.undo(self.tool_env.files)
 
     async def aclose(self) -> None:
+        self.shelf.forget(self.tool_env.session_id)
         await self.mcp.aclose()
         await self.tool_env.aclose()

@@ -58,6 +58,21 @@ The file format (every key optional; unknown keys are errors):
     [sandbox]
     allow_unix_sockets = []    # socket paths commands may connect to (default: none)
     home_readable = []         # home entries shown to commands ("~/.m2"), read-only
+
+    [delegate]                 # where `explore` children run (native entries only)
+    runtime = "groq"           # a catalog entry; default: the session's own runtime
+    model = "llama-3.3-70b"    # a model of that entry; default: its default model
+
+    [done]                     # the definition of done (native engine)
+    enabled = false            # re-enter on unmet criteria (off: check and report only)
+    protected = ["tests/**"]   # paths that ARE the measurement; writes are reported
+    timeout_seconds = 300      # per criterion
+    max_stall_cycles = 2       # checks without progress before a turn stops incomplete
+
+    [[done.criteria]]          # a workspace file's criteria run only once it is trusted
+    name = "tests"
+    command = "pytest -q"      # run like the bash tool: in the sandbox, network off
+    exit_code = 0
 """
 
 from loopd.config.load import (
@@ -76,6 +91,9 @@ from loopd.config.schema import (
     Config,
     ConfigFileError,
     Defaults,
+    Delegate,
+    Done,
+    DoneCriterion,
     EnvSettings,
     Harness,
     Limits,
@@ -92,6 +110,9 @@ __all__ = [
     "Config",
     "ConfigFileError",
     "Defaults",
+    "Delegate",
+    "Done",
+    "DoneCriterion",
     "Env",
     "EnvSettings",
     "Harness",

@@ -34,6 +34,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
+from loopd.policy.commands import is_safe_command
 from loopd.policy.grants import Grant, current_grant
 from loopd.policy.paths import SECRET_DIR_NAMES, is_secret_name
 from loopd.protocol.errors import ToolInputError
@@ -102,6 +103,8 @@ class Bash:
         network = bool(args.get("network", False)) and grant.network
         spec = CommandSpec(("bash", "-c", command), env.cwd, env.roots, network)
         prepared = await asyncio.to_thread(sandbox.prepare, spec)  # walks the tree for masks
+        if not is_safe_command(command, sandboxed=sandbox.tier != "none"):
+            env.changes.ledger.note()  # it may write anything: a check before it is stale
         if args.get("background", False):
             return await _start_background(prepared, command, env)
         terminals, argv = env.editor_terminals(), editor_argv(prepared)

@@ -72,6 +72,21 @@ timeout_seconds = 600
 [sandbox]
 allow_unix_sockets = ["/run/postgresql/.s.PGSQL.5432"]
 home_readable = ["~/.m2"]
+
+[delegate]
+runtime = "fast"
+model = "qwen"
+
+[done]
+enabled = true
+protected = ["tests/**"]
+timeout_seconds = 300
+max_stall_cycles = 2
+
+[[done.criteria]]
+name = "tests"
+command = "pytest -q"
+exit_code = 0
 """
 
 
@@ -108,7 +123,8 @@ def test_every_key_the_schema_names_is_used_above() -> None:
 
     walk(config_json_schema())
     used = set(re.findall(r"^(\w+) =", EVERY_KEY, re.M)) | {"aliases", "id", "providers"}
-    used |= {"runtimes", "defaults", "limits", "approvals", "sandbox"}
+    used |= {"runtimes", "defaults", "limits", "approvals", "delegate", "done", "criteria"}
+    used |= {"sandbox"}
     assert named <= used
 
 
