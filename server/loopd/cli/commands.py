@@ -126,14 +126,16 @@ def lsp(args: argparse.Namespace) -> int:
 
 def catalog(args: argparse.Namespace) -> int:
     from loopd.catalog import catalog_to_json, catalog_to_text, discover_catalog
+    from loopd.catalog.listing import listed_models
     from loopd.config import load_config
 
     env = dict(os.environ)
     build = discover_catalog(load_config(env, Path.cwd()), env)
+    listed = asyncio.run(listed_models(build.catalog, env))  # what model servers serve
     if args.json:
-        print(json.dumps(catalog_to_json(build.catalog, build.skipped), indent=2))
+        print(json.dumps(catalog_to_json(build.catalog, build.skipped, listed), indent=2))
     else:
-        print(escape(catalog_to_text(build.catalog, build.skipped), multiline=True))
+        print(escape(catalog_to_text(build.catalog, build.skipped, listed), multiline=True))
     return 0
 
 

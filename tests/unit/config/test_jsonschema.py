@@ -73,6 +73,10 @@ ask = []
 deny = ["bash(rm -rf *)"]
 timeout_seconds = 600
 
+[sandbox]
+allow_unix_sockets = ["/run/postgresql/.s.PGSQL.5432"]
+home_readable = ["~/.m2"]
+
 [delegate]
 runtime = "fast"
 model = "qwen"
@@ -125,6 +129,7 @@ def test_every_key_the_schema_names_is_used_above() -> None:
     used = set(re.findall(r"^(\w+) =", EVERY_KEY, re.M)) | {"aliases", "id", "providers"}
     used |= {"context_window"}  # in the model table
     used |= {"runtimes", "defaults", "limits", "approvals", "delegate", "done", "criteria"}
+    used |= {"sandbox"}
     assert named <= used
 
 
