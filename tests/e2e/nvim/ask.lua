@@ -22,11 +22,16 @@ local buf = vim.api.nvim_get_current_buf()
 wait('the loopd client attached', function() return loopd.client(buf) ~= nil and loopd.client(buf).initialized end)
 
 vim.cmd('Loopd ask set up a database')
-wait('the turn ended', function() return loopd.state.last_stop ~= nil end)
-check(loopd.state.last_stop == 'end_turn', 'it ended with end_turn')
+local project = loopd.project(loopd.root_of(buf))
+wait('the turn ended', function() return project.last_stop ~= nil end)
+check(project.last_stop == 'end_turn', 'it ended with end_turn')
 check(offered ~= nil and offered.prompt == 'loopd asks: Which database?', 'the question was put')
 check(table.concat(offered.items, '|') == 'sqlite|postgres|Something else…', 'with its choices')
 check(asked == 'loopd asks: Which database? ', 'free text was asked for')
+wait('the chat notes the answer', function()
+  local text = table.concat(vim.api.nvim_buf_get_lines(project.chat.buf, 0, -1, false), '\n')
+  return text:find('_answered: duckdb (Which database?)_', 1, true) ~= nil
+end)
 
 loopd.client(buf):stop()
 finish(true)
