@@ -18,8 +18,6 @@ from loopd.testing.llm_script import Reply, ScriptedCall
 from tests.e2e.conftest import DONE_TOML, isolated_env
 from tests.e2e.lsp.conftest import LAUNCHER, ROOT, launcher_env
 
-pytestmark = pytest.mark.e2e
-
 NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")
 
 
@@ -131,7 +129,7 @@ def test_log_in_from_neovim_in_a_terminal_split(tmp_path: Path) -> None:
     work.mkdir()
     (work / "notes.md").write_text("notes\n")
     with FakeLLMServer() as fake:
-        env = isolated_env(tmp_path, None, LOOPD_URL=fake.openai_base_url)
+        env = isolated_env(tmp_path, None, LOOPD_URL=fake.base_url)
         run_scenario("login.lua", env, work, work / "notes.md")
-    stored = list(data_dir(env).rglob("*"))
-    assert stored, "loopd login stored nothing"
+    stored = json.loads((data_dir(env) / "login.json").read_text())
+    assert stored["defaults"] == {"runtime": "ollama", "model": "fake-model"}, stored
