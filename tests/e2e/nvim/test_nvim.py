@@ -89,13 +89,17 @@ def test_an_incomplete_turn_in_the_chat_and_the_statusline(tmp_path: Path) -> No
     (work / ".loopd").mkdir(parents=True)
     (work / ".loopd" / "config.toml").write_text(DONE_TOML)
     (work / "notes.md").write_text("notes\n")
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    (other / "notes.md").write_text("notes\n")
 
     def write(content: str) -> Reply:
         return Reply(tool_calls=(ScriptedCall("write", {"path": "app.txt", "content": content}),))
 
     with FakeLLMServer() as fake:
         fake.script("*", write("bad\n"), Reply(text="Done."), write("worse\n"), Reply(text="!"))
-        run_scenario("verification.lua", isolated_env(tmp_path, fake), work, work / "notes.md")
+        env = isolated_env(tmp_path, fake, LOOPD_FILE_B=str(other / "notes.md"))
+        run_scenario("verification.lua", env, work, work / "notes.md")
 
 
 def test_steer_a_running_turn_from_neovim(tmp_path: Path) -> None:

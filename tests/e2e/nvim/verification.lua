@@ -1,7 +1,8 @@
 -- A real Neovim on the real `loopd lsp` (fake model): a turn that stalls on an unmet
--- criterion shows as incomplete in the chat buffer and in the statusline function.
+-- criterion shows as incomplete in the chat buffer and in the statusline of a window
+-- on that project, not of one on another (LOOPD_FILE_B's).
 -- Run: nvim --clean --headless -l verification.lua  (env: LOOPD_PLUGIN, LOOPD_PY,
--- LOOPD_FILE). Exit status 0 and "NVIM-E2E: PASS" mean it passed.
+-- LOOPD_FILE, LOOPD_FILE_B). Exit status 0 and "NVIM-E2E: PASS" mean it passed.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'harness.lua'))
 local finish, check, wait = H.finish, H.check, H.wait
 
@@ -34,5 +35,15 @@ end)
 local text = table.concat(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false), '\n')
 check(text:find('Check content', 1, true) ~= nil, 'the chat shows the check as a command')
 
-loopd.client(buf):stop()
+-- the seal is the project's: a window on another project shows none
+local expr = "%{v:lua.require'loopd'.statusline()}"
+local win_a = vim.api.nvim_get_current_win()
+vim.cmd('split ' .. assert(vim.env.LOOPD_FILE_B))
+local win_b = vim.api.nvim_get_current_win()
+check(loopd.root_of(0) ~= loopd.root_of(buf), 'B is another project')
+check(vim.api.nvim_eval_statusline(expr, { winid = win_a }).str == 'loopd: incomplete (content)',
+  "A's window shows A's seal")
+check(vim.api.nvim_eval_statusline(expr, { winid = win_b }).str == '', "B's window shows none")
+
+for _, client in ipairs(vim.lsp.get_clients({ name = 'loopd' })) do client:stop() end
 finish(true)

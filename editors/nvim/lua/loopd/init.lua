@@ -7,6 +7,7 @@
 local approval = require('loopd.approval')
 local Chat = require('loopd.chat')
 local login = require('loopd.login')
+local seal = require('loopd.seal')
 
 local M = {}
 
@@ -88,37 +89,24 @@ end
 
 -- -- the verification seal ---------------------------------------------------------
 
--- The seal arrives in the update stream (`_meta.loopd.verification` on an update) and
--- on the prompt's answer; either way it is the newest word on the project's session.
-local function seal_of(meta)
-  return type(meta) == 'table' and type(meta.loopd) == 'table' and meta.loopd.verification or nil
-end
-
-local function take_seal(project, seal)
-  if not seal then return end
-  project.verification = seal
+-- The seal arrives in the update stream and on the prompt's answer; either way it is
+-- the newest word on the project's session.
+local function take_seal(project, v)
+  if not v then return end
+  project.verification = v
   vim.schedule(function() pcall(vim.cmd.redrawstatus, { bang = true }) end)
 end
 
---- For 'statusline': the seal of the project of `bufnr` (the buffer being drawn by
---- default): "loopd: passed", "loopd: failed (tests)", "loopd: incomplete (tests)",
---- "loopd: stale"..., with "!protected" when the turn wrote a protected file; '' before
---- any seal.
+--- For 'statusline': the seal of the project of `bufnr` (by default the buffer of
+--- the window being drawn), '' before any.
 function M.statusline(bufnr)
   local project = M.projects[M.root_of(bufnr)]
-  local v = project and project.verification
-  if not v then return '' end
-  local text = 'loopd: ' .. (v.incomplete and 'incomplete' or tostring(v.seal))
-  if (v.incomplete or v.seal == 'failed') and #(v.unmet or {}) > 0 then
-    text = text .. ' (' .. table.concat(v.unmet, ', ') .. ')'
-  end
-  if #(v.protectedWrites or {}) > 0 then text = text .. ' !protected' end
-  return text
+  return seal.line(project and project.verification)
 end
 
 --- One update of the project's session: its seal, then the chat.
 local function deliver(project, update)
-  take_seal(project, seal_of(update._meta))
+  take_seal(project, seal.of(update._meta))
   project.chat:feed(update)
 end
 
@@ -228,9 +216,9 @@ function M.ask(text, range, project)
     project.request = request(project, 'loopd/session/prompt', { sessionId = id, prompt = blocks }, function(result, err)
       project.request = nil
       project.last_stop = result and result.stopReason or (err and err.code == -32800 and 'cancelled') or 'error'
-      local seal = seal_of(result and result._meta)
-      take_seal(project, seal)
-      project.chat:note('note', 'turn ended: ' .. project.last_stop .. (seal and (' · ' .. seal.summary) or ''))
+      local v = seal.of(result and result._meta)
+      take_seal(project, v)
+      project.chat:note('note', 'turn ended: ' .. project.last_stop .. (v and (' · ' .. v.summary) or ''))
     end)
   end)
 end
