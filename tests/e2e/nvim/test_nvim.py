@@ -119,10 +119,14 @@ def test_answer_the_agents_question_in_neovim(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     (work / "notes.md").write_text("notes\n")
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    (other / "notes.md").write_text("notes\n")
     ask = {"question": "Which database?", "choices": ["sqlite", "postgres"], "allow_text": True}
     with FakeLLMServer() as fake:
         fake.script("*", Reply(tool_calls=(ScriptedCall("ask_user", ask),)), Reply(text="ok"))
-        run_scenario("ask.lua", isolated_env(tmp_path, fake), work, work / "notes.md")
+        env = isolated_env(tmp_path, fake, LOOPD_FILE_B=str(other / "notes.md"))
+        run_scenario("ask.lua", env, work, work / "notes.md")
         answered = json.dumps(fake.requests[1].body["messages"][-1])
     assert "The user answered: duckdb" in answered
 
