@@ -45,5 +45,10 @@ check(vim.api.nvim_eval_statusline(expr, { winid = win_a }).str == 'loopd: incom
   "A's window shows A's seal")
 check(vim.api.nvim_eval_statusline(expr, { winid = win_b }).str == '', "B's window shows none")
 
+vim.cmd('checkhealth loopd')
+local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+check(report:find('session ' .. project.session .. ', last seal: incomplete (content)', 1, true) ~= nil,
+  ':checkhealth shows the seal of the project')
+
 for _, client in ipairs(vim.lsp.get_clients({ name = 'loopd' })) do client:stop() end
 finish(true)

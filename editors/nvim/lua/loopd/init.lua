@@ -304,13 +304,13 @@ function M.login(project)
     return notify('cannot tell the login command from `cmd`: set `login_cmd` in setup()', vim.log.levels.ERROR)
   end
   login.run(cmd, M.config.cmd_env, function(code)
+    local exited = string.format('`%s` exited with %d', table.concat(cmd, ' '), code)
     local client = M.client(nil, project.root)
-    if not client then return notify(string.format('`%s` exited with %d', table.concat(cmd, ' '), code)) end
+    if not client then return notify(exited, code == 0 and vim.log.levels.INFO or vim.log.levels.WARN) end
     call(client, 'request', 'workspace/executeCommand', { command = 'loopd.login', arguments = {} }, function(err, r)
       if err then return notify('loopd.login: ' .. tostring(err.message), vim.log.levels.ERROR) end
-      if r.loggedIn then return notify('logged in: a model provider is ready') end
-      notify(string.format('still no model provider (`%s` exited with %d)', table.concat(cmd, ' '), code),
-        vim.log.levels.WARN)
+      if not r.loggedIn then return notify('still no model provider (' .. exited .. ')', vim.log.levels.WARN) end
+      notify(code == 0 and 'logged in: a model provider is ready' or (exited .. '; a model provider is ready anyway'))
     end, 0)
   end)
 end

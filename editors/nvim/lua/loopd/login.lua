@@ -8,6 +8,7 @@ local M = {}
 --- server's own arguments after it are dropped (`{ 'loopd', 'lsp', '--tcp', ... }` →
 --- `{ 'loopd', 'login' }`); nil when `cmd` has no `lsp` (a wrapper: set `login_cmd`).
 function M.command(cmd)
+  if type(cmd) ~= 'table' then return nil end -- a function (an RPC connection): no command
   for i = #cmd, 1, -1 do
     if cmd[i] == 'lsp' then
       local out = vim.list_slice(cmd, 1, i)
