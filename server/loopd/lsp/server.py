@@ -39,7 +39,7 @@ from loopd.stdio import protect_stdout
 
 log = logging.getLogger(__name__)
 
-SESSION_REQUESTS = ("new", "load", "list", "prompt", "close", "setConfigOption")
+SESSION_REQUESTS = ("new", "load", "list", "prompt", "close", "delete", "setConfigOption")
 R = TypeVar("R")
 
 
