@@ -32,7 +32,7 @@ export function panelHtml({ scriptUri, styleUri, cspSource, nonce }: ShellOption
 <header>
   <span id="title" class="title">loopd</span>
   <button id="sessions-button" class="icon" title="Sessions">☰</button>
-  <button id="new-session" class="icon" title="New session">＋</button>
+  <button id="new-session" class="icon" title="New session">+</button>
 </header>
 <ul id="sessions" class="sessions" hidden></ul>
 <div id="options" class="options"></div>
