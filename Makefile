@@ -1,6 +1,6 @@
 # The two commands a newcomer needs: `make demo` and `make test`.
 # Both set everything up first (scripts/setup.sh is idempotent).
-.PHONY: setup demo test lint bench
+.PHONY: setup demo test test-vscode lint bench
 
 setup:
 	@scripts/setup.sh
@@ -15,6 +15,12 @@ lint: setup
 
 test: lint
 	.venv/bin/pytest -q
+	@vscode-extension/scripts/test.sh
+
+# The VS Code extension alone: type check, lint, unit, protocol and browser tests,
+# then the packaged .vsix in a real VS Code (code-server).
+test-vscode: setup
+	@vscode-extension/scripts/test.sh
 
 bench: setup
 	.venv/bin/python -m benchmarks

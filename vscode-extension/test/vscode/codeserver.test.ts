@@ -107,7 +107,12 @@ before(async () => {
     EXTENSIONS_GALLERY: JSON.stringify({ serviceUrl: 'http://127.0.0.1:9/gallery', itemUrl: 'http://127.0.0.1:9/item' }),
   };
   const common = ['--user-data-dir', data, '--extensions-dir', extensions, '--config', join(home.root, 'code-server.yaml')];
-  execFileSync(join(node, 'node'), [cli, ...common, '--install-extension', join(ROOT, 'dist', 'loopd.vsix')], { env: csEnv, stdio: 'pipe' });
+  const vsix = join(ROOT, 'dist', 'loopd.vsix');
+  const listing = execFileSync(PYTHON, ['-m', 'zipfile', '-l', vsix], { encoding: 'utf8' });
+  assert.match(listing, /extension\/dist\/extension\.js/);
+  assert.match(listing, /extension\/dist\/webview\.js/);
+  assert.doesNotMatch(listing, /node_modules|\.map\b|\/src\//, 'the package holds the bundles only');
+  execFileSync(join(node, 'node'), [cli, ...common, '--install-extension', vsix], { env: csEnv, stdio: 'pipe' });
 
   const port = await freePort();
   codeServer = spawn(
