@@ -15,7 +15,7 @@ The file format (every key optional; unknown keys are errors):
     runtime = "anthropic"      # a catalog entry name, or a harness name
     model = "sonnet"           # model id or alias within that runtime
     effort = "medium"
-    mode = "default"
+    mode = "ask"                # plan | ask | accept_edits | full_auto
 
     [providers.groq]           # a native-engine endpoint; becomes runtime "groq"
     kind = "openai_chat"       # anthropic | openai_chat | openai_responses

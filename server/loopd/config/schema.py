@@ -18,6 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 
+from loopd.policy.modes import Mode
 from loopd.protocol.errors import ConfigError
 
 
@@ -113,7 +114,7 @@ class Defaults:
     runtime: str | None = None
     model: str | None = None
     effort: str | None = None
-    mode: str | None = None
+    mode: str | None = field(default=None, metadata={"choices": tuple(m.value for m in Mode)})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -154,7 +155,8 @@ class EnvSettings:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     """The merged configuration. `sources` lists the files read, lowest precedence
-    first, so `loopd doctor` can say where a setting came from."""
+    first, so `loopd doctor` can say where a setting came from; `origins` maps each
+    dotted key to the file that set it, so a later check can name file and key."""
 
     defaults: Defaults = field(default_factory=Defaults)
     providers: Mapping[str, ProviderConfig] = field(default_factory=lambda: MappingProxyType({}))
@@ -162,7 +164,14 @@ class Config:
     limits: Limits = field(default_factory=Limits)
     approvals: Approvals = field(default_factory=Approvals)
     sources: tuple[Path, ...] = ()
+    origins: Mapping[str, Path] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "providers", MappingProxyType(dict(self.providers)))
         object.__setattr__(self, "runtimes", MappingProxyType(dict(self.runtimes)))
+        object.__setattr__(self, "origins", MappingProxyType(dict(self.origins)))
+
+    def where(self, key: str) -> str:
+        """`<file>: <dotted key>`, the prefix of an error about a configured value."""
+        origin = self.origins.get(key)
+        return f"{origin}: {key}" if origin is not None else key
