@@ -4,7 +4,8 @@
  * Chromium. `loopd.server.path` names a wrapper around this checkout's Python,
  * which talks to the loopback fake model. The test opens the panel, sends a prompt
  * from its input and watches the reply stream, then answers the modal approval
- * of an edit and sees the change in the editor (applyEdit) and, once saved, on disk.
+ * of an edit (after "Show diff") and sees the change in the editor (applyEdit) and,
+ * once saved, on disk; after a window reload the panel shows the session again.
  */
 
 import assert from 'node:assert/strict';
@@ -154,7 +155,7 @@ function panel(): FrameLocator {
   return page.frameLocator('iframe[src*="extensionId=loopd.loopd"]').frameLocator('iframe#active-frame');
 }
 
-test('the loopd panel in code-server: prompt, streamed reply, modal approval, edit in the editor and on disk', { timeout: 180_000 }, async () => {
+test('the loopd panel in code-server: prompt, streamed reply, modal approval with its diff, edit in the editor and on disk, reload', { timeout: 180_000 }, async () => {
   // Open app.py in the editor first: the agent's edit then arrives as workspace/applyEdit.
   await page.locator('.explorer-folders-view').getByText('app.py').click();
   await page.waitForSelector('.monaco-editor .view-lines:has-text("x = 1")');
@@ -186,6 +187,10 @@ test('the loopd panel in code-server: prompt, streamed reply, modal approval, ed
     assert.equal(await dialog.getByRole('button', { name, exact: true }).count(), 1, name);
   }
   await page.screenshot({ path: join(OUT, 'vscode-approval.png') });
+  // "Show diff" opens VS Code's diff editor on the proposed edit, then asks again.
+  await dialog.getByRole('button', { name: 'Show diff', exact: true }).click();
+  await page.locator('.tab:has-text("proposed edit")').waitFor({ timeout: 15_000 });
+  await page.locator('.monaco-diff-editor').first().waitFor();
   await dialog.getByRole('button', { name: 'Allow once', exact: true }).click();
 
   await view.locator('.msg.agent:has-text("Changed x to 2.")').waitFor({ timeout: 30_000 });
@@ -195,8 +200,16 @@ test('the loopd panel in code-server: prompt, streamed reply, modal approval, ed
   await page.screenshot({ path: join(OUT, 'panel-vscode.png') });
 
   // The edit is in the editor's buffer (undo works there); saving puts it on disk.
-  await page.locator('.monaco-editor .view-lines').first().click();
+  await page.locator('.tab:has-text("app.py")').first().click();
+  await page.locator('.monaco-editor .view-lines:has-text("x = 2")').first().click();
   await page.keyboard.press('Control+S');
   await until('the file on disk', () => readFileSync(target, 'utf8') === 'x = 2\n' || undefined, 15_000);
+
+  // A window reload loads the session again: the conversation is back in the panel.
+  await page.reload();
+  await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
+  await page.locator('.activitybar [aria-label^="loopd"]').first().click();
+  await panel().locator(`.msg.agent:has-text("${REPLY}")`).waitFor({ timeout: 60_000 });
+  await panel().locator('.tool-card[data-kind="edit"][data-status="completed"]').waitFor();
   assert.match(exthostLog(join(home.root, 'vscode-data')), /loopd\.loopd/);
 });
