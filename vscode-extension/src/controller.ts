@@ -145,7 +145,7 @@ export class Controller {
 
   async newSession(): Promise<string> {
     const result = await this.rpc.sendRequest<NewSessionResult>(Method.new, { cwd: this.cwd, mcpServers: [] });
-    this.show({ type: 'reset', sessionId: result.sessionId, configOptions: result.configOptions });
+    this.show({ type: 'reset', sessionId: result.sessionId, configOptions: result.configOptions, cwd: this.cwd });
     this.remembered.set(result.sessionId);
     await this.applyDefaults(result.configOptions);
     return result.sessionId;
@@ -165,7 +165,7 @@ export class Controller {
 
   /** Load a stored session: the server replays its history as updates. */
   async load(sessionId: string): Promise<void> {
-    this.show({ type: 'reset', sessionId, configOptions: [] });
+    this.show({ type: 'reset', sessionId, configOptions: [], cwd: this.cwd });
     const result = await this.rpc.sendRequest<{ configOptions: ConfigOption[] }>(Method.load, {
       sessionId,
       cwd: this.cwd,
@@ -235,7 +235,7 @@ export class Controller {
     await this.rpc.sendRequest(Method.delete, { sessionId });
     if (sessionId === this.state.sessionId) {
       this.remembered.set(undefined);
-      this.show({ type: 'reset', configOptions: [] });
+      this.show({ type: 'reset', configOptions: [], cwd: this.cwd });
     }
     await this.list();
   }
@@ -248,9 +248,5 @@ export class Controller {
       value,
     });
     this.show({ type: 'update', sessionId, update: { sessionUpdate: 'config_option_update', configOptions: result.configOptions } });
-  }
-
-  setTrusted(trusted: boolean): void {
-    this.show({ type: 'trust', trusted });
   }
 }

@@ -261,7 +261,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     app.status,
     vscode.window.registerWebviewViewProvider(VIEW_ID, app.panel, { webviewOptions: { retainContextWhenHidden: false } }),
     vscode.workspace.registerTextDocumentContentProvider(DiffDocuments.scheme, app.diffs),
-    vscode.workspace.onDidGrantWorkspaceTrust(() => void app.start().catch((e) => app.log.error(String(e)))),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      app.panel.post({ type: 'trust', trusted: true });
+      void app.start().catch((e) => app.log.error(String(e)));
+    }),
   );
 
   command('loopd.panel.ask', async (text?: unknown) => {

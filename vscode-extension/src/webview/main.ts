@@ -17,6 +17,7 @@ import {
   initialState,
   type PanelState,
   reduce,
+  shortPath,
   type ToolCard,
   toolText,
   usageLabel,
@@ -257,7 +258,7 @@ function drawTool(card: ToolCard): HTMLElement {
     el('span', `tool-status ${card.status}`, card.status.replace('_', ' ')),
   );
   node.append(head);
-  if (card.subject) node.append(el('code', 'tool-subject', card.subject));
+  if (card.subject) node.append(el('code', 'tool-subject', shortPath(card.subject, state.cwd)));
   for (const location of card.locations) node.append(locationLink(location.path, location.line));
   for (const content of card.content) {
     if (content.type === 'diff') node.append(drawDiff(content.path, content.oldText, content.newText));
@@ -287,7 +288,8 @@ function locationLink(path: string, line?: number): HTMLElement {
 function drawDiff(path: string, oldText: string | null, newText: string): HTMLElement {
   const box = el('div', 'diff');
   const bar = el('div', 'diff-bar');
-  bar.append(el('span', 'diff-path', oldText === null ? `${path} (new file)` : path));
+  const shown = shortPath(path, state.cwd);
+  bar.append(el('span', 'diff-path', oldText === null ? `${shown} (new file)` : shown));
   const open = el('button', 'open-diff', 'Open diff');
   open.onclick = () => post({ type: 'openDiff', path, oldText, newText });
   bar.append(open);
@@ -328,7 +330,7 @@ function drawApproval(approval: Approval | undefined): void {
   }
   ui.approval.dataset.approvalId = approval.id;
   const parts: HTMLElement[] = [el('div', 'approval-title', `loopd asks: ${approval.title}`)];
-  if (approval.subject) parts.push(el('code', 'approval-subject', approval.subject));
+  if (approval.subject) parts.push(el('code', 'approval-subject', shortPath(approval.subject, state.cwd)));
   if (approval.diff) parts.push(drawDiff(approval.diff.path, approval.diff.oldText, approval.diff.newText));
   const buttons = el('div', 'approval-buttons');
   for (const option of approval.options) {

@@ -73,6 +73,8 @@ export interface Turn {
 
 export interface PanelState {
   sessionId?: string;
+  /** The workspace root, to show paths under it relative to it. */
+  cwd?: string;
   title?: string;
   items: Item[];
   tools: Record<string, ToolCard>;
@@ -90,7 +92,7 @@ export interface PanelState {
 
 /** What the host posts to the webview. */
 export type HostMessage =
-  | { type: 'reset'; sessionId?: string; configOptions: ConfigOption[]; title?: string }
+  | { type: 'reset'; sessionId?: string; configOptions: ConfigOption[]; title?: string; cwd?: string }
   | { type: 'snapshot'; state: PanelState }
   | { type: 'update'; sessionId: string; update: SessionUpdate }
   | { type: 'turn'; turn: Turn }
@@ -144,6 +146,7 @@ export function reduce(state: PanelState, message: HostMessage): PanelState {
       return {
         ...initialState(),
         sessionId: message.sessionId,
+        cwd: message.cwd,
         title: message.title,
         configOptions: message.configOptions,
         trusted: state.trusted,
@@ -313,6 +316,12 @@ export function completeCommand(commands: AvailableCommand[], input: string): Av
   if (!match) return [];
   const typed = match[1].toLowerCase();
   return commands.filter((c) => c.name.toLowerCase().startsWith(typed));
+}
+
+/** `path` relative to `cwd` when it is under it (for display only). */
+export function shortPath(path: string, cwd: string | undefined): string {
+  if (cwd && path.startsWith(`${cwd.replace(/\/$/, '')}/`)) return path.slice(cwd.replace(/\/$/, '').length + 1);
+  return path;
 }
 
 export function baseName(uriOrPath: string): string {

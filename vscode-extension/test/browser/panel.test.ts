@@ -126,7 +126,7 @@ test('the plan is a checklist; status shows usage and mode; pickers come from co
 test('an approval prompt names the path, shows the diff and answers with the chosen option', async () => {
   const approval = page.locator('#approval');
   assert.equal(await approval.locator('.approval-title').textContent(), 'loopd asks: Edit app.py');
-  assert.equal(await approval.locator('.approval-subject').textContent(), '/work/app.py');
+  assert.equal(await approval.locator('.approval-subject').textContent(), 'app.py');
   assert.deepEqual(await approval.locator('button.answer').allTextContents(), ['Allow once', 'Always allow', 'Reject', 'Always reject']);
   assert.equal(await approval.locator('.diff .line.add').count(), 1);
   await mkdirAndShoot();

@@ -8,6 +8,7 @@ import {
   initialState,
   type PanelState,
   reduce,
+  shortPath,
   usageLabel,
 } from '../../src/webview/state';
 
@@ -113,4 +114,11 @@ test('an approval names the command, or the path and diff of an edit', () => {
   assert.equal(run.subject, 'rm -rf build');
   const edit = approvalOf('a2', { toolCallId: 't', kind: 'edit', content: [{ type: 'diff', path: '/w/a.py', oldText: null, newText: 'x' }] }, options);
   assert.deepEqual([edit.subject, edit.diff?.oldText], ['/w/a.py', null]);
+});
+
+test('paths under the workspace are shown relative to it', () => {
+  assert.equal(shortPath('/w/src/a.py', '/w'), 'src/a.py');
+  assert.equal(shortPath('/w/src/a.py', '/w/'), 'src/a.py');
+  assert.equal(shortPath('/wx/a.py', '/w'), '/wx/a.py');
+  assert.equal(shortPath('/w/a.py', undefined), '/w/a.py');
 });
