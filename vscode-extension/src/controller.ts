@@ -7,6 +7,7 @@
  * against a real `loopd lsp`.
  */
 
+import { rejectOnce } from './approval';
 import {
   type ConfigOption,
   type ContentBlock,
@@ -112,7 +113,8 @@ export class Controller {
     this.showApproval();
     this.activity();
     const timeout = this.options.approvalTimeoutMs;
-    const timer = timeout ? setTimeout(() => settle(undefined), timeout) : undefined;
+    // No answer in time is a rejection (fail closed), as the server's own timeout is.
+    const timer = timeout ? setTimeout(() => settle(rejectOnce(params.options)?.optionId), timeout) : undefined;
     withdrawn?.then(() => settle(undefined));
     void this.ui.ask(approval).then(settle, () => settle(undefined));
     try {

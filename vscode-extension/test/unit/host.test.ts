@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { askApproval, dialogFor, SHOW_DIFF } from '../../src/approval';
+import { Controller } from '../../src/controller';
 import { findServer, type Probes, which } from '../../src/discovery';
 import { diffLines } from '../../src/webview/diff';
 import type { Approval } from '../../src/webview/state';
@@ -83,4 +84,31 @@ test('line diffs show changes with context, and new files as all added', () => {
     ['…4 unchanged lines', ' line 4', '-line 5', '+LINE 5', ' line 6', '…3 unchanged lines'],
   );
   assert.deepEqual(diffLines(null, 'a\nb\n').map((l) => l.op), ['+', '+']);
+});
+
+test('an approval nobody answers in time is rejected; one the server withdraws is cancelled', async () => {
+  const ui = { post: () => {}, ask: () => new Promise<string | undefined>(() => {}), activity: () => {} };
+  const rpc = { sendRequest: async () => ({}) as never, sendNotification: () => {} };
+  const memory = { get: () => undefined, set: () => {} };
+  const params = { sessionId: 's', toolCall: { toolCallId: 't', kind: 'execute' as const, title: 'Run `ls`' }, options };
+  const timed = new Controller(rpc, ui, '/w', memory, { approvalTimeoutMs: 5 });
+  assert.deepEqual(await timed.onPermission(params), { outcome: { outcome: 'selected', optionId: 'reject_once' } });
+  assert.deepEqual(timed.waiting, []);
+  const patient = new Controller(rpc, ui, '/w', memory);
+  let withdraw: () => void = () => {};
+  const answer = patient.onPermission(params, new Promise((resolve) => (withdraw = resolve)));
+  assert.equal(patient.waiting.length, 1);
+  assert.equal(patient.state.approval?.title, 'Run `ls`', 'the panel shows the question');
+  withdraw();
+  assert.deepEqual(await answer, { outcome: { outcome: 'cancelled' } });
+  assert.equal(patient.state.approval, undefined);
+});
+
+test('the panel can answer an approval the modal is still showing', async () => {
+  const ui = { post: () => {}, ask: () => new Promise<string | undefined>(() => {}), activity: () => {} };
+  const rpc = { sendRequest: async () => ({}) as never, sendNotification: () => {} };
+  const controller = new Controller(rpc, ui, '/w', { get: () => undefined, set: () => {} });
+  const answer = controller.onPermission({ sessionId: 's', toolCall: { toolCallId: 't' }, options });
+  controller.answer(controller.waiting[0].id, 'allow_always');
+  assert.deepEqual(await answer, { outcome: { outcome: 'selected', optionId: 'allow_always' } });
 });
