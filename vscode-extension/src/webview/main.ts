@@ -173,7 +173,9 @@ function drawStatus(): void {
     const name = mode.options.find((c) => c.value === mode.currentValue)?.name ?? mode.currentValue;
     parts.push(el('span', 'mode', `mode: ${name}`));
   }
-  if (state.sandboxTier) parts.push(el('span', 'tier', `sandbox: ${state.sandboxTier}`));
+  // The mode option's description is how the runtime contains commands (the sandbox tier).
+  const tier = state.sandboxTier ? `sandbox: ${state.sandboxTier}` : mode?.description;
+  if (tier) parts.push(el('span', 'tier', tier));
   if (state.verification) {
     const seal = el('span', `seal seal-${state.verification.status}`, `verified: ${state.verification.status}`);
     if (state.verification.detail) seal.title = state.verification.detail;

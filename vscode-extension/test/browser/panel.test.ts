@@ -118,6 +118,7 @@ test('the plan is a checklist; status shows usage and mode; pickers come from co
   assert.equal(await page.textContent('#plan .plan-head'), 'Plan · 1/3');
   assert.equal(await page.textContent('#status .usage'), '9% of 200k context · 0.04 USD');
   assert.equal(await page.textContent('#status .mode'), 'mode: Default');
+  assert.equal(await page.textContent('#status .tier'), 'Commands run in the bwrap sandbox');
   assert.deepEqual(await page.locator('#options select').evaluateAll((els) => els.map((e) => (e as HTMLSelectElement).dataset.configId)), ['runtime', 'mode', 'model', 'thought_level']);
   await page.selectOption('select[data-config-id="mode"]', 'plan');
   assert.deepEqual(await lastPosted(), { type: 'setConfig', configId: 'mode', value: 'plan' });

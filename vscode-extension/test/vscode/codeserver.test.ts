@@ -164,6 +164,7 @@ test('the loopd panel in code-server: prompt, streamed reply, modal approval wit
   const view = panel();
   await view.locator('#input').waitFor({ timeout: 60_000 });
   await until('the session', async () => (await view.locator('#options select').count()) > 0);
+  assert.match((await view.locator('#status .tier').textContent()) ?? '', /sandbox/i, 'the sandbox tier is on show');
 
   await view.locator('#input').fill('say hello');
   await view.locator('#input').press('Enter');
@@ -208,7 +209,13 @@ test('the loopd panel in code-server: prompt, streamed reply, modal approval wit
   // A window reload loads the session again: the conversation is back in the panel.
   await page.reload();
   await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
-  await page.locator('.activitybar [aria-label^="loopd"]').first().click();
+  // The workbench restores the open panel; open it only if it did not (a click on the
+  // active container's icon would close it).
+  const restored = await panel()
+    .locator('#input')
+    .waitFor({ timeout: 20_000 })
+    .then(() => true, () => false);
+  if (!restored) await page.locator('.activitybar [aria-label^="loopd"]').first().click();
   await panel().locator(`.msg.agent:has-text("${REPLY}")`).waitFor({ timeout: 60_000 });
   await panel().locator('.tool-card[data-kind="edit"][data-status="completed"]').waitFor();
   assert.match(exthostLog(join(home.root, 'vscode-data')), /loopd\.loopd/);
