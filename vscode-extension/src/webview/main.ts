@@ -5,12 +5,10 @@
  * HTML); every other string is set as text, never as markup.
  */
 
-import { type DiffLine, diffLines } from './diff';
-import { renderMarkdown } from './markdown';
+import { drawDiff, drawMessage, drawTool, el } from './cards';
 import {
   type Approval,
   type Attachment,
-  baseName,
   completeCommand,
   type HostMessage,
   type Item,
@@ -19,7 +17,6 @@ import {
   reduce,
   shortPath,
   type ToolCard,
-  toolText,
   usageLabel,
   type WebviewMessage,
 } from './state';
@@ -33,17 +30,6 @@ declare function acquireVsCodeApi(): VsCodeApi;
 
 const vscode = acquireVsCodeApi();
 const post = (message: WebviewMessage): void => vscode.postMessage(message);
-
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className?: string,
-  text?: string,
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function byId<T extends HTMLElement>(id: string): T {
   const node = document.getElementById(id);
@@ -197,7 +183,7 @@ function drawConversation(): void {
     const card = item.kind === 'tool' ? state.tools[item.id] : undefined;
     const old = drawn.get(index);
     if (old && old.item === item && old.card === card) return;
-    const node = item.kind === 'tool' ? drawTool(card as ToolCard) : drawMessage(item);
+    const node = item.kind === 'tool' ? drawTool(card as ToolCard, state.cwd, post) : drawMessage(item);
     if (old?.node instanceof HTMLDetailsElement && node instanceof HTMLDetailsElement) node.open = old.node.open;
     if (old) old.node.replaceWith(node);
     else ui.conversation.append(node);
@@ -210,101 +196,6 @@ function drawConversation(): void {
     }
   }
   if (atBottom) ui.conversation.scrollTop = ui.conversation.scrollHeight;
-}
-
-function drawMessage(item: Extract<Item, { kind: 'message' }>): HTMLElement {
-  if (item.role === 'thought') {
-    const details = el('details', 'msg thought');
-    details.append(el('summary', undefined, 'Thinking'));
-    const body = el('div', 'markdown');
-    body.innerHTML = renderMarkdown(item.text);
-    details.append(body);
-    return details;
-  }
-  const node = el('div', `msg ${item.role}`);
-  const body = el('div', 'markdown');
-  if (item.role === 'user') body.textContent = item.text;
-  else body.innerHTML = renderMarkdown(item.text);
-  node.append(body);
-  if (item.attachments.length) {
-    const chips = el('div', 'chips');
-    for (const name of item.attachments) chips.append(el('span', 'chip', name));
-    node.append(chips);
-  }
-  return node;
-}
-
-const KIND_ICONS: Record<string, string> = {
-  read: '📄',
-  edit: '✎',
-  delete: '🗑',
-  move: '⇄',
-  search: '🔍',
-  execute: '▶',
-  think: '💭',
-  fetch: '🌐',
-  switch_mode: '⇆',
-  other: '⚙',
-};
-
-function drawTool(card: ToolCard): HTMLElement {
-  const node = el('div', `tool-card status-${card.status}`);
-  node.dataset.kind = card.kind;
-  node.dataset.status = card.status;
-  node.dataset.toolCallId = card.id;
-  const head = el('div', 'tool-head');
-  head.append(
-    el('span', 'tool-icon', KIND_ICONS[card.kind] ?? '⚙'),
-    el('span', 'tool-kind', card.kind),
-    el('span', 'tool-title', card.title),
-    el('span', `tool-status ${card.status}`, card.status.replace('_', ' ')),
-  );
-  node.append(head);
-  if (card.subject) node.append(el('code', 'tool-subject', shortPath(card.subject, state.cwd)));
-  for (const location of card.locations) node.append(locationLink(location.path, location.line));
-  for (const content of card.content) {
-    if (content.type === 'diff') node.append(drawDiff(content.path, content.oldText, content.newText));
-  }
-  const text = toolText(card);
-  if (text) {
-    const output = el('details', card.kind === 'execute' ? 'tool-output terminal' : 'tool-output');
-    output.open = card.kind === 'execute';
-    output.append(el('summary', undefined, card.kind === 'execute' ? 'Output' : 'Result'));
-    output.append(el('pre', undefined, text));
-    node.append(output);
-  }
-  return node;
-}
-
-function locationLink(path: string, line?: number): HTMLElement {
-  const link = el('a', 'location', line ? `${baseName(path)}:${line}` : baseName(path));
-  link.href = '#';
-  link.title = path;
-  link.onclick = (event) => {
-    event.preventDefault();
-    post({ type: 'openLocation', path, line });
-  };
-  return link;
-}
-
-function drawDiff(path: string, oldText: string | null, newText: string): HTMLElement {
-  const box = el('div', 'diff');
-  const bar = el('div', 'diff-bar');
-  const shown = shortPath(path, state.cwd);
-  bar.append(el('span', 'diff-path', oldText === null ? `${shown} (new file)` : shown));
-  const open = el('button', 'open-diff', 'Open diff');
-  open.onclick = () => post({ type: 'openDiff', path, oldText, newText });
-  bar.append(open);
-  box.append(bar);
-  const pre = el('pre', 'diff-lines');
-  for (const line of diffLines(oldText, newText)) pre.append(diffLine(line));
-  box.append(pre);
-  return box;
-}
-
-function diffLine(line: DiffLine): HTMLElement {
-  const cls = { ' ': 'ctx', '-': 'del', '+': 'add', '…': 'skip' }[line.op];
-  return el('div', `line ${cls}`, line.op === '…' ? `⋯ ${line.text}` : `${line.op} ${line.text}`);
 }
 
 function drawPlan(): void {
@@ -333,7 +224,7 @@ function drawApproval(approval: Approval | undefined): void {
   ui.approval.dataset.approvalId = approval.id;
   const parts: HTMLElement[] = [el('div', 'approval-title', `loopd asks: ${approval.title}`)];
   if (approval.subject) parts.push(el('code', 'approval-subject', shortPath(approval.subject, state.cwd)));
-  if (approval.diff) parts.push(drawDiff(approval.diff.path, approval.diff.oldText, approval.diff.newText));
+  if (approval.diff) parts.push(drawDiff(approval.diff, state.cwd, post));
   const buttons = el('div', 'approval-buttons');
   for (const option of approval.options) {
     const button = el('button', `answer ${option.kind}`, option.name);
