@@ -56,7 +56,12 @@ class Loopd {
       return;
     }
     this.log.info(`starting ${server.command} ${server.args.join(' ')} (found via ${server.source})`);
-    const client = createClient(server, this.log);
+    const client = createClient(server, this.log, {
+      // The server's code actions run `loopd.ask`; running them through the panel
+      // gives them the panel's turn (progress, Stop, approvals) like any prompt.
+      executeCommand: (command, args, next) =>
+        command === 'loopd.ask' && isAskArgument(args[0]) ? this.askFromCodeAction(args[0]) : next(command, args),
+    });
     const config = vscode.workspace.getConfiguration('loopd');
     const timeout = config.get<number>('approvals.timeoutSeconds') ?? 0;
     const controller = new Controller(
@@ -217,6 +222,22 @@ class Loopd {
     void this.panel.reveal().then(() => this.panel.post({ type: 'attach', attachment }));
   }
 
+  private async askFromCodeAction(argument: AskArgument): Promise<unknown> {
+    const text =
+      argument.ask || !argument.prompt ? await vscode.window.showInputBox({ prompt: 'Ask loopd' }) : argument.prompt;
+    if (!text) return {};
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(argument.uri));
+    const { start, end } = argument.range;
+    const range = new vscode.Range(start.line, start.character, end.line, end.character);
+    const lines = start.line === end.line ? `L${start.line + 1}` : `L${start.line + 1}-${end.line + 1}`;
+    const body = range.isEmpty ? doc.lineAt(start.line).text : doc.getText(range);
+    void this.ask([
+      { type: 'text', text },
+      { type: 'resource', resource: { uri: `${argument.uri}#${lines}`, text: body } },
+    ]).catch((e) => this.fail(e));
+    return { sessionId: this.controller?.sessionId };
+  }
+
   /** The selection (or the whole file) as a prompt block. */
   contextBlock(): ContentBlock | undefined {
     const editor = vscode.window.activeTextEditor;
@@ -229,6 +250,21 @@ class Loopd {
       resource: { uri: `${doc.uri.toString()}#L${s.start.line + 1}-${s.end.line + 1}`, text: doc.getText(s) },
     };
   }
+}
+
+type Position = { line: number; character: number };
+
+/** The argument of the server's code actions (`loopd.ask` on a range). */
+interface AskArgument {
+  uri: string;
+  range: { start: Position; end: Position };
+  prompt?: string;
+  ask?: boolean;
+}
+
+function isAskArgument(value: unknown): value is AskArgument {
+  const a = value as AskArgument | undefined;
+  return typeof a?.uri === 'string' && typeof a.range?.start?.line === 'number' && typeof a.range?.end?.line === 'number';
 }
 
 function toBlock(a: Attachment): ContentBlock {

@@ -11,6 +11,7 @@ import {
   type FeatureState,
   LanguageClient,
   type LanguageClientOptions,
+  type Middleware,
   type ServerOptions,
   type StaticFeature,
 } from 'vscode-languageclient/node';
@@ -68,7 +69,11 @@ export async function notifyMissing(): Promise<void> {
   if (choice === copy) await vscode.env.clipboard.writeText(INSTALL_LINE);
 }
 
-export function createClient(server: ServerCommand, log: vscode.LogOutputChannel): LanguageClient {
+export function createClient(
+  server: ServerCommand,
+  log: vscode.LogOutputChannel,
+  middleware: Middleware = {},
+): LanguageClient {
   const config = vscode.workspace.getConfiguration('loopd');
   const env = { ...process.env, ...(config.get<Record<string, string>>('server.env') ?? {}) };
   const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
@@ -83,6 +88,7 @@ export function createClient(server: ServerCommand, log: vscode.LogOutputChannel
     documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
     outputChannel: log,
     initializationOptions: { loopd: true, client: 'vscode' },
+    middleware,
   };
   const client = new LanguageClient('loopd', 'loopd', serverOptions, clientOptions);
   client.registerFeature(new LoopdCapability());
