@@ -177,13 +177,18 @@ export class Controller {
     this.remembered.set(sessionId);
   }
 
-  /** The remembered session (window reload), else a new one. */
+  /**
+   * The session to show when the panel (re)starts: the remembered one, else this
+   * workspace's most recent one (the window may reload before VS Code saved what
+   * it remembered), else a new one.
+   */
   async resume(): Promise<string> {
-    const remembered = this.remembered.get();
-    if (remembered) {
+    const page = await this.rpc.sendRequest<ListResult>(Method.list, { cwd: this.cwd });
+    for (const candidate of [this.remembered.get(), page.sessions[0]?.sessionId]) {
+      if (!candidate) continue;
       try {
-        await this.load(remembered);
-        return remembered;
+        await this.load(candidate);
+        return candidate;
       } catch {
         this.remembered.set(undefined);
       }

@@ -99,7 +99,7 @@ class Loopd {
     this.client = client;
     this.controller = controller;
     await client.start();
-    await controller.resume();
+    this.log.info(`session ${await controller.resume()}`);
   }
 
   async stop(): Promise<void> {

@@ -152,6 +152,9 @@ test('a whole session through the controller, on the real server', { timeout: 60
       const reloaded = new Controller(second.connection, ui2, home.work, memory);
       connect(second, reloaded);
       assert.equal(await reloaded.resume(), sessionId, 'a window reload loads the remembered session');
+      const forgetful = new Controller(second.connection, new ScriptedUi(), home.work, { get: () => undefined, set: () => {} });
+      connect(second, forgetful);
+      assert.equal(await forgetful.resume(), sessionId, "without a remembered one, the workspace's latest");
       assert.match(agentText(reloaded), /^Hello from the \*\*fake\*\* model/);
       assert.ok(Object.values(reloaded.state.tools).some((c) => c.kind === 'edit'));
       assert.ok(reloaded.state.configOptions.length > 0);

@@ -57,6 +57,7 @@ let codeServer: ChildProcess;
 let browser: Browser;
 let page: Page;
 let log = '';
+let origin = '';
 
 before(async () => {
   mkdirSync(OUT, { recursive: true });
@@ -118,7 +119,7 @@ before(async () => {
   const port = await freePort();
   codeServer = spawn(
     join(node, 'node'),
-    [cli, ...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-workspace-trust', home.work],
+    [cli, ...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', home.work],
     { env: csEnv, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   codeServer.stdout!.on('data', (c: Buffer) => (log += c.toString()));
@@ -127,7 +128,8 @@ before(async () => {
 
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(home.work)}`);
+  origin = `http://127.0.0.1:${port}`;
+  await page.goto(`${origin}/?folder=${encodeURIComponent(home.work)}`);
   await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
   await until('the extension host', () => exthostLog(data).includes('Eager extensions activated'));
 });
@@ -151,18 +153,64 @@ after(async () => {
   model?.stop();
 });
 
+/** Show loopd's view container, unless it is showing (a click on its icon would hide it). */
+async function openPanel(): Promise<void> {
+  // After a reload the workbench may restore the view late: look, click, look again.
+  for (let attempt = 0; attempt < 6; attempt++) {
+    const showing = await panel()
+      .locator('#input')
+      .waitFor({ timeout: 8_000 })
+      .then(() => true, () => false);
+    if (showing) return;
+    await page.locator('.activitybar [aria-label^="loopd"]').first().click();
+  }
+  throw new Error("loopd's panel did not show");
+}
+
 function panel(): FrameLocator {
   return page.frameLocator('iframe[src*="extensionId=loopd.loopd"]').frameLocator('iframe#active-frame');
 }
 
+test('an untrusted workspace: the panel explains, nothing runs until the person trusts it', { timeout: 120_000 }, async () => {
+  // The folder opens in Restricted Mode: the extension is active, its server is not.
+  await page.locator('.activitybar [aria-label^="loopd"]').first().click();
+  const view = panel();
+  await view.locator('#untrusted:not([hidden])').waitFor({ timeout: 60_000 });
+  assert.equal(await view.locator('#send').isDisabled(), true);
+  await view.locator('#input').fill('do something');
+  await view.locator('#input').press('Enter');
+  assert.equal(await view.locator('.msg.user').count(), 0, 'nothing was sent');
+  assert.match(loopdLog(), /the workspace is not trusted/);
+  assert.doesNotMatch(loopdLog(), /starting .* lsp/);
+  await page.screenshot({ path: join(OUT, 'vscode-untrusted.png') });
+
+  // Trusting the folder starts the server and opens a session in the panel.
+  await page.getByRole('button', { name: 'Manage' }).first().click();
+  await page.locator('.workspace-trust-editor').getByRole('button', { name: 'Trust', exact: true }).first().click();
+  await view.locator('#untrusted').waitFor({ state: 'hidden', timeout: 60_000 });
+  await until('the session', async () => (await view.locator('#options select').count()) > 0);
+  assert.match(loopdLog(), /starting .* lsp/);
+  await page.locator('[aria-label^="Close Modal Editor"]').click(); // the trust editor
+  await page.locator('.workspace-trust-editor').waitFor({ state: 'hidden', timeout: 15_000 });
+});
+
+function loopdLog(): string {
+  const logs = join(home.root, 'vscode-data', 'logs');
+  return readdirSync(logs, { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith(join('loopd.loopd', 'loopd.log')))
+    .map((f) => readFileSync(join(logs, f), 'utf8'))
+    .join('\n');
+}
+
 test('the loopd panel in code-server: prompt, streamed reply, modal approval with its diff, edit in the editor and on disk, reload', { timeout: 180_000 }, async () => {
   // Open app.py in the editor first: the agent's edit then arrives as workspace/applyEdit.
+  await page.locator('.activitybar [aria-label^="Explorer"]').first().click();
   await page.locator('.explorer-folders-view').getByText('app.py').click();
   await page.waitForSelector('.monaco-editor .view-lines:has-text("x = 1")');
 
-  await page.locator('.activitybar [aria-label^="loopd"]').first().click();
+  await openPanel();
   const view = panel();
-  await view.locator('#input').waitFor({ timeout: 60_000 });
   await until('the session', async () => (await view.locator('#options select').count()) > 0);
   assert.match((await view.locator('#status .tier').textContent()) ?? '', /sandbox/i, 'the sandbox tier is on show');
 
@@ -209,14 +257,10 @@ test('the loopd panel in code-server: prompt, streamed reply, modal approval wit
   // A window reload loads the session again: the conversation is back in the panel.
   await page.reload();
   await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
-  // The workbench restores the open panel; open it only if it did not (a click on the
-  // active container's icon would close it).
-  const restored = await panel()
-    .locator('#input')
-    .waitFor({ timeout: 20_000 })
-    .then(() => true, () => false);
-  if (!restored) await page.locator('.activitybar [aria-label^="loopd"]').first().click();
+  // The workbench restores the open panel (or openPanel opens it).
+  await openPanel();
   await panel().locator(`.msg.agent:has-text("${REPLY}")`).waitFor({ timeout: 60_000 });
   await panel().locator('.tool-card[data-kind="edit"][data-status="completed"]').waitFor();
   assert.match(exthostLog(join(home.root, 'vscode-data')), /loopd\.loopd/);
 });
+
