@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,8 +26,12 @@ from loopd.catalog import (
     discover_catalog,
 )
 from loopd.catalog.errors import NO_RUNTIME_HELP
+from loopd.catalog.listing import listing_for, lists_models, no_model_help
 from loopd.config import Config, data_dir, load_config
+from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.schema import Harness
+from loopd.engine.delegate import ChildRuntime
+from loopd.engine.done import Criterion, DoneSet
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig, random_id
 from loopd.engine.ports import Emitter
@@ -38,10 +42,13 @@ from loopd.policy.grants import CallGrants
 from loopd.policy.modes import DEFAULT_MODE, parse_mode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
+from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import AgentMessageChunk, PlanEntry, PlanUpdated
 from loopd.protocol.turns import UndoReport
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
 from loopd.providers.factory import ClosableProvider, make_provider
+from loopd.providers.models import NoModelProvider
+from loopd.runtimes.acp_agent import AcpRuntimeFactory, AcpSettings
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
@@ -49,10 +56,13 @@ from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
 from loopd.sandbox.base import Unsandboxed
 from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
 from loopd.sessions.manager import SessionManager
-from loopd.store.sqlite import SqliteStore
-from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv
+from loopd.store.sqlite import SqliteStore, outputs_dir
+from loopd.tools.criteria import SandboxedDone
+from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv, ToolLimits
+from loopd.tools.explore import Explore
 from loopd.tools.files import BeneathFiles
 from loopd.tools.registry import ToolRegistry, builtin_tools
+from loopd.tools.skills import Skill, SkillShelf
 
 
 def utc_now() -> str:
@@ -62,11 +72,13 @@ def utc_now() -> str:
 @dataclass(slots=True)
 class App:
     env: Mapping[str, str]
+    cwd: str
     config: Config
     catalog: CatalogBuild
     store: SqliteStore
     manager: SessionManager
     _providers: list[ClosableProvider] = field(default_factory=list)
+    _probe: LazyProbe | None = None
 
     async def aclose(self) -> None:
         await self.manager.shutdown()
@@ -74,21 +86,33 @@ class App:
             await provider.aclose()
         self.store.close()
 
+    async def logout(self) -> None:
+        forget_login(data_dir(self.env))
+        await self.reload()
+
+    async def reload(self) -> None:
+        """Read the login and the config again and offer the runtimes they give now
+        (after `loopd login` ran in a terminal). Open sessions keep their runtime."""
+        env, self.config = await asyncio.to_thread(_configure, self.env, self.cwd)
+        self.catalog = await asyncio.to_thread(discover_catalog, self.config, env)
+        probe = self._probe or LazyProbe(env)
+        factories = _factories(self.catalog, env, self.config, self.store, self._providers, probe)
+        self.manager.use_runtimes(
+            factories,
+            self.catalog.catalog.default or "",
+            functools.partial(_identity, self.catalog.catalog),
+        )
+
 
 def build_app(env: Mapping[str, str], cwd: str) -> App:
-    config = load_config(env, Path(cwd))
-    catalog = discover_catalog(config, env)
+    effective, config = _configure(env, cwd)
+    catalog = discover_catalog(config, effective)
     store = SqliteStore(data_dir(env) / "sessions.db")
     providers: list[ClosableProvider] = []
-    factories: dict[str, RuntimeFactory] = {}
-    probe = LazyProbe(env)
-    for entry in catalog.catalog:
-        factory = _factory(entry, env, config, store, providers, probe)
-        if factory is not None:
-            factories[entry.name] = factory
+    probe = LazyProbe(effective)
     manager = SessionManager(
         store=store,
-        runtimes=factories,
+        runtimes=_factories(catalog, effective, config, store, providers, probe),
         default_runtime=catalog.catalog.default or "",
         now=utc_now,
         approval_timeout=float(config.approvals.timeout_seconds),
@@ -96,7 +120,35 @@ def build_app(env: Mapping[str, str], cwd: str) -> App:
         no_default_help=_no_default_help(config, catalog),
         identify=functools.partial(_identity, catalog.catalog),
     )
-    return App(env, config, catalog, store, manager, providers)
+    app = App(env, cwd, config, catalog, store, manager, providers, probe)
+    manager.credentials = app
+    return app
+
+
+def _configure(env: Mapping[str, str], cwd: str) -> tuple[dict[str, str], Config]:
+    """The environment with the stored login filling its gaps, and the config with
+    the login's defaults as its lowest layer."""
+    try:
+        login = read_login(data_dir(env))
+    except LoginFileError as err:
+        raise ConfigError(str(err)) from err
+    return with_login(env, login), load_config(env, Path(cwd), base=login.config_layer())
+
+
+def _factories(
+    catalog: CatalogBuild,
+    env: Mapping[str, str],
+    config: Config,
+    store: SqliteStore,
+    providers: list[ClosableProvider],
+    probe: LazyProbe,
+) -> dict[str, RuntimeFactory]:
+    factories: dict[str, RuntimeFactory] = {}
+    for entry in catalog.catalog:
+        factory = _factory(entry, env, config, store, providers, probe, catalog.catalog)
+        if factory is not None:
+            factories[entry.name] = factory
+    return factories
 
 
 def _no_default_help(config: Config, catalog: CatalogBuild) -> str:
@@ -125,18 +177,20 @@ def _factory(
     store: SqliteStore,
     providers: list[ClosableProvider],
     probe: LazyProbe,
+    catalog: RuntimeCatalog,
 ) -> RuntimeFactory | None:
     """The factory for a catalog entry; None for a harness this build cannot run."""
     match entry.harness:
         case Harness.NATIVE:
-            wiring = _native_wiring(entry, env, config, providers, probe)
+            wiring = _native_wiring(entry, env, config, providers, probe, catalog)
             return NativeRuntimeFactory(entry.name, wiring, store)
         case Harness.CLAUDE:
             return ClaudeRuntimeFactory(ClaudeSettings(**_cli_fields(entry)))
         case Harness.CODEX:
             return CodexRuntimeFactory(CodexSettings(**_cli_fields(entry)))
         case Harness.ACP:
-            return None
+            settings = AcpSettings(entry.command or "", tuple(entry.args), entry.env, env)
+            return AcpRuntimeFactory(entry.name, settings)
 
 
 def _cli_fields(entry: RuntimeEntry) -> dict[str, Any]:
@@ -159,32 +213,114 @@ def _native_wiring(
     config: Config,
     providers: list[ClosableProvider],
     probe: LazyProbe,
+    catalog: RuntimeCatalog,
 ) -> NativeWiring:
+    provider = _provider(entry, env, config, providers)
+    models = tuple(m.id for m in entry.models)
+    default_model = entry.resolve_model(None) if entry.default_model else None
+    default_model = default_model or (models[0] if models else "")
+    listing = listing_for(entry, env) if lists_models(entry) else None
+    unavailable = NoModelProvider(lambda: no_model_help(entry, listing.last if listing else None))
+    rules = RuleSet.from_config(_rules_table(config))
+    child = _explore_child(catalog, entry, ChildRuntime(provider, default_model), config, env)
+    shelf = SkillShelf(env)
+    return NativeWiring(
+        provider_for=lambda model: provider if model else unavailable,
+        parts_for=functools.partial(
+            GuardedParts.open,
+            env=env,
+            probe=probe,
+            rules=rules,
+            child=child(providers),
+            shelf=shelf,
+            limits=_tool_limits(config),
+        ),
+        system_for=lambda ctx: shelf.book(ctx).indexed(system_prompt(ctx.cwd, ctx.roots)),
+        clock=SystemClock(),
+        default_mode=config.defaults.mode or DEFAULT_MODE.value,
+        models=models,
+        default_model=default_model,
+        engine=EngineConfig(model=default_model, limits=_limits(config)),
+        open_models=entry.open_models,
+        listing=listing,
+        resolve_model=functools.partial(_model_id, entry),
+    )
+
+
+def _provider(
+    entry: RuntimeEntry,
+    env: Mapping[str, str],
+    config: Config,
+    providers: list[ClosableProvider],
+) -> ClosableProvider:
     ref = entry.provider
     assert ref is not None, "a native entry always has a provider"
-    api_key = env.get(ref.api_key_env, "") if ref.api_key_env else ""
+    api_key = env.get(ref.api_key_env, "") if ref.api_key_env else ""  # "": sent no auth
     provider = make_provider(
         ref.kind.value,
         base_url=ref.base_url,
         api_key=api_key,
         anthropic_version=ref.anthropic_version or DEFAULT_ANTHROPIC_VERSION,
+        idle_timeout=float(config.limits.stream_idle_seconds) or None,
     )
     providers.append(provider)
-    models = tuple(m.id for m in entry.models)
-    default_model = entry.resolve_model(None) if entry.default_model else None
-    default_model = default_model or (models[0] if models else "default")
-    rules = RuleSet.from_config(_rules_table(config))
-    return NativeWiring(
-        provider_for=lambda model: provider,
-        parts_for=functools.partial(GuardedParts.open, env=env, probe=probe, rules=rules),
-        system_for=lambda ctx: system_prompt(ctx.cwd, ctx.roots),
-        clock=SystemClock(),
-        default_mode=config.defaults.mode or DEFAULT_MODE.value,
-        models=models or (default_model,),
-        default_model=default_model,
-        engine=EngineConfig(model=default_model, limits=_limits(config)),
-        open_models=entry.open_models,
+    return provider
+
+
+def _explore_child(
+    catalog: RuntimeCatalog,
+    entry: RuntimeEntry,
+    own: ChildRuntime,
+    config: Config,
+    env: Mapping[str, str],
+) -> Callable[[list[ClosableProvider]], ChildRuntime]:
+    """Where this entry's `explore` children run: the `[delegate]` runtime and model,
+    resolved through the catalog scoped to what a session may delegate to (seed 001's
+    parent-scoped catalog); unset, the entry itself with its default model. Raises
+    ConfigError for a delegate the catalog does not hold or that is not native."""
+    wanted = config.delegate
+    name = wanted.runtime or entry.name
+    if name == entry.name and wanted.model is None:
+        return lambda providers: replace(own, name=entry.name)
+    try:
+        resolved = catalog.scoped([name]).resolve(name, wanted.model)
+    except CatalogError as err:
+        raise ConfigError(f"[delegate]: {err}") from err
+    if resolved.entry.harness is not Harness.NATIVE:
+        raise ConfigError(f"[delegate] runtime {name!r} is not native; explore needs one")
+    model = resolved.model or own.model
+
+    def build(providers: list[ClosableProvider]) -> ChildRuntime:
+        if resolved.entry.name == entry.name:
+            return ChildRuntime(own.provider, model, entry.name)
+        child = _provider(resolved.entry, env, config, providers)
+        return ChildRuntime(child, model, resolved.entry.name)
+
+    return build
+
+
+def workspace_done(env: Mapping[str, str], cwd: str) -> DoneSet:
+    """The definition of done for a session's workspace, from the config files seen
+    from its folder. The criteria are commands: a workspace file's may run only in
+    a workspace the person trusted, which `load_config` decides (an untrusted
+    workspace file is not read). A file loopd cannot use defines nothing here; the
+    error was already shown when loopd started or is shown by `loopd doctor`."""
+    try:
+        done = load_config(env, Path(cwd)).done
+    except ConfigError:
+        return DoneSet()
+    return DoneSet(
+        criteria=tuple(Criterion(c.name, c.command, c.exit_code) for c in done.criteria),
+        protected=done.protected,
+        enabled=done.enabled,
+        timeout_seconds=float(done.timeout_seconds),
+        max_stall_cycles=done.max_stall_cycles,
     )
+
+
+def _model_id(entry: RuntimeEntry, model: str) -> str:
+    """What the provider is sent for `model` in this entry: an alias becomes its id."""
+    return entry.resolve_model(model) or model
 
 
 def _rules_table(config: Config) -> dict[str, Any]:
@@ -201,7 +337,13 @@ def _limits(config: Config) -> Limits:
         max_result_bytes=c.max_result_bytes,
         max_identical_calls=c.max_identical_calls,
         max_turn_tokens=c.turn_token_ceiling,
+        max_shown_chars=c.max_shown_chars,
     )
+
+
+def _tool_limits(config: Config) -> ToolLimits:
+    c = config.limits
+    return ToolLimits(output_max_chars=c.max_output_chars, shown_max_chars=c.max_shown_chars)
 
 
 class LazyProbe:
@@ -243,6 +385,8 @@ class GuardedParts:
     policy: RulePolicy
     mcp: McpServers
     emitter: Emitter
+    done: SandboxedDone
+    shelf: SkillShelf
     notice: str = ""  # said at the start of the next turn
 
     @classmethod
@@ -255,6 +399,9 @@ class GuardedParts:
         env: Mapping[str, str],
         probe: LazyProbe,
         rules: RuleSet,
+        child: ChildRuntime,
+        shelf: SkillShelf,
+        limits: ToolLimits,
     ) -> GuardedParts:
         found = await asyncio.to_thread(probe.get)  # runs trial commands, once
         grant, parsed = NetworkGrant(), parse_mode(mode)
@@ -280,17 +427,26 @@ class GuardedParts:
             grants=policy.grants,
             on_plan=on_plan,
             editor_terminals=ctx.editor_terminals,
+            person=ctx.person,
+            session_id=ctx.session_id,
+            limits=limits,
+            outputs_dir=str(outputs_dir(data_dir(env), ctx.session_id)),
         )
         builtin = builtin_tools()
+        explore = Explore(child, ToolRegistry(tool_env, builtin), policy)  # without itself
         mcp = await McpServers.connect(
             ctx.mcp_servers,
-            reserved={t.name for t in builtin},
+            reserved={t.name for t in (*builtin, explore)} | {Skill.name},
             cwd=ctx.cwd,
             base_env=env,
             clock=tool_env.clock,
         )
-        tools = ToolRegistry(tool_env, (*builtin, *mcp.tools))
-        return cls(env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, mcp.report())
+        skill = Skill(shelf.book(ctx))
+        tools = ToolRegistry(tool_env, (*builtin, explore, skill, *mcp.tools))
+        done = SandboxedDone(tool_env, workspace_done(env, ctx.cwd))
+        return cls(
+            env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, done, shelf, mcp.report()
+        )
 
     def set_mode(self, mode: str) -> None:
         parsed = parse_mode(mode)
@@ -316,5 +472,6 @@ class GuardedParts:
         return await self.tool_env.changes.undo(self.tool_env.files)
 
     async def aclose(self) -> None:
+        self.shelf.forget(self.tool_env.session_id)
         await self.mcp.aclose()
         await self.tool_env.aclose()

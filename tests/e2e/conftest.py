@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,36 @@ def pinned_binary(name: str) -> str:
     if not path.exists():
         pytest.skip(f"{name} is not installed: run scripts/setup.sh (npm ci in tests/clients)")
     return str(path)
+
+
+DONE_TOML = """
+[done]
+enabled = true
+max_stall_cycles = 1
+protected = ["tests/**"]
+
+[[done.criteria]]
+name = "content"
+command = "grep -q good app.txt"
+"""
+"""A workspace `[done]` for the seal tests: app.txt must say "good"; a turn that
+fails twice without progress is incomplete."""
+
+
+def run_loopd(
+    args: list[str], env: dict[str, str], cwd: Path, stdin: str = "", **kw: Any
+) -> subprocess.CompletedProcess[str]:
+    """`loopd ARGS` as a subprocess, its output captured as text."""
+    return subprocess.run(
+        [*LOOPD, *args],
+        env=env,
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        **kw,
+    )
 
 
 def isolated_env(tmp: Path, fake: FakeLLMServer | None, **extra: str) -> dict[str, str]:
@@ -86,12 +118,20 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-@pytest.fixture
-def home_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A state dir outside /tmp: codex refuses its sandbox helper under /tmp."""
-    base = Path.home() / ".cache" / "loopd-tests"
+CACHE_BASE = Path.home() / ".cache" / "loopd-tests"
+
+
+def private_cache_dir(base: Path = CACHE_BASE) -> Path:
+    """A new folder under `base` that no other test, and no other test run, has: made
+    by `mkdtemp`, which never reuses a name (runs side by side used to pick the same
+    `codex0` and delete each other's state)."""
     base.mkdir(parents=True, exist_ok=True)
-    path = base / tmp_path_factory.mktemp("codex").name
-    path.mkdir()
+    return Path(tempfile.mkdtemp(prefix="codex-", dir=base))
+
+
+@pytest.fixture
+def home_cache() -> Iterator[Path]:
+    """A state dir outside /tmp: codex refuses its sandbox helper under /tmp."""
+    path = private_cache_dir()
     yield path
     shutil.rmtree(path, ignore_errors=True)

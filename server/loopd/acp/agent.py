@@ -31,15 +31,18 @@ from acp import PROTOCOL_VERSION, Agent, RequestError
 from acp.connection import StreamDirection, StreamEvent
 from acp.interfaces import Client
 from acp.schema import (
+    AgentAuthCapabilities,
     AgentCapabilities,
     AuthenticateResponse,
     ClientCapabilities,
     CloseSessionResponse,
     DeleteSessionResponse,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    LogoutCapabilities,
     LogoutResponse,
     McpCapabilities,
     NewSessionResponse,
@@ -50,6 +53,7 @@ from acp.schema import (
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
+    SessionForkCapabilities,
     SessionInfo,
     SessionListCapabilities,
     SessionResumeCapabilities,
@@ -58,7 +62,17 @@ from acp.schema import (
 )
 
 from loopd import __version__
+from loopd.acp.auth import LOGIN_METHOD, auth_methods, auth_required
 from loopd.acp.link import AcpLink
+from loopd.acp.models import (
+    ForkSession,
+    LoadSession,
+    NewSession,
+    ResumeSession,
+    SetSessionModelResponse,
+    model_option,
+    model_state,
+)
 from loopd.acp.translate import (
     PromptBlock,
     UnsupportedContent,
@@ -68,20 +82,29 @@ from loopd.acp.translate import (
     modes,
     prompt_of,
 )
-from loopd.protocol.errors import ConfigError
+from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import (
     AgentMessageChunk,
     AvailableCommandsUpdated,
     Command,
-    ConfigOptionsChanged,
     to_wire,
 )
-from loopd.sessions.manager import SessionBusy, SessionManager, SessionNotFound, SessionView
+from loopd.protocol.turns import Outcome
+from loopd.sessions.manager import (
+    NoRuntime,
+    SessionBusy,
+    SessionManager,
+    SessionNotFound,
+    SessionView,
+)
+from loopd.sessions.queue import NotRunning
 
 log = logging.getLogger(__name__)
 
+STEER_METHOD = "loopd/session/steer"  # `_loopd/session/steer` on the wire
 CAPABILITIES = AgentCapabilities(
     load_session=True,
+    auth=AgentAuthCapabilities(logout=LogoutCapabilities()),
     prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
     mcp_capabilities=McpCapabilities(http=True, sse=False),
     session_capabilities=SessionCapabilities(
@@ -90,7 +113,9 @@ CAPABILITIES = AgentCapabilities(
         close=SessionCloseCapabilities(),
         delete=SessionDeleteCapabilities(),
         additional_directories=SessionAdditionalDirectoriesCapabilities(),
+        fork=SessionForkCapabilities(),
     ),
+    field_meta={"loopd": {"steer": f"_{STEER_METHOD}", "verification": True}},
 )
 # Requests that open a session: what they answer must reach the client before any
 # update that names the session (zed#60199), so those wait for the response.
@@ -98,8 +123,15 @@ _OPENING = ("session/new", "session/load", "session/resume")
 
 
 class LoopdAgent(Agent):
-    def __init__(self, manager: SessionManager | asyncio.Future[SessionManager]) -> None:
+    """`client_answers=False`: the client cannot answer requests (see `AcpLink`)."""
+
+    def __init__(
+        self,
+        manager: SessionManager | asyncio.Future[SessionManager],
+        client_answers: bool = True,
+    ) -> None:
         self._manager = manager
+        self._client_answers = client_answers
         self.client: Client | None = None
         self.link: AcpLink | None = None
         self._opening: dict[Any, str | None] = {}  # request id -> session id (None: new)
@@ -107,7 +139,7 @@ class LoopdAgent(Agent):
 
     def on_connect(self, conn: Client) -> None:
         self.client = conn
-        self.link = AcpLink(conn)
+        self.link = AcpLink(conn, answers=self._client_answers)
 
     @property
     def started(self) -> SessionManager | None:
@@ -146,15 +178,32 @@ class LoopdAgent(Agent):
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=CAPABILITIES,
-            auth_methods=[],
+            auth_methods=auth_methods(client_capabilities),
             agent_info=Implementation(name="loopd", title="loopd", version=__version__),
         )
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
-        raise RequestError.method_not_found("authenticate")
+        """After the person ran `loopd login`: succeeds when a runtime is usable now,
+        else answers `auth_required` again with the reason."""
+        if method_id != LOGIN_METHOD:
+            raise RequestError.invalid_params({"details": f"unknown auth method {method_id!r}"})
+        manager = await self.manager()
+        with _mapped_errors():
+            usable = await manager.refresh_runtimes()
+        if not usable:
+            raise auth_required(
+                "still no usable credentials: finish `loopd login`, or set a provider key "
+                "in the environment the editor starts loopd with",
+                self._link().capabilities,
+            )
+        return AuthenticateResponse()
 
     async def logout(self, **kwargs: Any) -> LogoutResponse:
-        raise RequestError.method_not_found("logout")
+        """Forgets what `loopd login` stored; keys from the environment still apply."""
+        manager = await self.manager()
+        with _mapped_errors():
+            await manager.logout()
+        return LogoutResponse()
 
     # -- session lifecycle ---------------------------------------------------------------
 
@@ -169,7 +218,7 @@ class LoopdAgent(Agent):
         if not all(os.path.isabs(r) for r in roots):
             raise RequestError.invalid_params({"details": "cwd and directories must be absolute"})
         manager = await self.manager()
-        with _mapped_errors():
+        with _mapped_errors(capabilities=self._link().capabilities):
             view = await manager.new_session(
                 cwd,
                 self._link(),
@@ -177,11 +226,7 @@ class LoopdAgent(Agent):
                 mcp_configs(mcp_servers),
             )
         self._after_open[view.id] = view.commands
-        return NewSessionResponse(
-            session_id=view.id,
-            modes=modes(view.config_options),
-            config_options=config_options(view.config_options),
-        )
+        return NewSession(session_id=view.id, **_options(view))
 
     async def load_session(
         self,
@@ -193,9 +238,7 @@ class LoopdAgent(Agent):
     ) -> LoadSessionResponse:
         """Replays the whole history on this connection, then answers."""
         view = await self._attach(session_id, mcp_servers, replay=True)
-        return LoadSessionResponse(
-            modes=modes(view.config_options), config_options=config_options(view.config_options)
-        )
+        return LoadSession(**_options(view))
 
     async def resume_session(
         self,
@@ -206,9 +249,31 @@ class LoopdAgent(Agent):
         **kwargs: Any,
     ) -> ResumeSessionResponse:
         view = await self._attach(session_id, mcp_servers, replay=False)
-        return ResumeSessionResponse(
-            modes=modes(view.config_options), config_options=config_options(view.config_options)
-        )
+        return ResumeSession(**_options(view))
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ForkSessionResponse:
+        """A new session with the history so far, on the same runtime; the two then
+        continue independently. A runtime with a history of its own refuses."""
+        if not all(os.path.isabs(r) for r in [cwd, *(additional_directories or ())]):
+            raise RequestError.invalid_params({"details": "cwd and directories must be absolute"})
+        manager = await self.manager()
+        with _mapped_errors(session_id, self._link().capabilities):
+            view = await manager.fork_session(
+                session_id,
+                cwd,
+                self._link(),
+                additional_directories or (),
+                mcp_configs(mcp_servers),
+            )
+        self._after_open[view.id] = view.commands
+        return ForkSession(session_id=view.id, **_options(view))
 
     async def _attach(
         self, session_id: str, servers: list[Any] | None, replay: bool
@@ -261,8 +326,10 @@ class LoopdAgent(Agent):
         self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
     ) -> PromptResponse:
         """One turn. Whatever goes wrong inside it ends it with a stop reason and a
-        message the person can read; a `$/cancel_request` for this request cancels the
-        turn (the SDK then answers -32800)."""
+        message the person can read; a `$/cancel_request` for this request cancels
+        this prompt alone: its turn when it runs, its place in the queue when it waits
+        (the SDK then answers -32800). A prompt refused because the queue is full is an
+        error, never a stop reason a client would take for a finished turn."""
         try:
             content = prompt_of(prompt)
         except UnsupportedContent as err:
@@ -272,17 +339,13 @@ class LoopdAgent(Agent):
             outcome = await manager.prompt(session_id, content, link)
         except SessionNotFound as err:
             raise _not_found(session_id, err) from err
-        except asyncio.CancelledError:
-            await manager.cancel(session_id)
-            raise
-        except SessionBusy as err:
-            await self._say(session_id, str(err))
-            return PromptResponse(stop_reason="end_turn")
+        except SessionBusy as err:  # the queue is full: refused, not a finished turn
+            raise RequestError.invalid_request({"details": str(err)}) from err
         except Exception as err:
             log.exception("turn in %s failed", session_id)
             await self._say(session_id, f"loopd: the turn failed: {err}")
             return PromptResponse(stop_reason="end_turn")
-        return PromptResponse(stop_reason=outcome.stop_reason)
+        return PromptResponse(stop_reason=outcome.stop_reason, field_meta=_meta_of(outcome))
 
     async def _say(self, session_id: str, text: str) -> None:
         wire = to_wire(AgentMessageChunk(text, f"msg_{uuid.uuid4().hex[:12]}"))
@@ -302,17 +365,28 @@ class LoopdAgent(Agent):
         self, session_id: str, mode_id: str, **kwargs: Any
     ) -> SetSessionModeResponse:
         """The deprecated mode API, kept in sync with the `mode` config option: it sets
-        that option, and tells this client the new option list."""
+        that option (the session then tells its clients the new mode and option list,
+        once)."""
         manager = await self.manager()
         with _mapped_errors(session_id):
             option = mode_option(manager.view(session_id).config_options)
             if option is None:
                 raise RequestError.invalid_params({"details": "this session has no modes"})
-            view = await manager.set_config(session_id, option.id, mode_id)
-        await self._link().send_update(
-            session_id, to_wire(ConfigOptionsChanged(view.config_options))
-        )
+            await manager.set_config(session_id, option.id, mode_id)
         return SetSessionModeResponse()
+
+    async def set_session_model(
+        self, session_id: str, model_id: str, **kwargs: Any
+    ) -> SetSessionModelResponse:
+        """The legacy model API: it sets the `model` config option, so the two views
+        never disagree."""
+        manager = await self.manager()
+        with _mapped_errors(session_id):
+            option = model_option(manager.view(session_id).config_options)
+            if option is None:
+                raise RequestError.invalid_params({"details": "this session has no model choice"})
+            await manager.set_config(session_id, option.id, model_id)  # tells every client
+        return SetSessionModelResponse()
 
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
@@ -327,7 +401,18 @@ class LoopdAgent(Agent):
     # -- extensions ------------------------------------------------------------------------
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise RequestError.method_not_found(f"_{method}")
+        """`_loopd/session/steer` `{sessionId, text}`: say something to the running
+        turn, read at its next step. No turn running is an invalid request (send a
+        prompt instead)."""
+        if method != STEER_METHOD:
+            raise RequestError.method_not_found(f"_{method}")
+        session_id, text = params.get("sessionId"), params.get("text")
+        if not isinstance(session_id, str) or not isinstance(text, str):
+            raise RequestError.invalid_params({"details": "sessionId and text are required"})
+        manager = await self.manager()
+        with _mapped_errors(session_id):
+            await manager.steer(session_id, text)
+        return {}
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.debug("ignoring notification _%s", method)
@@ -357,16 +442,41 @@ class LoopdAgent(Agent):
 
 
 @contextmanager
-def _mapped_errors(session_id: str | None = None) -> Iterator[None]:
+def _mapped_errors(
+    session_id: str | None = None, capabilities: ClientCapabilities | None = None
+) -> Iterator[None]:
     """The session layer's errors as JSON-RPC errors."""
     try:
         yield
     except SessionNotFound as err:
         raise _not_found(session_id, err) from err
+    except NoRuntime as err:
+        raise auth_required(str(err), capabilities) from err
     except ConfigError as err:
         raise RequestError.invalid_params({"details": str(err)}) from err
-    except SessionBusy as err:
+    except (SessionBusy, NotRunning) as err:
         raise RequestError.invalid_request({"details": str(err)}) from err
+    except RuntimeFailure as err:
+        raise RequestError.invalid_request({"details": str(err)}) from err
+
+
+def _meta_of(outcome: Outcome) -> dict[str, Any] | None:
+    """`_meta.loopd.verification`: the turn's seal, for clients that show it (the
+    short line is already in the transcript for those that do not)."""
+    if outcome.verification is None:
+        return None
+    return {"loopd": {"verification": outcome.verification.to_wire()}}
+
+
+def _options(view: SessionView) -> dict[str, Any]:
+    """What every opening answer carries: the options, and the legacy views of the
+    mode and model options."""
+    options = view.config_options
+    return {
+        "modes": modes(options),
+        "models": model_state(options),
+        "config_options": config_options(options),
+    }
 
 
 def _not_found(session_id: str | None, err: Exception) -> RequestError:

@@ -25,19 +25,28 @@ def run(args: argparse.Namespace) -> int:
     text = args.prompt if args.prompt is not None else sys.stdin.read()
     if not text.strip():
         raise ConfigError("no prompt: pass one as an argument or on stdin")
+    from loopd.cli.exits import EXIT_CANCELLED
     from loopd.cli.prompter import tty_prompter
     from loopd.cli.terminal import terminal_link
-    from loopd.cli.turn import exit_code, run_turn
+    from loopd.cli.turn import exit_code, exit_now, run_headless, run_turn
 
-    prompter = None if args.yes else tty_prompter()
-    link = terminal_link(cwd, prompter, as_json=args.json, assume_yes=args.yes)
+    tty = tty_prompter()  # the agent's questions are asked even with --yes
+    prompter = None if args.yes else tty
+    link = terminal_link(cwd, prompter, as_json=args.json, assume_yes=args.yes, questions=tty)
     config = {k: v for k, v in (("mode", args.mode), ("model", args.model)) if v}
-    outcome = asyncio.run(run_turn(dict(os.environ), cwd, text, link, args.runtime, config))
+    outcome = run_headless(run_turn(dict(os.environ), cwd, text, link, args.runtime, config))
+    seal = outcome.verification
     if args.json:
-        end = {"stopReason": outcome.stop_reason, "turnId": outcome.turn_id}
-        print(json.dumps(end | ({"error": outcome.error} if outcome.error else {})))
+        end: dict[str, Any] = {"stopReason": outcome.stop_reason, "turnId": outcome.turn_id}
+        if outcome.error:
+            end["error"] = outcome.error
+        if seal is not None:
+            end["verification"] = seal.to_wire()
+        print(json.dumps(end))
         if outcome.error:
             print(f"loopd: {outcome.error}", file=sys.stderr)
+    if exit_code(outcome) == EXIT_CANCELLED:
+        exit_now(EXIT_CANCELLED)  # a worker thread the cancel could not reach must not hold it
     return exit_code(outcome)
 
 
@@ -54,7 +63,12 @@ def workspace(path: str) -> str:
 def acp(args: argparse.Namespace) -> int:
     """`initialize` is answered while the app is still being built (in a thread:
     catalog discovery runs each CLI's `--version`, the store opens); the first
-    request that needs sessions waits for it."""
+    request that needs sessions waits for it. `loopd acp login` is `loopd login`:
+    what an editor runs for the terminal auth method loopd declares."""
+    if args.then == "login":
+        from loopd.cli.login import login
+
+        return login(os.environ)
     from loopd.acp.server import serve_stdio
     from loopd.stdio import protect_stdout
 
@@ -112,20 +126,23 @@ def lsp(args: argparse.Namespace) -> int:
 
 def catalog(args: argparse.Namespace) -> int:
     from loopd.catalog import catalog_to_json, catalog_to_text, discover_catalog
+    from loopd.catalog.listing import listed_models
     from loopd.config import load_config
 
     env = dict(os.environ)
     build = discover_catalog(load_config(env, Path.cwd()), env)
+    listed = asyncio.run(listed_models(build.catalog, env))  # what model servers serve
     if args.json:
-        print(json.dumps(catalog_to_json(build.catalog, build.skipped), indent=2))
+        print(json.dumps(catalog_to_json(build.catalog, build.skipped, listed), indent=2))
     else:
-        print(escape(catalog_to_text(build.catalog, build.skipped), multiline=True))
+        print(escape(catalog_to_text(build.catalog, build.skipped, listed), multiline=True))
     return 0
 
 
 def sessions(args: argparse.Namespace) -> int:
     from loopd.config import data_dir
     from loopd.sessions.manager import SessionNotFound
+    from loopd.sessions.transcript import transcript
     from loopd.store.sqlite import SqliteStore
 
     store = SqliteStore(data_dir(os.environ) / "sessions.db")
@@ -145,7 +162,8 @@ def sessions(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"id": record.id, "cwd": record.cwd, "events": events}, indent=2))
         else:
-            print(_transcript(record.title, events))
+            title = escape(record.title or "(untitled)")
+            print(f"# {title}\n\n{escape(transcript(events), multiline=True)}")
         return 0
     finally:
         store.close()
@@ -165,22 +183,6 @@ def _list_sessions(store: SqliteStore, cwd: str | None, as_json: bool) -> int:
     for s in [] if as_json else page.sessions:
         print(f"{s.id}  {s.updated_at}  {escape(s.cwd)}  {escape(s.title or '')}")
     return 0
-
-
-def _transcript(title: str | None, events: list[dict[str, Any]]) -> str:
-    lines = [f"# {escape(title or '(untitled)')}"]
-    last = ""
-    for event in events:
-        kind = event.get("sessionUpdate")
-        if kind in ("user_message_chunk", "agent_message_chunk"):
-            who = "You" if kind == "user_message_chunk" else "loopd"
-            if kind != last:
-                lines.append(f"\n## {who}\n")
-            lines[-1] += escape(event["content"].get("text", ""), multiline=True)
-        elif kind == "tool_call":
-            lines.append(f"→ {escape(event.get('title', ''))}")
-        last = kind or ""
-    return "\n".join(lines)
 
 
 def demo(args: argparse.Namespace) -> int:

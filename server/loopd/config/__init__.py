@@ -44,12 +44,31 @@ The file format (every key optional; unknown keys are errors):
     max_result_bytes = 100000
     max_identical_calls = 3
     turn_token_ceiling = 0     # 0 = unlimited
+    stream_idle_seconds = 60   # no data from the model this long: stalled (retried once)
+    max_output_chars = 30000   # a command's output for the model: head + tail
+    max_shown_chars = 64000    # a tool's output for the editor and the store: head +
+                               # tail; a command's full output goes to a file it names
 
     [approvals]                # rule strings, interpreted by loopd.policy
     allow = []
     ask = []
     deny = []
     timeout_seconds = 600      # an unanswered question is a rejection after this
+
+    [delegate]                 # where `explore` children run (native entries only)
+    runtime = "groq"           # a catalog entry; default: the session's own runtime
+    model = "llama-3.3-70b"    # a model of that entry; default: its default model
+
+    [done]                     # the definition of done (native engine)
+    enabled = false            # re-enter on unmet criteria (off: check and report only)
+    protected = ["tests/**"]   # paths that ARE the measurement; writes are reported
+    timeout_seconds = 300      # per criterion
+    max_stall_cycles = 2       # checks without progress before a turn stops incomplete
+
+    [[done.criteria]]          # a workspace file's criteria run only once it is trusted
+    name = "tests"
+    command = "pytest -q"      # run like the bash tool: in the sandbox, network off
+    exit_code = 0
 """
 
 from loopd.config.load import (
@@ -68,6 +87,9 @@ from loopd.config.schema import (
     Config,
     ConfigFileError,
     Defaults,
+    Delegate,
+    Done,
+    DoneCriterion,
     EnvSettings,
     Harness,
     Limits,
@@ -83,6 +105,9 @@ __all__ = [
     "Config",
     "ConfigFileError",
     "Defaults",
+    "Delegate",
+    "Done",
+    "DoneCriterion",
     "Env",
     "EnvSettings",
     "Harness",

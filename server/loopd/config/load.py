@@ -47,15 +47,18 @@ def load_config(
     *,
     user_file: Path | None = None,
     workspace_file: Path | None = None,
+    base: Mapping[str, Any] | None = None,
 ) -> Config:
     """Read the user file then the workspace file (either may be missing), merge them
-    with the workspace winning, and validate. Raises `ConfigFileError`."""
+    with the workspace winning, and validate. `base` is a layer below both files (the
+    defaults `loopd login` stored). Raises `ConfigFileError`."""
     paths = (
         user_file if user_file is not None else user_config_file(env),
         workspace_file if workspace_file is not None else workspace_config_file(cwd),
     )
     layers = [(path, _read_toml(path)) for path in paths if path.is_file()]
-    return parse_config(merge_layers(layers), tuple(path for path, _ in layers))
+    merged = merge_layers([(None, base or {}), *layers])
+    return parse_config(merged, tuple(path for path, _ in layers))
 
 
 def read_env(env: Env) -> EnvSettings:

@@ -127,6 +127,9 @@ class Limits:
     max_result_bytes: int = 100_000
     max_identical_calls: int = 3
     turn_token_ceiling: int = 0  # 0 = unlimited
+    stream_idle_seconds: int = 60  # a model stream silent this long is stalled; 0 = never
+    max_output_chars: int = 30_000  # a command's output as the model reads it
+    max_shown_chars: int = 64_000  # a tool's output as the editor shows and the store keeps it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,6 +141,38 @@ class Approvals:
     ask: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     timeout_seconds: int = 600
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DoneCriterion:
+    """`[[done.criteria]]`: a command whose exit code says whether a turn is done."""
+
+    name: str
+    command: str
+    exit_code: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Done:
+    """`[done]`: the workspace's definition of done (see `loopd.engine.done`).
+    `enabled` switches re-entry on unmet criteria on; off, they are checked and
+    reported only. `protected` are globs of the paths that ARE the measurement."""
+
+    enabled: bool = False
+    protected: tuple[str, ...] = ()
+    timeout_seconds: int = 300
+    max_stall_cycles: int = 2
+    criteria: tuple[DoneCriterion, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delegate:
+    """`[delegate]`: where a native session's `explore` child runs: a catalog entry
+    (native) and a model in it. Unset: the session's own runtime and its default
+    model."""
+
+    runtime: str | None = None
+    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,6 +198,8 @@ class Config:
     runtimes: Mapping[str, RuntimeConfig] = field(default_factory=lambda: MappingProxyType({}))
     limits: Limits = field(default_factory=Limits)
     approvals: Approvals = field(default_factory=Approvals)
+    done: Done = field(default_factory=Done)
+    delegate: Delegate = field(default_factory=Delegate)
     sources: tuple[Path, ...] = ()
     origins: Mapping[str, Path] = field(default_factory=dict, repr=False, compare=False)
 

@@ -16,8 +16,9 @@ import asyncio
 import random
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from loopd.engine.done import DoneChecks, settle
 from loopd.engine.guard import LoopGuard
 from loopd.engine.limits import Limits, truncate_result
 from loopd.engine.ports import (
@@ -31,6 +32,7 @@ from loopd.engine.ports import (
     ToolCall,
     ToolResult,
 )
+from loopd.engine.steer import SteerBox, steer_text, unless_steered
 from loopd.engine.streaming import ReplyStreamer, RetryPolicy
 from loopd.engine.toolrun import ToolPhase, TurnState
 from loopd.protocol.errors import ContextOverflow, ProviderError
@@ -44,6 +46,8 @@ from loopd.protocol.events import (
     TextBlock,
     ToolCallUpdated,
     UsageUpdated,
+    UserMessageChunk,
+    VerificationUpdated,
 )
 from loopd.protocol.messages import (
     ImagePart,
@@ -53,7 +57,7 @@ from loopd.protocol.messages import (
     ToolResultPart,
     ToolUsePart,
 )
-from loopd.protocol.model import ModelRequest, ModelStop, ThinkingLevel, Usage
+from loopd.protocol.model import ModelRequest, ModelStop, ResponseDone, ThinkingLevel, Usage
 from loopd.protocol.turns import Outcome, StopReason
 
 EXEC_TOOL = "bash"
@@ -88,6 +92,8 @@ class EnginePorts:
     clock: Clock
     new_id: Callable[[str], str] = random_id
     jitter: Callable[[], float] = random.random
+    done: DoneChecks | None = None  # the workspace's definition of done, if any
+    steer: SteerBox | None = None  # what the person says while a turn runs
 
 
 _MODEL_STOPS: dict[ModelStop, StopReason] = {
@@ -113,6 +119,7 @@ class Engine:
         self.config = config
         self.ports = ports
         self._history = list(history)
+        self._tool_ids = {use.id for m in self._history for use in m.tool_uses}
 
     def reconfigure(self, config: EngineConfig, ports: EnginePorts) -> None:
         """Swap model, mode or policy. A running turn picks the change up at its next
@@ -133,15 +140,23 @@ class Engine:
     async def run(self, prompt: Prompt) -> Outcome:
         """Execute one turn for `prompt` and say how it ended."""
         turn = _Turn(self.ports.new_id("turn"))
+        if self.ports.steer is not None:
+            self.ports.steer.begin()
         try:
+            if self.ports.done is not None:
+                self.ports.done.state.begin_turn()
+                await self.ports.done.begin_turn()
             await self._append(Message("user", prompt_parts(prompt)))
-            return await self._cycle(turn)
+            outcome = await self._cycle(turn)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
             await self._pair_after_cancel(turn)
-            return turn.outcome("cancelled")
+            outcome = turn.outcome("cancelled")
+        if self.ports.steer is not None and (late := self.ports.steer.end()):
+            await self._heard(late)  # kept: read with the next prompt
+        return await self._sealed(outcome)
 
     async def exec(self, command: str) -> Outcome:
         """Run a command the PERSON typed (`!cmd`), outside any model turn.
@@ -173,14 +188,18 @@ class Engine:
             if turn.iterations >= limits.max_iterations:
                 return await self._stop(turn, "max_turn_requests", _iteration_note(limits))
             turn.iterations += 1
+            await self._take_steer()
             try:
-                reply = await self._streamer().request(self._request())
+                reply = await self._reply()
             except ProviderError as err:
                 message = f"The model request failed: {err.message}"
                 return await self._stop(turn, _failure_stop(err), message, "error")
+            if reply is None:
+                continue  # interrupted: the person said something; read it now
             turn.usage += reply.usage
             turn.context_tokens = reply.usage.context_tokens + reply.usage.output_tokens
-            await self._append(Message("assistant", reply.parts))
+            parts = distinct_tool_ids(reply.parts, self._tool_ids, self.ports.new_id)
+            await self._append(Message("assistant", parts))
             await self.ports.emitter.emit(
                 UsageUpdated(turn.context_tokens, self.config.context_window)
             )
@@ -188,7 +207,13 @@ class Engine:
             if reply.stop == "pause_turn":
                 continue
             if not uses:
-                return turn.outcome(_MODEL_STOPS[reply.stop])
+                if self.ports.steer is not None and self.ports.steer.pending():
+                    continue  # said while the reply finished: answer it in this turn
+                reentry = await self._settle()
+                if reentry is None:
+                    return turn.outcome(_MODEL_STOPS[reply.stop])
+                await self._append(Message("user", (TextPart(reentry),)))
+                continue
             turn.open_uses = uses
             await self._tool_phase(turn).run(uses, turn.state, turn.results)
             self._append_results(turn)
@@ -199,6 +224,54 @@ class Engine:
                 return await self._stop(
                     turn, "max_tokens", f"Stopped: the turn used its {ceiling}-token budget."
                 )
+
+    async def _reply(self) -> ResponseDone | None:
+        """The model's reply to the history; None when steering interrupted it (what
+        it had said so far stays in the history, so it knows where it was)."""
+        streamer, request = self._streamer(), self._request()
+        box = self.ports.steer
+        if box is None:
+            return await streamer.request(request)
+        reply = await unless_steered(streamer.request(request), box)
+        if reply is None and (partial := "".join(streamer.said).rstrip()):
+            await self._append(Message("assistant", (TextPart(partial),)))
+        return reply
+
+    async def _take_steer(self) -> None:
+        if self.ports.steer is not None and (said := self.ports.steer.take()):
+            await self._heard(said)
+
+    async def _heard(self, said: str) -> None:
+        """What the person said mid-turn: in the history and on the screen."""
+        await self._append(Message("user", (TextPart(steer_text(said)),)))
+        await self.ports.emitter.emit(UserMessageChunk(TextBlock(said), self.ports.new_id("user")))
+
+    async def _settle(self) -> str | None:
+        """The model stopped calling tools: the text that sends the turn back because
+        it is not done (see `loopd.engine.done`), or None to end it."""
+        p = self.ports
+        return None if p.done is None else await settle(p.done, p.emitter, p.new_id)
+
+    async def _sealed(self, outcome: Outcome) -> Outcome:
+        """The turn's seal, kept on the outcome and sent as an event; said in a line
+        too where the workspace defines done (elsewhere every edit would end with
+        "unavailable", which the event already carries)."""
+        checks = self.ports.done
+        if checks is None:
+            return outcome
+        protected = await checks.protected_writes()
+        seal = checks.state.verification(checks.write_seq(), checks.done, protected)
+        await self.ports.emitter.emit(VerificationUpdated(seal))
+        defined = checks.done.criteria or checks.done.protected
+        if defined and (seal.seal != "clean" or protected):
+            await self._say(seal.summary().capitalize(), "error" if seal.failed else "note")
+        return replace(outcome, verification=seal)
+
+    async def _say(self, text: str, notice: Notice = "note") -> None:
+        """Words loopd adds itself, marked as such (a frontend may set them apart)."""
+        await self.ports.emitter.emit(
+            AgentMessageChunk(f"\n\n{text}\n", self.ports.new_id("msg"), notice)
+        )
 
     def _request(self) -> ModelRequest:
         cfg = self.config
@@ -268,9 +341,7 @@ class Engine:
     ) -> Outcome:
         """End the turn with a reason the person can read: a `note` for a limit
         reached, an `error` when a request failed."""
-        await self.ports.emitter.emit(
-            AgentMessageChunk(f"\n\n{message}\n", self.ports.new_id("msg"), notice)
-        )
+        await self._say(message, notice)
         return turn.outcome(reason, message)
 
 
@@ -301,6 +372,32 @@ def _failure_stop(err: ProviderError) -> StopReason:
 
 def _iteration_note(limits: Limits) -> str:
     return f"Stopped: reached the limit of {limits.max_iterations} model requests in one turn."
+
+
+def distinct_tool_ids(
+    parts: tuple[Part, ...], used: set[str], new_id: Callable[[str], str]
+) -> tuple[Part, ...]:
+    """`parts` with every tool call's id unique in the session; `used` (the ids the
+    history holds) grows by the ids given out.
+
+    A model may repeat an id (two calls in one reply, or the same `call_0` at every
+    step, as some OpenAI-compatible servers do) or send none. Results are paired,
+    and calls are shown, by id: two calls sharing one would show as one and get one
+    result. So a repeated id becomes `<id>_2` (`_3`, ...) and a missing one a fresh
+    id, here, before the reply is journaled: the rewritten id is the call's id from
+    then on, for the screen, its result and the history sent back to the model."""
+    out: list[Part] = []
+    for part in parts:
+        if isinstance(part, ToolUsePart):
+            unique = part.id or new_id("toolu")
+            n = 1
+            while unique in used:
+                n += 1
+                unique = f"{part.id}_{n}"
+            used.add(unique)
+            part = part if unique == part.id else ToolUsePart(unique, part.name, part.input)
+        out.append(part)
+    return tuple(out)
 
 
 def exec_message(command: str, output: str) -> str:

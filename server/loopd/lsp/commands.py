@@ -83,6 +83,15 @@ async def cancel(ls: LoopdServer, args: tuple[Any, ...]) -> dict[str, Any]:
 
 
 @rpc
+async def steer(ls: LoopdServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    """`loopd.steer` "text" or {text, sessionId}: to the running turn of the session."""
+    params = _arg(args, "text")
+    session_id = await ls.session_for(field(params, "sessionId", str, None))
+    await ls.manager.steer(session_id, field(params, "text", str))
+    return {"sessionId": session_id}
+
+
+@rpc
 async def new_session(ls: LoopdServer, args: tuple[Any, ...]) -> dict[str, Any]:
     view = await ls.open_new(field(_arg(args, "cwd"), "cwd", str, ls.root()))
     return {"sessionId": view.id, "configOptions": config_options_to_wire(view)}
@@ -137,11 +146,32 @@ async def status(ls: LoopdServer, *args: Any) -> dict[str, Any]:
         "sessionId": ls.current,
         "sessions": list(ls.opened),
         "turns": ls.turns.status(),
+        "verification": ls.turns.last_seal(ls.current),
         "questions": [
             {"approvalId": q.id, "sessionId": q.request.session_id, "title": q.request.title}
             for q in ls.link.questions.values()
         ],
     }
+
+
+LOGIN_COMMAND = ("loopd", "login")
+
+
+@rpc
+async def login(ls: LoopdServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    """Whether a runtime is usable now (after `loopd login` ran in a terminal); if
+    not, the person is told what to run. Editors that can open a terminal run
+    `command` there and call this again."""
+    usable = await ls.manager.refresh_runtimes()
+    if not usable:
+        ls.window_show_message(
+            types.ShowMessageParams(
+                types.MessageType.Warning,
+                "loopd has no model provider: run `loopd login` in a terminal, "
+                "or set a provider key in the environment the editor starts loopd with",
+            )
+        )
+    return {"loggedIn": usable, "command": list(LOGIN_COMMAND)}
 
 
 def code_actions(ls: LoopdServer, params: types.CodeActionParams) -> list[types.CodeAction]:
@@ -178,11 +208,13 @@ def register(server: LoopdServer) -> None:
     for name, handler in (
         ("loopd.ask", ask),
         ("loopd.cancel", cancel),
+        ("loopd.steer", steer),
         ("loopd.newSession", new_session),
         ("loopd.approve", approve),
         ("loopd.setMode", set_mode),
         ("loopd.setModel", set_model),
         ("loopd.undo", undo),
+        ("loopd.login", login),
     ):
         server.command(name)(_spread(handler))
     server.command("loopd.status")(status)

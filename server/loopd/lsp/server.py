@@ -23,23 +23,41 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, BinaryIO, TypeVar
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
-from pygls.io_ import StdoutWriter, run_async
+from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcInvalidRequest
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from loopd import __version__
-from loopd.lsp.link import PERMISSION_METHOD, UPDATE_METHOD, ClientOptions, LspLink
+from loopd.lines import LineReader
+from loopd.lsp.framing import MARKER, MAX_HEADER_LINE, serve_frames
+from loopd.lsp.link import (
+    ASK_USER_METHOD,
+    PERMISSION_METHOD,
+    UPDATE_METHOD,
+    ClientOptions,
+    LspLink,
+)
 from loopd.lsp.turns import Turns
 from loopd.lsp.wire import BadParams, raw_converter
 from loopd.protocol.errors import ConfigError, LoopdError
 from loopd.runtimes.base import McpServerConfig
-from loopd.sessions.manager import SessionManager, SessionNotFound, SessionView
-from loopd.stdio import protect_stdout
+from loopd.sessions.manager import SessionBusy, SessionManager, SessionNotFound, SessionView
+from loopd.sessions.queue import NotRunning
+from loopd.stdio import open_stdin, protect_stdout
 
 log = logging.getLogger(__name__)
 
-SESSION_REQUESTS = ("new", "load", "list", "prompt", "close", "delete", "setConfigOption")
+SESSION_REQUESTS = (
+    "new",
+    "load",
+    "list",
+    "prompt",
+    "close",
+    "delete",
+    "setConfigOption",
+    "steer",
+)
 R = TypeVar("R")
 
 
@@ -59,6 +77,7 @@ class LoopdProtocol(LanguageServerProtocol):
                 "notifications": ["loopd/session/cancel"],
                 "sessionUpdate": UPDATE_METHOD,
                 "requestPermission": PERMISSION_METHOD,
+                "askUser": ASK_USER_METHOD,
             }
         }
         return result
@@ -161,6 +180,8 @@ def rpc(
             return await handler(ls, params)
         except (BadParams, SessionNotFound, ConfigError) as e:
             raise JsonRpcInvalidParams(str(e)) from e
+        except (SessionBusy, NotRunning) as e:  # refused now, not failed: try otherwise
+            raise JsonRpcInvalidRequest(str(e)) from e
         except LoopdError as e:
             raise JsonRpcInternalError(str(e)) from e
 
@@ -189,9 +210,10 @@ async def serve(
     `out` is the protocol's stdout from `loopd.stdio.protect_stdout`, for callers
     that protect it before building the manager (recommended: nothing may print)."""
     if tcp is None:
-        reader = await _stdin_reader()
+        stdin = await open_stdin(1 << 20)
         writer = StdoutWriter(out if out is not None else protect_stdout())
-        await _serve_connection(manager, reader, writer)
+        await _serve_connection(manager, stdin.reader, writer)
+        sys.stderr.write("loopd lsp: stdin closed, exiting\n")
         return
 
     async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -227,13 +249,7 @@ async def _serve_connection(
 
     server.hang_up = hang_up
     try:
-        await run_async(stop, reader, server.protocol, log, server.report_server_error)
+        lines = LineReader(reader, MAX_HEADER_LINE, resync=MARKER)
+        await serve_frames(stop, lines, server.protocol)
     finally:
         await server.disconnect()
-
-
-async def _stdin_reader() -> asyncio.StreamReader:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 20)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
-    return reader

@@ -6,10 +6,12 @@
     │   ├── RateLimited          429; `retry_after` seconds when the server said so
     │   ├── Overloaded           529 / overloaded_error (also mid-stream)
     │   ├── Transient            5xx, connection reset, timeouts
+    │   │   └── StreamStalled    no data for the idle timeout: retried fewer times
     │   ├── IncompleteStream     the stream closed before its terminal event
     │   ├── AuthError            401/403: fatal, shown to the person
     │   ├── BadRequest           4xx that resending will not fix
-    │   └── MissingCredentials   no key configured; names the variables to set
+    │   ├── MissingCredentials   no key configured; names the variables to set
+    │   └── NoModel              none configured and the endpoint lists none; says how
     ├── ToolInputError           the model's tool arguments are invalid
     ├── ConfigError              a config file or option is wrong
     └── RuntimeFailure           a runtime (engine or foreign CLI) could not run a turn
@@ -58,6 +60,17 @@ class Transient(ProviderError):
     retryable = True
 
 
+class StreamStalled(Transient):
+    """The model sent nothing for `idle_seconds` (before the reply or within it). A
+    stalled server rarely recovers within seconds, and each attempt costs the whole
+    idle timeout, so the engine retries a stall fewer times than other failures and
+    says so each time."""
+
+    def __init__(self, message: str, *, idle_seconds: float) -> None:
+        super().__init__(message)
+        self.idle_seconds = idle_seconds
+
+
 class IncompleteStream(ProviderError):
     retryable = True
 
@@ -71,6 +84,10 @@ class BadRequest(ProviderError):
 
 
 class MissingCredentials(ProviderError):
+    pass
+
+
+class NoModel(ProviderError):
     pass
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from loopd.engine.ports import Approver, Emitter
 from loopd.protocol.events import ConfigOption, Prompt
+from loopd.protocol.questions import UserQuestions
 from loopd.protocol.turns import Outcome
 from loopd.tools.env import EditorTerminals, FileAccess
 
@@ -46,6 +47,8 @@ class RuntimeContext:
     (its unsaved buffers, its review UI) when it offers one."""
     editor_terminals: Callable[[], EditorTerminals | None] = field(default=lambda: None)
     """The prompting editor's terminals right now, or None when it has none."""
+    person: Callable[[], UserQuestions | None] = field(default=lambda: None)
+    """Who can answer a question right now (the prompting editor or terminal)."""
 
     @property
     def roots(self) -> tuple[str, ...]:
@@ -75,3 +78,12 @@ class RuntimeFactory(Protocol):
     name: str
 
     async def open(self, context: RuntimeContext) -> Runtime: ...
+
+
+@runtime_checkable
+class ForkableFactory(Protocol):
+    """A runtime whose whole history is loopd's store (the session's journal and
+    model context), so a copy of that store is a fork that continues on its own.
+    A foreign CLI keeps its own history and is not one."""
+
+    history_in_store: Literal[True]

@@ -15,10 +15,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, cast
+from typing import Any, Literal, Protocol, cast
 
+from loopd.engine.done import DoneChecks
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.ports import Clock, Policy, Provider, ToolBox
+from loopd.engine.steer import SteerBox
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import (
     ConfigChoice,
@@ -62,6 +64,11 @@ class SessionParts(Protocol):
         """How commands are contained, for the person (the sandbox tier in use)."""
         ...
 
+    @property
+    def done(self) -> DoneChecks | None:
+        """The workspace's definition of done, run in this session's sandbox."""
+        ...
+
     async def begin_turn(self) -> None:
         """A turn starts: what the file tools change from here is undone together.
         What the person must hear about the session's setup (an MCP server that did
@@ -73,6 +80,12 @@ class SessionParts(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+class ModelSource(Protocol):
+    """Where a wiring without configured models gets them: the endpoint's list."""
+
+    async def models(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +101,17 @@ class NativeWiring:
     default_model: str
     engine: EngineConfig
     open_models: bool = False  # any model id is accepted (local servers serve unlisted ones)
+    listing: ModelSource | None = None  # asked as each session opens, when `models` is empty
+    resolve_model: Callable[[str], str] = lambda model: model
+    """An alias (`sonnet`) to the id the provider is sent; raises `ConfigError` for a
+    model the catalog entry does not offer."""
+
+    def with_models(self, models: tuple[str, ...]) -> NativeWiring:
+        """This wiring offering `models`, the first as the default. With none the model
+        is "": the session then has no model option, and a turn says why."""
+        default = models[0] if models else ""
+        engine = replace(self.engine, model=default)
+        return replace(self, models=models, default_model=default, engine=engine, listing=None)
 
 
 @dataclass(slots=True)
@@ -100,6 +124,8 @@ class StoreJournal:
 
 
 class NativeRuntimeFactory:
+    history_in_store: Literal[True] = True  # a fork is a copy of the store
+
     def __init__(self, name: str, wiring: NativeWiring, store: SqliteStore) -> None:
         self.name = name
         self.wiring = wiring
@@ -109,9 +135,12 @@ class NativeRuntimeFactory:
         history = reconcile_messages(self.store.messages(context.session_id))
         mode = _pick(context.config.get("mode"), MODES, self.wiring.default_mode)
         remembered = context.state.get("approvals", {})
-        parts = await self.wiring.parts_for(context, mode, remembered)
+        wiring = self.wiring
+        if wiring.listing is not None:  # not on `initialize`: a session is opening
+            wiring = wiring.with_models(await wiring.listing.models())
+        parts = await wiring.parts_for(context, mode, remembered)
         journal = StoreJournal(self.store, context.session_id)
-        return NativeRuntime(context, self.wiring, journal, history, parts)
+        return NativeRuntime(context, wiring, journal, history, parts)
 
 
 class NativeRuntime:
@@ -132,6 +161,7 @@ class NativeRuntime:
             "thought_level": _pick(context.config.get("thought_level"), THOUGHT_LEVELS, "off"),
         }
         self.parts = parts
+        self.steering = SteerBox()
         self.engine = Engine(context.session_id, self._engine_config(), self._ports(), history)
         self._turn: asyncio.Task[Any] | None = None
 
@@ -152,6 +182,8 @@ class NativeRuntime:
             policy=self.parts.policy,
             journal=self.journal,
             clock=self.wiring.clock,
+            done=self.parts.done,
+            steer=self.steering,
         )
 
     async def prompt(self, prompt: Prompt) -> Outcome:
@@ -164,6 +196,11 @@ class NativeRuntime:
             return await turn
         finally:
             self._turn = None
+
+    def steer(self, text: str) -> bool:
+        """What the person says while a turn runs: read at the turn's next step (a
+        streaming reply is interrupted for it). False when no turn runs."""
+        return self.steering.push(text)
 
     async def cancel(self) -> None:
         if self._turn is not None:
@@ -181,29 +218,36 @@ class NativeRuntime:
 
     async def set_config(self, option_id: str, value: str) -> None:
         """Raises ConfigError for a value the option does not offer."""
-        self.values[option_id] = self._checked(option_id, value)
-        if option_id == "mode":
-            self.parts.set_mode(value)
-            await self.context.emitter.emit(ModeChanged(value))
+        self.values[option_id] = checked = self._checked(option_id, value)
+        if option_id == "mode":  # the canonical id: an alias is not in the mode list
+            self.parts.set_mode(checked)
+            await self.context.emitter.emit(ModeChanged(checked))
         self.engine.reconfigure(self._engine_config(), self._ports())
 
     def _checked(self, option_id: str, value: str) -> str:
-        w = self.wiring
         match option_id:
             case "mode":
                 return check_mode(value)
-            case "model" if value in w.models or (w.open_models and value.strip()):
-                return value
+            case "model" if value.strip():
+                return self._model_id(value)
             case "thought_level" if value in THOUGHT_LEVELS:
                 return value
             case "model" | "thought_level":
                 raise ConfigError(f"{value!r} is not offered for {option_id}")
         raise ConfigError(f"the native runtime has no option {option_id!r}")
 
+    def _model_id(self, value: str) -> str:
+        model = self.wiring.resolve_model(value)
+        if model in self.wiring.models or self.wiring.open_models:
+            return model
+        raise ConfigError(f"{value!r} is not offered for model")
+
     def config_options(self) -> tuple[ConfigOption, ...]:
+        model = self.values["model"]
+        models = (model_option(model, self.wiring.models),) if model else ()
         return (
             mode_option(self.values["mode"], self.parts.containment),
-            model_option(self.values["model"], self.wiring.models),
+            *models,
             ConfigOption(
                 "thought_level",
                 "Thinking",
@@ -268,9 +312,15 @@ def typed_command(prompt: Prompt) -> str | None:
 
 
 def _pick_model(value: str | None, wiring: NativeWiring) -> str:
-    if value and wiring.open_models:
-        return value
-    return _pick(value, wiring.models, wiring.default_model)
+    """The stored model (its alias resolved), or the default when it is no longer
+    offered."""
+    try:
+        model = wiring.resolve_model(value) if value else None
+    except ConfigError:
+        model = None
+    if model and wiring.open_models:
+        return model
+    return _pick(model, wiring.models, wiring.default_model)
 
 
 def _pick(value: str | None, allowed: Sequence[str], default: str) -> str:

@@ -10,13 +10,24 @@ prompt is running, and nowhere else.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
+from loopd.engine.limits import bound_shown
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
-from loopd.protocol.events import ConfigOption, Prompt, SessionEvent, SessionInfoUpdated, to_wire
+from loopd.protocol.events import (
+    ConfigOption,
+    Prompt,
+    SessionEvent,
+    SessionInfoUpdated,
+    ToolCallStarted,
+    ToolCallUpdated,
+    to_wire,
+)
+from loopd.protocol.questions import Question, UserQuestions
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import McpServerConfig, Runtime
 from loopd.store.sqlite import SessionRecord, SqliteStore
@@ -46,6 +57,16 @@ class OffersTerminals(Protocol):
     def terminals(self, session_id: str) -> EditorTerminals | None: ...
 
 
+@runtime_checkable
+class AsksQuestions(Protocol):
+    """A `ClientLink` that can put the agent's questions to the person. Optional,
+    like terminals; `can_ask_user` is False where nobody would see the question."""
+
+    def can_ask_user(self) -> bool: ...
+
+    async def ask_user(self, question: Question) -> str | None: ...
+
+
 @dataclass(eq=False, slots=True)
 class LiveSession:
     record: SessionRecord
@@ -53,7 +74,7 @@ class LiveSession:
     links: list[ClientLink] = field(default_factory=list)
     asker: ClientLink | None = None  # the link whose prompt is running
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    queued: int = 0
+    waiting: int = 0  # prompts waiting for the turn slot (not the one holding it)
     turn: asyncio.Task[Any] | None = None
     generation: int = 0  # bumped by cancel: queued prompts of an older one give up
     mcp_servers: tuple[McpServerConfig, ...] = ()  # the editor's, for a runtime switch
@@ -61,6 +82,20 @@ class LiveSession:
     @property
     def id(self) -> str:
         return self.record.id
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """The session's one turn slot, held for a turn; counted in `waiting` until
+        taken. A waiter that is cancelled leaves the queue and nothing else."""
+        self.waiting += 1
+        try:
+            await self.lock.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            yield
+        finally:
+            self.lock.release()
 
     def attached(self, link: ClientLink) -> bool:
         """By identity: two connections are never "equal", whatever they hold."""
@@ -72,6 +107,13 @@ class LiveSession:
             return local
         roots = (self.record.cwd, *self.record.additional_dirs)
         return self.asker.files(self.id, roots, local)
+
+    def person(self, timeout: float) -> UserQuestions | None:
+        """Who answers the agent's questions now: the prompting link, if it can."""
+        link = self.asker
+        if isinstance(link, AsksQuestions) and link.can_ask_user():
+            return BoundedQuestions(link, timeout)
+        return None
 
     def editor_terminals(self) -> EditorTerminals | None:
         link = self.asker
@@ -101,10 +143,17 @@ class Unopened:
         return None
 
 
+MAX_SHOWN_TEXT = 128_000
+"""Characters of one text block in a tool call's content, for any runtime: the native
+engine bounds what its tools show well below this (`[limits] max_shown_chars`); a
+foreign CLI's tool output is bounded here, before it is journaled and sent."""
+
+
 @dataclass(slots=True)
 class SessionEmitter:
     """Journals each event, then shows it on every attached link. A link that fails
-    to show is logged and skipped: one broken editor never stops the turn."""
+    to show is logged and skipped: one broken editor never stops the turn. Tool
+    content is bounded first (`MAX_SHOWN_TEXT`), whichever runtime sent it."""
 
     store: SqliteStore
     session_id: str
@@ -112,8 +161,9 @@ class SessionEmitter:
     now: Callable[[], str]
 
     async def emit(self, event: SessionEvent) -> None:
-        wire = to_wire(event)
-        self.store.append_event(self.session_id, wire)
+        if isinstance(event, ToolCallStarted | ToolCallUpdated) and event.content:
+            event = replace(event, content=bound_shown(event.content, MAX_SHOWN_TEXT // 2))
+        wire = self.store.append_event(self.session_id, to_wire(event))  # standard JSON
         if isinstance(event, SessionInfoUpdated) and event.title:
             self.store.update(self.session_id, title=event.title, updated_at=self.now())
         await self.show(wire)
@@ -124,6 +174,24 @@ class SessionEmitter:
                 await link.send_update(self.session_id, wire)
             except Exception:
                 log.exception("could not show an update on a connection; skipping it")
+
+
+@dataclass(frozen=True, slots=True)
+class BoundedQuestions:
+    """The prompting link's questions, bounded like approvals: no answer in
+    `timeout` seconds, or a failing link, is no answer (the model is told)."""
+
+    link: AsksQuestions
+    timeout: float
+
+    async def ask_user(self, question: Question) -> str | None:
+        try:
+            return await asyncio.wait_for(self.link.ask_user(question), self.timeout)
+        except TimeoutError:
+            log.warning("question %s timed out; unanswered", question.tool_call_id)
+        except Exception:
+            log.exception("question %s failed; unanswered", question.tool_call_id)
+        return None
 
 
 @dataclass(slots=True)

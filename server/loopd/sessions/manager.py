@@ -5,8 +5,12 @@ session behaves the same in every editor, and a session created from one is list
 and loadable from the others (they share the SQLite store).
 
 Turn discipline: one turn at a time per session. A prompt that arrives while a turn
-runs waits its turn (at most `MAX_QUEUED`, in order), never interleaves. `cancel`
-ends the running turn and every queued prompt of the session with `cancelled`.
+runs waits its turn (at most `MAX_QUEUED` waiting, in order; the asking editor is
+told it is queued), never interleaves; one beyond that is refused with
+`SessionBusy`. Cancelling one prompt's call (its request was cancelled) takes that
+prompt alone out of the queue, or ends its turn when it is the running one;
+`cancel` ends the running turn and every queued prompt of the session with
+`cancelled`. `steer` hands text to the running turn, read at its next step.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from loopd.protocol.errors import ConfigError, LoopdError, RuntimeFailure
 from loopd.protocol.events import (
@@ -34,7 +38,13 @@ from loopd.protocol.events import (
     to_wire,
 )
 from loopd.protocol.turns import Outcome, UndoReport
-from loopd.runtimes.base import McpServerConfig, RuntimeContext, RuntimeFactory
+from loopd.runtimes.base import (
+    ForkableFactory,
+    McpServerConfig,
+    RuntimeContext,
+    RuntimeFactory,
+)
+from loopd.runtimes.options import check_mode
 from loopd.sessions.commands import FileUndoing, commands_for, run_command, slash_command
 from loopd.sessions.live import (
     ClientLink,
@@ -43,14 +53,17 @@ from loopd.sessions.live import (
     SessionEmitter,
     Unopened,
 )
+from loopd.sessions.queue import say_queued, steer_turn, title_of
+from loopd.sessions.transcript import HANDOVER, transcript, with_handover
 from loopd.store.reconcile import reconcile_events
 from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
 
 log = logging.getLogger(__name__)
 
-MAX_QUEUED = 64
+MAX_QUEUED = 64  # prompts waiting behind the running turn (seed 001's managed input queue)
 RUNTIME_OPTION = "runtime"
 MODE_OPTION = "mode"
+APPROVALS = "approvals"  # the runtime-state key of the session's "always" answers
 
 
 class SessionNotFound(LoopdError):
@@ -59,6 +72,20 @@ class SessionNotFound(LoopdError):
 
 class SessionBusy(LoopdError):
     pass
+
+
+class Credentials(Protocol):
+    """Where runtimes get their credentials: read again after a login, forgotten
+    at logout. Either way the manager is then offered the runtimes they give."""
+
+    async def reload(self) -> None: ...
+
+    async def logout(self) -> None: ...
+
+
+class NoRuntime(ConfigError):
+    """No runtime can run a session: nothing is configured or logged in. Frontends
+    tell the person how to log in (ACP answers `auth_required`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +112,7 @@ class SessionManager:
     """What a session records about who runs it (the catalog's runtime identity:
     harness, model, effort, catalog digest), kept with the session and shown on load."""
     new_id: Callable[[], str] = field(default=lambda: f"sess_{uuid.uuid4().hex}")
+    credentials: Credentials | None = None
     _live: dict[str, LiveSession] = field(default_factory=dict)
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -97,6 +125,8 @@ class SessionManager:
         mcp_servers: Sequence[McpServerConfig] = (),
         config: Mapping[str, str] | None = None,
     ) -> SessionView:
+        if not self.runtimes:  # a login since the last look counts at once
+            await self.refresh_runtimes()
         config = dict(config or {})
         runtime_name = config.pop(RUNTIME_OPTION, self.default_runtime)
         self._factory(runtime_name)
@@ -140,6 +170,36 @@ class SessionManager:
                 await link.send_update(session_id, wire)
         return self._view(live)
 
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        link: ClientLink,
+        additional_dirs: Sequence[str] = (),
+        mcp_servers: Sequence[McpServerConfig] = (),
+    ) -> SessionView:
+        """A new session with `session_id`'s history up to now, on the same runtime,
+        opened on `link`. Only a runtime whose history is loopd's store can fork."""
+        source = self.store.get(session_id)
+        if source is None:
+            raise SessionNotFound(f"no session {session_id!r}")
+        runtime = str(source.runtime.get("name", self.default_runtime))
+        if not isinstance(self._factory(runtime), ForkableFactory):
+            raise ConfigError(f"the {runtime} runtime keeps its own history: it cannot fork")
+        stamp = self.now()
+        title = f"Fork of {source.title}" if source.title else None
+        record = replace(
+            source, id=self.new_id(), cwd=cwd, additional_dirs=tuple(additional_dirs),
+            title=title, created_at=stamp, updated_at=stamp,
+        )  # fmt: skip
+        self.store.fork(session_id, record)
+        try:
+            live = await self._open(record, link, mcp_servers)
+        except BaseException:
+            self.store.delete(record.id)
+            raise
+        return self._view(live)
+
     def view(self, session_id: str) -> SessionView:
         """What a client is told about an open session now (its current options)."""
         return self._view(self._require(session_id))
@@ -180,22 +240,39 @@ class SessionManager:
 
     # -- turns -------------------------------------------------------------------------
 
-    async def prompt(self, session_id: str, prompt: Prompt, link: ClientLink) -> Outcome:
+    async def prompt(
+        self,
+        session_id: str,
+        prompt: Prompt,
+        link: ClientLink,
+        on_start: Callable[[], None] | None = None,
+    ) -> Outcome:
+        """Run `prompt` as the session's next turn. `on_start` is called when it
+        leaves the queue (at once when nothing runs)."""
         live = self._require(session_id)
-        if live.queued >= MAX_QUEUED:
+        if live.waiting >= MAX_QUEUED:
             raise SessionBusy(f"{MAX_QUEUED} prompts are already waiting in this session")
         generation = live.generation
-        live.queued += 1
-        try:
-            async with live.lock:
-                if live.generation != generation:
-                    return Outcome(turn_id="", stop_reason="cancelled")
-                command = slash_command(prompt, live.runtime)
-                if command is not None:
-                    return await self._run_command(live, command, prompt)
-                return await self._run_turn(live, prompt, link)
-        finally:
-            live.queued -= 1
+        if live.lock.locked():
+            await say_queued(live, link, prompt)
+        async with live.slot():
+            if live.generation != generation:
+                return Outcome(turn_id="", stop_reason="cancelled")
+            if on_start is not None:
+                on_start()
+            command = slash_command(prompt, live.runtime)
+            if command is not None:
+                return await self._run_command(live, command, prompt)
+            return await self._run_turn(live, prompt, link)
+
+    def busy(self, session_id: str) -> bool:
+        """Whether a prompt sent now would wait for the turn slot."""
+        return self._require(session_id).lock.locked()
+
+    async def steer(self, session_id: str, text: str) -> None:
+        """Hand `text` to the session's running turn (see `loopd.sessions.queue`)."""
+        live = self._require(session_id)
+        steer_turn(live.runtime, str(live.record.runtime.get("name")), text)
 
     async def _run_turn(self, live: LiveSession, prompt: Prompt, link: ClientLink) -> Outcome:
         emitter = self._emitter(live)
@@ -203,10 +280,13 @@ class SessionManager:
         for block in prompt.blocks:
             emitter.store.append_event(live.id, _user_chunk(block, message_id))
         if live.record.title is None and prompt.text.strip():
-            title = _title_of(prompt.text)
+            title = title_of(prompt.text)
             live.record = replace(live.record, title=title)
             await emitter.emit(SessionInfoUpdated(title=title))
         live.asker = link
+        handed = live.record.runtime_state.get(HANDOVER)
+        if handed:  # the first turn after a runtime switch
+            prompt = with_handover(prompt, handed)
         turn = live.turn = asyncio.create_task(live.runtime.prompt(prompt))
         try:
             return await asyncio.shield(turn)
@@ -270,6 +350,8 @@ class SessionManager:
         else:
             if option_id not in {o.id for o in live.runtime.config_options()}:
                 raise ConfigError(f"unknown config option {option_id!r}")
+            if option_id == MODE_OPTION:  # `accept-edits` is `accept_edits` from here on
+                value = check_mode(value)
             await live.runtime.set_config(option_id, value)  # validates the value
         config = {o.id: o.current_value for o in live.runtime.config_options()}
         identity = self._identity(str(live.record.runtime.get("name")), config)
@@ -280,16 +362,23 @@ class SessionManager:
         return view
 
     async def _switch_runtime(self, live: LiveSession, name: str) -> None:
-        """The new runtime starts a fresh conversation with its own model and effort
-        defaults (the old ones mean nothing to it); the mode is loopd's and stays."""
+        """Choosing the runtime a session has changes nothing. Another one starts
+        with its own model and effort defaults (the old ones mean nothing to it) and
+        the conversation so far, handed over as a transcript with the next prompt;
+        the mode and the session's "always" answers are loopd's and stay."""
+        if name == live.record.runtime.get("name"):
+            return
         self._factory(name)
         if live.turn is not None:
             raise SessionBusy("cannot switch runtimes while a turn runs")
         await live.runtime.close()
         config = {k: v for k, v in live.record.config.items() if k == MODE_OPTION}
         identity = self._identity(name, config)
-        live.record = replace(live.record, runtime=identity, runtime_state={}, config=config)
-        self.store.update(live.id, runtime=identity, runtime_state={}, config=config)
+        handed = transcript(self.store.events(live.id))
+        self.store.clear_messages(live.id)  # the native engine's own context, if any
+        state = _carried(live.record.runtime_state) | ({HANDOVER: handed} if handed else {})
+        live.record = replace(live.record, runtime=identity, runtime_state=state, config=config)
+        self.store.update(live.id, runtime=identity, runtime_state=state, config=config)
         live.runtime = await self._factory(name).open(self._context(live))
         commands = commands_for(live.runtime)
         await self._emitter(live).show(to_wire(AvailableCommandsUpdated(commands)))
@@ -322,6 +411,7 @@ class SessionManager:
             state=dict(record.runtime_state),
             editor_files=functools.partial(LiveSession.editor_files, live),
             editor_terminals=functools.partial(LiveSession.editor_terminals, live),
+            person=functools.partial(LiveSession.person, live, self.approval_timeout),
         )
 
     def _identity(self, name: str, config: Mapping[str, str]) -> dict[str, Any]:
@@ -330,9 +420,31 @@ class SessionManager:
     def _emitter(self, live: LiveSession) -> SessionEmitter:
         return SessionEmitter(self.store, live.id, lambda: live.links, self.now)
 
+    def use_runtimes(
+        self,
+        runtimes: Mapping[str, RuntimeFactory],
+        default_runtime: str,
+        identify: Callable[[str, Mapping[str, str]], Mapping[str, Any]],
+    ) -> None:
+        """Offer these runtimes to sessions opened from now on; open sessions keep
+        the runtime they have."""
+        self.runtimes, self.default_runtime, self.identify = runtimes, default_runtime, identify
+
+    async def refresh_runtimes(self) -> bool:
+        """Look again for credentials (`loopd login` may have run meanwhile); True
+        when a session can now be opened."""
+        if self.credentials is not None:
+            await self.credentials.reload()
+        return bool(self.runtimes)
+
+    async def logout(self) -> None:
+        """Forget the stored login; credentials from the environment still apply."""
+        if self.credentials is not None:
+            await self.credentials.logout()
+
     def _factory(self, name: str) -> RuntimeFactory:
         if not self.runtimes:
-            raise ConfigError(f"no runtime is available: {self.no_runtime_help}")
+            raise NoRuntime(f"no runtime is available: {self.no_runtime_help}")
         if not name:
             raise ConfigError(self.no_default_help)
         factory = self.runtimes.get(name)
@@ -348,7 +460,7 @@ class SessionManager:
         return live
 
     def _save_after_turn(self, live: LiveSession) -> None:
-        state = dict(live.runtime.state())
+        state = _carried(live.record.runtime_state) | dict(live.runtime.state())
         live.record = replace(live.record, runtime_state=state, updated_at=self.now())
         self.store.update(live.id, runtime_state=state, updated_at=live.record.updated_at)
 
@@ -376,10 +488,10 @@ class SessionManager:
         return SessionView(live.id, options, commands_for(live.runtime))
 
 
+def _carried(state: Mapping[str, Any]) -> dict[str, Any]:
+    """What outlives a runtime: the session's "always" answers (loopd's rules)."""
+    return {APPROVALS: state[APPROVALS]} if APPROVALS in state else {}
+
+
 def _user_chunk(block: ContentBlock, message_id: str) -> dict[str, Any]:
     return to_wire(UserMessageChunk(block, message_id))
-
-
-def _title_of(text: str) -> str:
-    first = text.strip().splitlines()[0]
-    return first if len(first) <= 80 else first[:77] + "..."

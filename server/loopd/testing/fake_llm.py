@@ -5,10 +5,14 @@
     POST /v1/messages           Anthropic Messages (SSE)
     POST /v1/chat/completions   OpenAI Chat Completions (SSE, `data: [DONE]`)
     POST /v1/responses          OpenAI Responses (SSE)
+    POST /v1/messages/count_tokens  Anthropic token counting (answered from the size)
+    GET  /v1/models             the model list (`models`; 401 unless a key in `keys`)
 
-from a queue of scripted steps per route (see `loopd.testing.llm_script`), falling
-back to the shared queue `"*"`, whose steps are rendered in the format of whichever
-route asked: one script drives any provider. Every request is recorded (path,
+The POST routes answer from a queue of scripted steps per route (see
+`loopd.testing.llm_script`), falling back to the shared queue `"*"`, whose steps are
+rendered in the format of whichever route asked: one script drives any provider.
+`models = []` makes the model list empty, as a server with nothing loaded answers.
+Every request is recorded (path,
 lower-cased headers, JSON body) so tests assert what was sent. An exhausted queue
 answers 400 with a message saying so. Point providers at `base_url` (Anthropic) or
 `base_url + "/v1"` (OpenAI).
@@ -70,6 +74,7 @@ from loopd.testing.llm_script import (
 from loopd.testing.llm_wire import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, WIRES, Wire, sse
 
 ANY_ROUTE = "*"
+COUNT_TOKENS = "/v1/messages/count_tokens"
 
 
 @dataclass(slots=True)
@@ -91,6 +96,10 @@ class FakeLLMServer:
         self._gates: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
         self.closing = threading.Event()
+        self.models: list[str] = ["fake-model"]
+        """What `GET /v1/models` lists (the endpoint login checks a key with)."""
+        self.keys: set[str] | None = None
+        """When set, `GET /v1/models` answers 401 unless one of these keys is sent."""
         self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._serve, name="fake-llm", daemon=True)
@@ -107,6 +116,11 @@ class FakeLLMServer:
     def script(self, route: str, *steps: Step) -> None:
         with self._lock:
             self._queues[route].extend(steps)
+
+    def model_list(self) -> dict[str, Any]:
+        """The `GET /v1/models` body, in OpenAI's shape (which Ollama and vLLM copy)."""
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
+        return {"object": "list", "data": data}
 
     def load(self, script: Mapping[str, Sequence[Step]]) -> None:
         for route, steps in script.items():
@@ -175,10 +189,24 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: tests read the recorded requests instead."""
 
     def do_GET(self) -> None:
+        fake = self.server_fake
+        if self.path.split("?", 1)[0] == "/v1/models":
+            fake.record(
+                RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, {})
+            )
+            if fake.keys is not None and self._key() not in fake.keys:
+                self._json(401, {"error": {"type": "authentication_error", "message": "bad key"}})
+                return
+            self._json(200, fake.model_list())
+            return
         if self.path != "/_fake/requests":
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
-        self._json(200, [asdict(r) for r in self.server_fake.requests])
+        self._json(200, [asdict(r) for r in fake.requests])
+
+    def _key(self) -> str:
+        bearer = self.headers.get("authorization", "").removeprefix("Bearer ")
+        return self.headers.get("x-api-key") or bearer
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
@@ -191,6 +219,9 @@ class _Handler(BaseHTTPRequestHandler):
         request = RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         self.server_fake.record(request)
         route = self.path.split("?", 1)[0]  # Claude Code posts /v1/messages?beta=true
+        if route == COUNT_TOKENS:  # unscripted: it answers as the API does, from the size
+            self._json(200, {"input_tokens": max(1, len(raw) // 4)})
+            return
         wire_type = WIRES.get(route)
         if wire_type is None:
             self._json(404, {"error": {"message": f"no route {self.path}"}})

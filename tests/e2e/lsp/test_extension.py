@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -69,6 +70,7 @@ async def test_approvals_through_request_permission(
         "allow_once",
         "allow_always",
         "reject_once",
+        "reject_always",
     ]
     assert editor.executed() == ran
     statuses = [u["update"].get("status") for u in editor.updates if "toolCallId" in u["update"]]
@@ -183,3 +185,31 @@ async def test_delete_removes_a_session_from_the_store_and_the_connection(
         await editor.request(
             "loopd/session/load", {"sessionId": gone, "cwd": str(tmp_path), "mcpServers": []}
         )
+
+
+async def test_steer_and_cancel_one_queued_prompt(start: Start) -> None:
+    script = {"replies": [{"text": "working", "hold": True}, {"text": "steered"}, {"text": "c"}]}
+    editor = await start(script)
+    session_id = await editor.new_session()
+
+    def prompt(text: str, msg_id: str) -> Any:
+        params = {"sessionId": session_id, "prompt": text_prompt(text)}
+        return editor.client.protocol.send_request("loopd/session/prompt", params, msg_id=msg_id)
+
+    first = prompt("a", "p1")
+    await until(lambda: "working" in editor.texts())
+    second, third = prompt("b", "p2"), prompt("c", "p3")
+    await until(lambda: "[Queued: 'c' runs after 2 turns.]" in editor.texts())
+    status = await editor.command("loopd.status")
+    assert [t["state"] for t in status["turns"]] == ["running", "queued", "queued"]
+    editor.client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="p2"))
+    with pytest.raises(Exception, match="cancel"):
+        await asyncio.wait_for(asyncio.wrap_future(second), 10)
+    steered = await editor.command("loopd.steer", {"text": "only the tests"})
+    assert steered == {"sessionId": session_id}
+    assert (await asyncio.wait_for(asyncio.wrap_future(first), 10))["stopReason"] == "end_turn"
+    assert (await asyncio.wait_for(asyncio.wrap_future(third), 10))["stopReason"] == "end_turn"
+    assert "only the tests" in editor.texts("user_message_chunk")
+    assert editor.texts().endswith("steeredc")
+    with pytest.raises(Exception, match="send it as a prompt"):
+        await editor.request("loopd/session/steer", {"sessionId": session_id, "text": "hi?"})

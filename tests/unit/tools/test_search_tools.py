@@ -148,3 +148,18 @@ async def test_grep_withholds_matches_in_secret_files(grep: ToolRegistry, tree: 
     assert "PRIVATE" not in result.output
     assert "a.txt:1: alpha" in result.output
     assert result.output.endswith("matches in files that look like secrets are withheld.]")
+
+
+async def test_a_ripgrep_failure_is_reported_even_when_it_exits_after_closing_stdout(
+    env: ToolEnv, tree: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The end of rg's stdout comes before its exit status: its status must be waited
+    for, not killed away (a bad regex was once shown as "No matches")."""
+    slow = tmp_path_factory.mktemp("bin") / "rg"
+    slow.write_text(
+        "#!/bin/sh\nexec 1>&-\necho 'regex parse error: unclosed group' >&2\nsleep 0.3\nexit 2\n"
+    )
+    slow.chmod(0o755)
+    result = await run_grep(ToolRegistry(env, [Grep(str(slow))]), pattern="(unclosed")
+    assert result.is_error
+    assert "grep failed: regex parse error: unclosed group" in result.output
