@@ -211,7 +211,8 @@ export class Controller {
     this.activity();
     try {
       const result = await this.rpc.sendRequest<PromptResult>(Method.prompt, { sessionId, prompt: blocks });
-      this.show({ type: 'turn', turn: { running: false, stopReason: result.stopReason } });
+      const verification = result._meta?.loopd?.verification;
+      this.show({ type: 'turn', turn: { running: false, stopReason: result.stopReason, verification } });
       return result.stopReason;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

@@ -86,10 +86,18 @@ export interface ConfigOption {
   description?: string;
 }
 
+/** A turn's verification seal (`_meta.loopd.verification` of the prompt's answer). */
+export interface Verification {
+  seal: 'clean' | 'passed' | 'failed' | 'stale' | 'unavailable';
+  incomplete?: boolean;
+  unmet?: string[];
+  summary?: string;
+}
+
 /** loopd's own additions ride in `_meta.loopd` of any update. */
 export interface LoopdMeta {
   sandboxTier?: string;
-  verification?: { status: string; detail?: string };
+  verification?: Verification;
 }
 
 type Meta = { _meta?: { loopd?: LoopdMeta } };
@@ -156,5 +164,5 @@ export interface ListResult {
 
 export interface PromptResult {
   stopReason: string;
-  _meta?: { loopd?: { turnId?: string } };
+  _meta?: { loopd?: { turnId?: string; verification?: Verification } };
 }

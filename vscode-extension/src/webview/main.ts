@@ -163,9 +163,10 @@ function drawStatus(): void {
   const tier = state.sandboxTier ? `sandbox: ${state.sandboxTier}` : mode?.description;
   if (tier) parts.push(el('span', 'tier', tier));
   if (state.verification) {
-    const seal = el('span', `seal seal-${state.verification.status}`, `verified: ${state.verification.status}`);
-    if (state.verification.detail) seal.title = state.verification.detail;
-    parts.push(seal);
+    const { seal, summary, incomplete } = state.verification;
+    const badge = el('span', `seal seal-${seal}`, `seal: ${seal}${incomplete ? ' (incomplete)' : ''}`);
+    if (summary) badge.title = summary;
+    parts.push(badge);
   }
   if (state.turn.stopReason && !state.turn.running) {
     parts.push(el('span', 'stop-reason', `last turn: ${state.turn.stopReason}`));

@@ -18,6 +18,7 @@ import type {
   ToolContent,
   ToolKind,
   ToolStatus,
+  Verification,
 } from '../protocol';
 
 export type MessageRole = 'user' | 'agent' | 'thought';
@@ -69,6 +70,7 @@ export interface Turn {
   running: boolean;
   stopReason?: string;
   error?: string;
+  verification?: Verification;
 }
 
 export interface PanelState {
@@ -83,7 +85,7 @@ export interface PanelState {
   configOptions: ConfigOption[];
   usage?: Usage;
   sandboxTier?: string;
-  verification?: { status: string; detail?: string };
+  verification?: Verification;
   turn: Turn;
   approval?: Approval;
   trusted: boolean;
@@ -158,7 +160,7 @@ export function reduce(state: PanelState, message: HostMessage): PanelState {
       if (state.sessionId !== undefined && message.sessionId !== state.sessionId) return state;
       return withMeta(applyUpdate(state, message.update), message.update);
     case 'turn':
-      return { ...state, turn: message.turn };
+      return { ...state, turn: message.turn, verification: message.turn.verification ?? state.verification };
     case 'approval':
       return { ...state, approval: message.approval };
     case 'trust':

@@ -146,9 +146,16 @@ test('stop while running; Enter sends, Shift+Enter adds a line; slash commands c
   assert.equal(await page.isVisible('#send'), false);
   await page.click('#stop');
   assert.deepEqual(await lastPosted(), { type: 'stop' });
-  await page.evaluate(() => window.postMessage({ type: 'turn', turn: { running: false, stopReason: 'cancelled' } }, '*'));
+  await page.evaluate(() =>
+    window.postMessage(
+      { type: 'turn', turn: { running: false, stopReason: 'cancelled', verification: { seal: 'failed', summary: 'verification failed: tests' } } },
+      '*',
+    ),
+  );
   await page.waitForSelector('#send:not([hidden])');
   assert.equal(await page.textContent('#status .stop-reason'), 'last turn: cancelled');
+  assert.equal(await page.textContent('#status .seal-failed'), 'seal: failed');
+  assert.equal(await page.getAttribute('#status .seal', 'title'), 'verification failed: tests');
 
   await page.click('#input');
   await page.keyboard.type('/c');

@@ -107,8 +107,8 @@ test('a whole session through the controller, on the real server', { timeout: 60
     assert.match(approval.subject ?? '', /app\.py$/);
     assert.equal(approval.diff?.newText, 'x = 2\n');
     assert.deepEqual(
-      approval.options.map((o) => o.kind).slice(0, 3),
-      ['allow_once', 'allow_always', 'reject_once'],
+      approval.options.map((o) => o.name),
+      ['Allow once', 'Always allow', 'Reject', 'Always reject'],
     );
     assert.ok(ui.activities.includes('waiting'), 'the status bar showed the waiting approval');
     assert.equal(readFileSync(target, 'utf8'), 'x = 2\n');

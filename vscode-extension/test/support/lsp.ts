@@ -49,7 +49,7 @@ export async function startLsp(cwd: string, env: Record<string, string>): Promis
     capabilities: { experimental: { loopd: true }, window: { workDoneProgress: true } },
     clientInfo: { name: 'loopd-vscode-test' },
   });
-  connection.sendNotification('initialized', {});
+  await connection.sendNotification('initialized', {});
   return {
     connection,
     proc,
@@ -57,7 +57,7 @@ export async function startLsp(cwd: string, env: Record<string, string>): Promis
     close: async () => {
       try {
         await connection.sendRequest('shutdown');
-        connection.sendNotification('exit');
+        await connection.sendNotification('exit');
       } catch {
         // already gone
       }

@@ -76,7 +76,7 @@ test('plan, commands, options, mode, usage, title and loopd meta', () => {
     { sessionUpdate: 'current_mode_update', currentModeId: 'plan' },
     { sessionUpdate: 'usage_update', used: 50_000, size: 200_000, cost: { amount: 0.125, currency: 'USD' } },
     { sessionUpdate: 'session_info_update', title: 'Fixing x' },
-    { sessionUpdate: 'usage_update', used: 60_000, size: 200_000, _meta: { loopd: { sandboxTier: 'bwrap', verification: { status: 'sealed' } } } },
+    { sessionUpdate: 'usage_update', used: 60_000, size: 200_000, _meta: { loopd: { sandboxTier: 'bwrap', verification: { seal: 'stale' } } } },
   ]);
   assert.deepEqual(state.plan.map((e) => e.status), ['completed', 'pending']);
   assert.equal(state.configOptions[0].currentValue, 'plan');
@@ -84,7 +84,9 @@ test('plan, commands, options, mode, usage, title and loopd meta', () => {
   assert.equal(usageLabel(state.usage!), '30% of 200k context');
   assert.equal(usageLabel({ used: 50_000, size: 200_000, cost: { amount: 0.125, currency: 'USD' } }), '25% of 200k context · 0.13 USD');
   assert.equal(state.sandboxTier, 'bwrap');
-  assert.equal(state.verification?.status, 'sealed');
+  assert.equal(state.verification?.seal, 'stale');
+  const ended = reduce(state, { type: 'turn', turn: { running: false, stopReason: 'end_turn', verification: { seal: 'passed', summary: 'tests pass' } } });
+  assert.deepEqual([ended.verification?.seal, ended.verification?.summary], ['passed', 'tests pass']);
   assert.deepEqual(completeCommand(state.commands, '/c').map((c) => c.name), ['compact', 'clear']);
   assert.deepEqual(completeCommand(state.commands, '/co').map((c) => c.name), ['compact']);
   assert.deepEqual(completeCommand(state.commands, 'hello /c'), []);

@@ -232,7 +232,7 @@ test('the loopd panel in code-server: prompt, streamed reply, modal approval wit
   await dialog.waitFor({ timeout: 30_000 });
   assert.match((await dialog.textContent()) ?? '', /loopd asks: .*app\.py/);
   assert.match((await dialog.textContent()) ?? '', /Path: .*app\.py/);
-  for (const name of ['Allow once', 'Always allow', 'Reject', 'Show diff']) {
+  for (const name of ['Allow once', 'Always allow', 'Reject', 'Always reject', 'Show diff']) {
     assert.equal(await dialog.getByRole('button', { name, exact: true }).count(), 1, name);
   }
   await page.screenshot({ path: join(OUT, 'vscode-approval.png') });
