@@ -7,6 +7,7 @@
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import { askApproval } from './approval';
+import { commands } from './commands';
 import { type Activity, Controller } from './controller';
 import { DiffDocuments } from './diffs';
 import { PanelProvider, VIEW_ID } from './panel';
@@ -14,10 +15,9 @@ import { Method, type ContentBlock, type PermissionParams, type SessionNotificat
 import { createClient, locateServer, notifyMissing } from './server';
 import type { Attachment, WebviewMessage } from './webview/state';
 
-const EXPLAIN = 'Explain what this code does.';
 const REMEMBERED = 'loopd.sessionId';
 
-class Loopd {
+export class Loopd {
   client?: LanguageClient;
   controller?: Controller;
   readonly log = vscode.window.createOutputChannel('loopd', { log: true });
@@ -62,9 +62,22 @@ class Loopd {
       executeCommand: (command, args, next) =>
         command === 'loopd.ask' && isAskArgument(args[0]) ? this.askFromCodeAction(args[0]) : next(command, args),
     });
+    const controller = this.makeController(client);
+    client.onNotification(Method.update, (n: SessionNotification) => controller.onUpdate(n));
+    client.onRequest(Method.requestPermission, (params: PermissionParams, token) =>
+      controller.onPermission(params, new Promise((resolve) => token.onCancellationRequested(() => resolve()))),
+    );
+    this.client = client;
+    this.controller = controller;
+    await client.start();
+    this.log.info(`session ${await controller.resume()}`);
+  }
+
+  /** The controller of the panel's session, with the dialogs, status bar and settings. */
+  private makeController(client: LanguageClient): Controller {
     const config = vscode.workspace.getConfiguration('loopd');
     const timeout = config.get<number>('approvals.timeoutSeconds') ?? 0;
-    const controller = new Controller(
+    return new Controller(
       client,
       {
         post: (m) => this.panel.post(m),
@@ -92,14 +105,6 @@ class Loopd {
         approvalTimeoutMs: timeout > 0 ? timeout * 1000 : undefined,
       },
     );
-    client.onNotification(Method.update, (n: SessionNotification) => controller.onUpdate(n));
-    client.onRequest(Method.requestPermission, (params: PermissionParams, token) =>
-      controller.onPermission(params, new Promise((resolve) => token.onCancellationRequested(() => resolve()))),
-    );
-    this.client = client;
-    this.controller = controller;
-    await client.start();
-    this.log.info(`session ${await controller.resume()}`);
   }
 
   async stop(): Promise<void> {
@@ -303,54 +308,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
   );
 
-  command('loopd.panel.ask', async (text?: unknown) => {
-    const prompt = typeof text === 'string' ? text : await vscode.window.showInputBox({ prompt: 'Ask loopd' });
-    if (prompt) await app.ask([{ type: 'text', text: prompt }]);
-  });
-  command('loopd.panel.askSelection', async () => {
-    const block = app.contextBlock();
-    const prompt = await vscode.window.showInputBox({ prompt: 'Ask loopd about the selection' });
-    if (prompt) await app.ask(block ? [{ type: 'text', text: prompt }, block] : [{ type: 'text', text: prompt }]);
-  });
-  command('loopd.panel.explain', async () => {
-    const block = app.contextBlock();
-    if (block) await app.ask([{ type: 'text', text: EXPLAIN }, block]);
-  });
-  command('loopd.panel.fixDiagnostic', async () => {
-    const editor = vscode.window.activeTextEditor;
-    if (!editor) return;
-    const here = editor.selection.active;
-    const diagnostics = vscode.languages.getDiagnostics(editor.document.uri);
-    const diag = diagnostics.find((d) => d.range.contains(here)) ?? diagnostics.find((d) => d.range.start.line === here.line);
-    if (!diag) {
-      void vscode.window.showInformationMessage('loopd: no diagnostic at the cursor');
-      return;
-    }
-    const source = diag.source ? ` (${diag.source})` : '';
-    const lines = `L${diag.range.start.line + 1}-${diag.range.end.line + 1}`;
-    const line = editor.document.lineAt(diag.range.start.line).range.union(diag.range);
-    await app.ask([
-      { type: 'text', text: `Fix this diagnostic: ${diag.message}${source}` },
-      { type: 'resource', resource: { uri: `${editor.document.uri.toString()}#${lines}`, text: editor.document.getText(line) } },
-    ]);
-  });
-  command('loopd.panel.cancel', () => app.controller?.cancel());
-  command('loopd.panel.newSession', async () => {
-    await app.requireController().newSession();
-    await app.panel.reveal();
-  });
-  command('loopd.panel.undo', async () => {
-    const controller = app.requireController();
-    const result = await app.client?.sendRequest<{ summary?: string }>('workspace/executeCommand', {
-      command: 'loopd.undo',
-      arguments: [{ sessionId: controller.sessionId }],
-    });
-    void vscode.window.showInformationMessage(`loopd: ${result?.summary || 'nothing to undo'}`);
-  });
-  command('loopd.panel.mention', () => app.mention());
-  command('loopd.panel.addSelection', () => app.addSelection());
-  command('loopd.panel.showLog', () => app.log.show());
-  command('loopd.panel.restart', () => app.restart());
+  for (const [id, f] of Object.entries(commands(app))) command(id, f);
 
   await app.start().catch((e) => app.log.error(e instanceof Error ? e.message : String(e)));
 }
