@@ -203,7 +203,7 @@ function loopdLog(): string {
     .join('\n');
 }
 
-test('the loopd panel in code-server: prompt, streamed reply, modal approval with its diff, edit in the editor and on disk, reload', { timeout: 180_000 }, async () => {
+test('the loopd panel in code-server: @-mention, prompt, streamed reply, modal approval with its diff and badge, edit in the editor and on disk, hide and reload', { timeout: 180_000 }, async () => {
   // Open app.py in the editor first: the agent's edit then arrives as workspace/applyEdit.
   await page.locator('.activitybar [aria-label^="Explorer"]').first().click();
   await page.locator('.explorer-folders-view').getByText('app.py').click();
@@ -214,8 +214,15 @@ test('the loopd panel in code-server: prompt, streamed reply, modal approval wit
   await until('the session', async () => (await view.locator('#options select').count()) > 0);
   assert.match((await view.locator('#status .tier').textContent()) ?? '', /sandbox/i, 'the sandbox tier is on show');
 
+  // @ mentions a file through VS Code's quick pick; the chip rides with the prompt.
+  await view.locator('#mention').click();
+  await page.locator('.quick-input-widget input').fill('app.py');
+  await page.locator('.quick-input-widget .monaco-list-row:has-text("app.py")').first().waitFor();
+  await page.keyboard.press('Enter');
+  await view.locator('#attachments .chip:has-text("app.py")').waitFor();
   await view.locator('#input').fill('say hello');
   await view.locator('#input').press('Enter');
+  await view.locator('.msg.user .chip:has-text("app.py")').waitFor();
   await view.locator('#stop:not([hidden])').waitFor();
   const partial = await until('part of the reply', async () => {
     const text = (await view.locator('.msg.agent').first().textContent().catch(() => '')) ?? '';
@@ -235,6 +242,9 @@ test('the loopd panel in code-server: prompt, streamed reply, modal approval wit
   for (const name of ['Allow once', 'Always allow', 'Reject', 'Always reject', 'Show diff']) {
     assert.equal(await dialog.getByRole('button', { name, exact: true }).count(), 1, name);
   }
+  // The waiting approval is on the status bar item and on the activity bar icon's badge.
+  await page.locator('.statusbar-item:has-text("loopd: 1 waiting")').waitFor();
+  await page.locator('.activitybar .action-item:has([aria-label^="loopd"]) .badge-content:has-text("1")').waitFor();
   await page.screenshot({ path: join(OUT, 'vscode-approval.png') });
   // "Show diff" opens VS Code's diff editor on the proposed edit, then asks again.
   await dialog.getByRole('button', { name: 'Show diff', exact: true }).click();
@@ -247,6 +257,12 @@ test('the loopd panel in code-server: prompt, streamed reply, modal approval wit
   const card = view.locator('.tool-card[data-kind="edit"]');
   assert.equal(await card.getAttribute('data-status'), 'completed');
   await page.screenshot({ path: join(OUT, 'panel-vscode.png') });
+
+  // Hidden and shown again, the panel draws the session from the extension's state.
+  await page.locator('.activitybar [aria-label^="Explorer"]').first().click();
+  await page.locator('.activitybar [aria-label^="loopd"]').first().click();
+  await panel().locator('.msg.agent:has-text("Changed x to 2.")').waitFor();
+  await page.locator('.statusbar-item:has-text("loopd")').first().waitFor();
 
   // The edit is in the editor's buffer (undo works there); saving puts it on disk.
   await page.locator('.tab:has-text("app.py")').first().click();
