@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -27,7 +28,7 @@ from loopd.catalog import (
 )
 from loopd.catalog.errors import NO_RUNTIME_HELP
 from loopd.catalog.listing import listing_for, lists_models, no_model_help
-from loopd.config import Config, data_dir, load_config
+from loopd.config import Config, data_dir, load_config, user_config_file
 from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.schema import Harness
 from loopd.engine.delegate import ChildRuntime
@@ -54,7 +55,7 @@ from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
 from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
 from loopd.sandbox.base import Unsandboxed
-from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
+from loopd.sandbox.probe import NO_BOUNDARY, Boundary, SandboxProbe, probe_sandbox
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore, outputs_dir
 from loopd.tools.criteria import SandboxedDone
@@ -224,6 +225,11 @@ def _native_wiring(
     rules = RuleSet.from_config(_rules_table(config))
     child = _explore_child(catalog, entry, ChildRuntime(provider, default_model), config, env)
     shelf = SkillShelf(env)
+    boundary = Boundary(
+        private=_own_dirs(env),
+        home_readable=config.sandbox.home_readable,
+        unix_sockets=config.sandbox.allow_unix_sockets,
+    )
     return NativeWiring(
         provider_for=lambda model: provider if model else unavailable,
         parts_for=functools.partial(
@@ -234,6 +240,7 @@ def _native_wiring(
             child=child(providers),
             shelf=shelf,
             limits=_tool_limits(config),
+            boundary=boundary,
         ),
         system_for=lambda ctx: shelf.book(ctx).indexed(system_prompt(ctx.cwd, ctx.roots)),
         clock=SystemClock(),
@@ -245,6 +252,14 @@ def _native_wiring(
         listing=listing,
         resolve_model=functools.partial(_model_id, entry),
     )
+
+
+def _own_dirs(env: Mapping[str, str]) -> tuple[str, ...]:
+    """loopd's own folders: its data (the session store, which holds whole
+    conversations, and the login) and its user configuration. Commands never see them
+    and the file tools never read them."""
+    own = (data_dir(env), user_config_file(env).parent)
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in own))
 
 
 def _provider(
@@ -387,6 +402,7 @@ class GuardedParts:
     emitter: Emitter
     done: SandboxedDone
     shelf: SkillShelf
+    boundary: Boundary
     notice: str = ""  # said at the start of the next turn
 
     @classmethod
@@ -402,6 +418,7 @@ class GuardedParts:
         child: ChildRuntime,
         shelf: SkillShelf,
         limits: ToolLimits,
+        boundary: Boundary = NO_BOUNDARY,
     ) -> GuardedParts:
         found = await asyncio.to_thread(probe.get)  # runs trial commands, once
         grant, parsed = NetworkGrant(), parse_mode(mode)
@@ -409,7 +426,8 @@ class GuardedParts:
         async def on_plan(entries: tuple[PlanEntry, ...]) -> None:
             await ctx.emitter.emit(PlanUpdated(entries))
 
-        sandbox = select_sandbox(parsed, found, ctx.roots, grant, env)
+        sandbox = boundary.sandbox(parsed, found, tuple(ctx.roots), grant, env)
+        kept = str(outputs_dir(data_dir(env), ctx.session_id))  # commands' full outputs
         policy = RulePolicy(
             mode=parsed,
             roots=ctx.roots,
@@ -417,6 +435,8 @@ class GuardedParts:
             network=grant,
             rules=rules,
             remembered=RuleSet.from_json(remembered),
+            extra_secrets=boundary.private,
+            readable=(kept,),
             grants=CallGrants(),
         )
         tool_env = ToolEnv(
@@ -430,7 +450,7 @@ class GuardedParts:
             person=ctx.person,
             session_id=ctx.session_id,
             limits=limits,
-            outputs_dir=str(outputs_dir(data_dir(env), ctx.session_id)),
+            outputs_dir=kept,
         )
         builtin = builtin_tools()
         explore = Explore(child, ToolRegistry(tool_env, builtin), policy)  # without itself
@@ -444,15 +464,14 @@ class GuardedParts:
         skill = Skill(shelf.book(ctx))
         tools = ToolRegistry(tool_env, (*builtin, explore, skill, *mcp.tools))
         done = SandboxedDone(tool_env, workspace_done(env, ctx.cwd))
-        return cls(
-            env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, done, shelf, mcp.report()
-        )
+        parts = (env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, done, shelf)
+        return cls(*parts, boundary, mcp.report())
 
     def set_mode(self, mode: str) -> None:
         parsed = parse_mode(mode)
         self.policy.mode = parsed
-        roots = self.tool_env.roots
-        self.tool_env.sandbox = select_sandbox(parsed, self.probe, roots, self.grant, self.env)
+        env, roots = self.env, self.tool_env.roots
+        self.tool_env.sandbox = self.boundary.sandbox(parsed, self.probe, roots, self.grant, env)
 
     def remembered(self) -> Mapping[str, Any]:
         return self.policy.remembered.to_json()

@@ -16,7 +16,7 @@ from typing import Any
 from acp.interfaces import Client
 from acp.schema import ClientCapabilities
 
-from loopd.acp.client_io import AcpFiles, AcpTerminals, TextFiles
+from loopd.acp.client_io import AcpFiles, AcpTerminals
 from loopd.acp.questions import ask_by_permission, elicit
 from loopd.acp.translate import (
     PERMISSION_OPTIONS,
@@ -26,6 +26,7 @@ from loopd.acp.translate import (
 )
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.questions import Question
+from loopd.tools.env import FileAccess
 
 
 @dataclass(eq=False, slots=True)
@@ -62,18 +63,13 @@ class AcpLink:
             return await elicit(self.client, question)
         return await ask_by_permission(self.client, question)
 
-    def files(self, session_id: str, roots: Sequence[str], local: TextFiles) -> AcpFiles:
-        """File access for a session's tools: the editor's buffers inside `roots`
-        when the client advertised `fs`, `local` otherwise."""
+    def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> AcpFiles:
+        """File access for a session's tools: reads of proven paths inside the
+        session's folders from the editor's buffers when the client advertised
+        `fs.readTextFile` (and can answer: a file of requests cannot), everything
+        else through `local` (see `AcpFiles`)."""
         fs = self.capabilities.fs if self.capabilities and self.answers else None
-        return AcpFiles(
-            self.client,
-            session_id,
-            tuple(roots),
-            local,
-            can_read=bool(fs and fs.read_text_file),
-            can_write=bool(fs and fs.write_text_file),
-        )
+        return AcpFiles(self.client, session_id, local, can_read=bool(fs and fs.read_text_file))
 
     def terminals(self, session_id: str) -> AcpTerminals | None:
         """Commands in the editor's terminals, or None when the client has none."""

@@ -5,16 +5,17 @@ call updates."""
 from __future__ import annotations
 
 import json
-import sys
+import sqlite3
 from pathlib import Path
 
 import pytest
-from acp import PROTOCOL_VERSION, spawn_agent_process
-from acp.schema import ClientCapabilities, Implementation, TextContentBlock
+from acp.schema import (
+    FileSystemCapabilities,
+)
 
-from loopd.testing.fake_llm import FakeLLMServer, Reply
-from tests.e2e.safety.conftest import SECRETS, Box, Listener, calls
-from tests.unit.acp.conftest import RecordingClient
+from loopd.testing.fake_llm import Reply
+from tests.e2e.safety.conftest import DOTENV, SECRETS, Box, Listener, calls, loopd_acp
+from tests.unit.acp.conftest import EditorClient, RecordingClient
 
 pytestmark = pytest.mark.e2e
 
@@ -45,23 +46,10 @@ async def test_acp_escapes_are_blocked_and_reported(tmp_path: Path, listener: Li
         Reply(text="done"),
     ]
     client = RecordingClient(answers=["reject_once", "reject_once"])
-    with FakeLLMServer() as fake:
-        fake.script("*", *script)
-        async with spawn_agent_process(
-            client, sys.executable, "-m", "loopd", "acp", env=box.env(fake.base_url), cwd=box.ws
-        ) as (conn, _):
-            await conn.initialize(
-                protocol_version=PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(),
-                client_info=Implementation(name="escape-suite", version="0"),
-            )
-            session = await conn.new_session(cwd=str(box.ws), mcp_servers=[])
-            result = await conn.prompt(
-                session_id=session.session_id, prompt=[TextContentBlock(type="text", text="go")]
-            )
-        bodies = json.dumps([r.body for r in fake.requests])
+    run = await loopd_acp(box, client, script)
+    bodies = run.bodies
 
-    assert result.stop_reason == "end_turn"
+    assert run.stop_reason == "end_turn"
     asked = [tool_call.title for tool_call, _ in client.permissions]
     assert asked == ["Create .git/hooks/pre-commit", f"Write {box.outside / 'x.txt'}"]
     failed = tool_texts(client, "failed")
@@ -76,3 +64,35 @@ async def test_acp_escapes_are_blocked_and_reported(tmp_path: Path, listener: Li
         assert secret not in shown
         assert secret not in bodies
     assert client.text() == "done"
+
+
+async def test_a_secret_is_decided_before_it_is_read_through_the_editor(tmp_path: Path) -> None:
+    """`write .env` in full auto: refused, and the editor's buffer of `.env` is never
+    read for the diff preview, so it reaches neither the editor's diff, the store,
+    nor the model."""
+    box = Box.make(tmp_path)
+    buffers = {
+        str(box.ws / ".env"): "TOKEN=unsaved-buffer-s3cret-93",
+        str(box.ws / "notes.txt"): "notes-buffer-77\n",
+    }
+    client = EditorClient(buffers=buffers)
+    script = [
+        calls(
+            ("write", {"path": ".env", "content": "TOKEN=new\n"}),
+            ("edit", {"path": ".env", "old_string": "TOKEN", "new_string": "X"}),
+            ("read", {"path": "notes.txt"}),
+        ),
+        Reply(text="done"),
+    ]
+    fs = FileSystemCapabilities(read_text_file=True, write_text_file=True)
+    bodies = (await loopd_acp(box, client, script, fs=fs, mode="full_auto")).bodies
+    assert client.read_paths == [str(box.ws / "notes.txt")]  # .env never asked for
+    assert client.writes == []
+    assert (box.ws / ".env").read_text() == DOTENV + "\n"
+    db = sqlite3.connect(box.base / "data" / "sessions.db")
+    stored = json.dumps(db.execute("SELECT * FROM events").fetchall())
+    db.close()
+    assert "notes-buffer-77" in stored  # the store holds what was read through the editor
+    for text in (json.dumps(client.updates), bodies, stored):
+        for secret in (*SECRETS, "unsaved-buffer-s3cret-93"):
+            assert secret not in text

@@ -121,3 +121,19 @@ def test_extra_secret_locations(tmp_path: Path) -> None:
 def test_a_policy_needs_a_root() -> None:
     with pytest.raises(ValueError, match="root"):
         PathPolicy((), "/home/x")
+
+
+def test_kept_outputs_read_like_any_outside_folder_inside_loopds_own(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    kept = data / "outputs" / "s1"
+    kept.mkdir(parents=True)
+    (kept / "call.log").write_text("output")
+    (kept / ".env").write_text("x")
+    (data / "sessions.db").write_text("")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    policy = PathPolicy((str(ws),), str(tmp_path / "home"), (str(data),), (str(kept),))
+    assert policy.check_read(str(kept / "call.log")).issue is PathIssue.OUTSIDE_ROOTS
+    assert policy.check_read(str(kept / ".env")).issue is PathIssue.SECRET
+    assert policy.check_read(str(data / "sessions.db")).issue is PathIssue.SECRET
+    assert policy.check_write(str(kept / "call.log")).issue is PathIssue.OUTSIDE_ROOTS
