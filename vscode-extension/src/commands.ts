@@ -43,6 +43,7 @@ export function commands(app: Loopd): Record<string, Command> {
     'loopd.panel.addSelection': () => app.addSelection(),
     'loopd.panel.showLog': () => app.log.show(),
     'loopd.panel.restart': () => app.restart(),
+    'loopd.panel.login': () => app.login(),
   };
 }
 

@@ -43,6 +43,16 @@ export async function findServer(probes: Probes): Promise<ServerCommand | undefi
   return undefined;
 }
 
+/**
+ * `loopd login` run the way the server is: the same program, `login` in place of
+ * `lsp` and its arguments (what the "Log in" command runs in a terminal).
+ */
+export function loginCommand(server: ServerCommand): ServerCommand {
+  const at = server.args.indexOf('lsp');
+  const args = at < 0 ? ['login'] : [...server.args.slice(0, at), 'login'];
+  return { ...server, args };
+}
+
 /** `name` on `path` (PATH's format), as `which` finds it. */
 export function which(name: string, path = process.env.PATH ?? ''): string | undefined {
   for (const dir of path.split(delimiter)) {

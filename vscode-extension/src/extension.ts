@@ -10,6 +10,7 @@ import { askApproval } from './approval';
 import { commands } from './commands';
 import { type Activity, Controller } from './controller';
 import { DiffDocuments } from './diffs';
+import { loginCommand } from './discovery';
 import { PanelProvider, VIEW_ID } from './panel';
 import { Method, type ContentBlock, type PermissionParams, type SessionNotification } from './protocol';
 import { createClient, locateServer, notifyMissing } from './server';
@@ -112,6 +113,35 @@ export class Loopd {
     this.client = undefined;
     this.controller = undefined;
     if (client) await client.stop();
+  }
+
+  /**
+   * `loopd login` in a terminal; when it closes, the server is asked whether a model
+   * provider is ready now (it looks again without a restart) and the answer is shown.
+   */
+  async login(): Promise<void> {
+    const server = await locateServer();
+    if (!server) return void notifyMissing();
+    const login = loginCommand(server);
+    const terminal = vscode.window.createTerminal({
+      name: 'loopd login',
+      shellPath: login.command,
+      shellArgs: login.args,
+      cwd: this.cwd,
+    });
+    terminal.show();
+    const closed = vscode.window.onDidCloseTerminal(async (t) => {
+      if (t !== terminal) return;
+      closed.dispose();
+      const answer = await this.client?.sendRequest<{ loggedIn?: boolean }>('workspace/executeCommand', {
+        command: 'loopd.login',
+        arguments: [],
+      });
+      const ready = answer?.loggedIn ?? t.exitStatus?.code === 0;
+      void vscode.window.showInformationMessage(
+        ready ? 'loopd: logged in, a model provider is ready' : 'loopd: still no model provider (see the terminal)',
+      );
+    });
   }
 
   async restart(): Promise<void> {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { askApproval, dialogFor, SHOW_DIFF } from '../../src/approval';
 import { Controller } from '../../src/controller';
-import { findServer, type Probes, which } from '../../src/discovery';
+import { findServer, loginCommand, type Probes, which } from '../../src/discovery';
 import { diffLines } from '../../src/webview/diff';
 import type { Approval } from '../../src/webview/state';
 
@@ -111,4 +111,11 @@ test('the panel can answer an approval the modal is still showing', async () => 
   const answer = controller.onPermission({ sessionId: 's', toolCall: { toolCallId: 't' }, options });
   controller.answer(controller.waiting[0].id, 'allow_always');
   assert.deepEqual(await answer, { outcome: { outcome: 'selected', optionId: 'allow_always' } });
+});
+
+test('log in runs the server program with login in place of lsp and its arguments', () => {
+  const onPath = { command: '/usr/bin/loopd', args: ['lsp', '--tcp', 'h:1'], source: 'path' as const };
+  assert.deepEqual(loginCommand(onPath).args, ['login']);
+  const python = { command: '/usr/bin/python3', args: ['-m', 'loopd', 'lsp'], source: 'python' as const };
+  assert.deepEqual(loginCommand(python), { ...python, args: ['-m', 'loopd', 'login'] });
 });
