@@ -38,6 +38,26 @@ class ProviderKind(StrEnum):
     OPENAI_RESPONSES = "openai_responses"
 
 
+class Gate(StrEnum):
+    """What a key of an untrusted workspace file may do. A key that `UNTRUSTED_KEYS`
+    does not name needs trust: a new key is inert in untrusted folders until it is
+    declared here as one that can only tighten."""
+
+    ADDS = "adds"  # rules added to the user's, never replacing them ([approvals] deny)
+    LOWERS = "lowers"  # a number that may go down, never up
+    CAPS = "caps"  # a ceiling where 0 means none: may be set or lowered, never lifted
+    STRICTER = "stricter"  # a mode no more permissive than the user's default
+
+
+class TrustState(StrEnum):
+    """Where a workspace config file stands (`loopd.config.trust`). Only `TRUSTED`
+    lets every key apply."""
+
+    TRUSTED = "trusted"
+    UNTRUSTED = "untrusted"  # never trusted, or trust withdrawn
+    CHANGED = "changed"  # trusted once, but the file is no longer what was trusted
+
+
 class ConfigFileError(ConfigError):
     """A config file holds a value loopd cannot use. `path` is the file the offending
     key came from (after merging, the file that set it last), `key` its dotted TOML
@@ -139,6 +159,23 @@ class Approvals:
     timeout_seconds: int = 600
 
 
+# What an untrusted workspace file may still say: only what tightens the boundary.
+UNTRUSTED_KEYS: Mapping[tuple[str, str], Gate] = MappingProxyType(
+    {
+        ("approvals", "deny"): Gate.ADDS,
+        ("approvals", "ask"): Gate.ADDS,
+        ("approvals", "timeout_seconds"): Gate.LOWERS,
+        ("limits", "max_iterations"): Gate.LOWERS,
+        ("limits", "max_tool_calls"): Gate.LOWERS,
+        ("limits", "max_parallel"): Gate.LOWERS,
+        ("limits", "max_result_bytes"): Gate.LOWERS,
+        ("limits", "max_identical_calls"): Gate.LOWERS,
+        ("limits", "turn_token_ceiling"): Gate.CAPS,
+        ("defaults", "mode"): Gate.STRICTER,
+    }
+)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EnvSettings:
     """The environment variables loopd reads itself. Keys stay out of `repr`."""
@@ -152,6 +189,37 @@ class EnvSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WorkspaceStatus:
+    """The workspace file behind a config: whether it is trusted and, when it is not,
+    which of its keys were ignored (dotted, as written in the file)."""
+
+    folder: str
+    file: Path
+    state: TrustState
+    ignored: tuple[str, ...] = ()
+
+    @property
+    def notice(self) -> str:
+        """What to tell the person, once; empty when nothing was ignored."""
+        if not self.ignored:
+            return ""
+        keys = ", ".join(self.ignored)
+        match self.state:
+            case TrustState.TRUSTED:
+                return ""
+            case TrustState.UNTRUSTED:
+                why = "is not trusted"
+                then = "If you trust this folder, run"
+            case TrustState.CHANGED:
+                why = "changed since you trusted it"
+                then = "Review it; to trust it as it is now, run"
+        return (
+            f"{self.file} {why}, so these of its settings were ignored: {keys}. "
+            f"{then} `loopd trust {self.folder}`."
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     """The merged configuration. `sources` lists the files read, lowest precedence
     first, so `loopd doctor` can say where a setting came from."""
@@ -162,6 +230,7 @@ class Config:
     limits: Limits = field(default_factory=Limits)
     approvals: Approvals = field(default_factory=Approvals)
     sources: tuple[Path, ...] = ()
+    workspace: WorkspaceStatus | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "providers", MappingProxyType(dict(self.providers)))
