@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    from loopd import commands
+    from loopd.cli import commands
 
     match args.command:
         case "run":

@@ -16,7 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from loopd.terminal import TerminalLink, tty_prompter
+from loopd.cli.terminal import TerminalLink, tty_prompter
+from loopd.cli.turn import EXIT_CODES, run_turn
 from loopd.testing.fake_llm import FakeLLMServer
 from loopd.testing.llm_script import Reply, ScriptedCall
 
@@ -48,8 +49,6 @@ def demo_script() -> list[Reply]:
 
 
 def run_demo() -> int:
-    from loopd.commands import EXIT_CODES, _run_turn
-
     err = sys.stderr
     err.write("loopd demo: the model is SCRIPTED (a loopback fake); no API key is used.\n\n")
     with tempfile.TemporaryDirectory(prefix="loopd-demo-") as tmp, FakeLLMServer() as fake:
@@ -74,7 +73,7 @@ def run_demo() -> int:
             prompter=prompter,
         )
         err.write(f"workspace: {workspace}\nprompt: {PROMPT}\n\n")
-        outcome = asyncio.run(_run_turn(env, str(workspace), PROMPT, link, None, {}))
+        outcome = asyncio.run(run_turn(env, str(workspace), PROMPT, link, None, {}))
         err.write(f"\n\nstop reason: {outcome.stop_reason}\n--- greet.py now ---\n")
         err.write((workspace / "greet.py").read_text())
     return EXIT_CODES.get(outcome.stop_reason, 1)

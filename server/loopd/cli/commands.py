@@ -6,28 +6,24 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import sys
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopd.protocol.errors import ConfigError
-from loopd.protocol.events import Prompt, TextBlock
-from loopd.protocol.turns import Outcome
 
 if TYPE_CHECKING:
     from loopd.app import App
     from loopd.sessions.manager import SessionManager
-
-EXIT_CODES = {"end_turn": 0, "cancelled": 130}
 
 
 def run(args: argparse.Namespace) -> int:
     text = args.prompt if args.prompt is not None else sys.stdin.read()
     if not text.strip():
         raise ConfigError("no prompt: pass one as an argument or on stdin")
-    from loopd.terminal import TerminalLink, tty_prompter
+    from loopd.cli.terminal import TerminalLink, tty_prompter
+    from loopd.cli.turn import EXIT_CODES, run_turn
 
     link = TerminalLink(
         sys.stdout,
@@ -38,39 +34,10 @@ def run(args: argparse.Namespace) -> int:
     )
     config = {k: v for k, v in (("mode", args.mode), ("model", args.model)) if v}
     cwd = os.path.realpath(args.cwd)
-    outcome = asyncio.run(_run_turn(dict(os.environ), cwd, text, link, args.runtime, config))
+    outcome = asyncio.run(run_turn(dict(os.environ), cwd, text, link, args.runtime, config))
     if args.json:
         print(json.dumps({"stopReason": outcome.stop_reason, "turnId": outcome.turn_id}))
     return EXIT_CODES.get(outcome.stop_reason, 1)
-
-
-async def _run_turn(
-    env: dict[str, str],
-    cwd: str,
-    text: str,
-    link: Any,
-    runtime: str | None,
-    config: dict[str, str],
-) -> Outcome:
-    from loopd.app import build_app
-
-    app = build_app(env, cwd)
-    try:
-        if runtime is not None:
-            config["runtime"] = app.catalog.catalog.select(runtime).name
-        view = await app.manager.new_session(cwd, link, config=config)
-        for option_id, value in config.items():
-            if option_id != "runtime":
-                await app.manager.set_config(view.id, option_id, value)
-        loop = asyncio.get_running_loop()
-        cancel = lambda: asyncio.ensure_future(app.manager.cancel(view.id))  # noqa: E731
-        loop.add_signal_handler(signal.SIGINT, cancel)
-        try:
-            return await app.manager.prompt(view.id, Prompt((TextBlock(text),)), link)
-        finally:
-            loop.remove_signal_handler(signal.SIGINT)
-    finally:
-        await app.aclose()
 
 
 def acp() -> int:
@@ -211,6 +178,6 @@ def doctor() -> int:
 
 
 def demo() -> int:
-    from loopd.demo import run_demo
+    from loopd.cli.demo import run_demo
 
     return run_demo()
