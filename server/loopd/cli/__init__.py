@@ -1,4 +1,5 @@
-"""`loopd` command line: run | acp | lsp | catalog | sessions | doctor | demo.
+"""`loopd` command line: run | acp | lsp | catalog | sessions | doctor | trust | untrust |
+demo.
 
 Every subcommand imports what it needs lazily: `loopd acp` must not pay for pygls,
 `loopd lsp` not for the ACP SDK, `loopd --version` for neither.
@@ -45,6 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--json", action="store_true")
 
     sub.add_parser("doctor", help="what is configured, which CLIs and sandbox were found")
+    trust = sub.add_parser("trust", help="let a folder's .loopd/config.toml apply, as it is now")
+    trust.add_argument("dir", nargs="?", default=os.getcwd(), help="the folder (default: here)")
+    untrust = sub.add_parser("untrust", help="make a folder's .loopd/config.toml inert again")
+    untrust.add_argument("dir", nargs="?", default=os.getcwd(), help="the folder (default: here)")
     sub.add_parser("demo", help="one scripted turn end to end, no API key needed")
     return parser
 
@@ -89,6 +94,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             return commands.sessions(args.action, args.session_id, args.cwd, args.json)
         case "doctor":
             return commands.doctor()
+        case "trust":
+            return commands.trust(args.dir)
+        case "untrust":
+            return commands.untrust(args.dir)
         case "demo":
             return commands.demo()
     raise AssertionError(f"unhandled command {args.command}")

@@ -15,6 +15,7 @@ from loopd.protocol.errors import ConfigError
 
 if TYPE_CHECKING:
     from loopd.app import App
+    from loopd.config import Config
     from loopd.sessions.manager import SessionManager
 
 
@@ -99,10 +100,9 @@ def lsp(tcp: str | None) -> int:
 
 def catalog(as_json: bool) -> int:
     from loopd.catalog import catalog_to_json, catalog_to_text, discover_catalog
-    from loopd.config import load_config
 
     env = dict(os.environ)
-    build = discover_catalog(load_config(env, Path.cwd()), env)
+    build = discover_catalog(_config(env), env)
     if as_json:
         print(json.dumps(catalog_to_json(build.catalog, build.skipped), indent=2))
     else:
@@ -165,16 +165,67 @@ def _transcript(title: str | None, events: list[dict[str, Any]]) -> str:
 def doctor() -> int:
     from loopd import __version__
     from loopd.catalog import catalog_to_text, discover_catalog
-    from loopd.config import data_dir, load_config
+    from loopd.config import data_dir
     from loopd.sandbox.probe import probe_sandbox
 
     env = dict(os.environ)
     print(f"loopd {__version__} (Python {sys.version.split()[0]})")
     print(f"data: {data_dir(env)}")
-    build = discover_catalog(load_config(env, Path.cwd()), env)
+    config = _config(env)
+    if config.workspace is not None:
+        print(f"workspace config: {config.workspace.file} ({config.workspace.state})")
+    build = discover_catalog(config, env)
     print(catalog_to_text(build.catalog, build.skipped))
     print(probe_sandbox(env=env).report())
     return 0
+
+
+def trust(folder: str) -> int:
+    """Trust a folder's workspace file as it is now, and say what that lets apply."""
+    from loopd.config import (
+        TrustStore,
+        WorkspaceFile,
+        data_dir,
+        load_config,
+        workspace_config_file,
+    )
+
+    env = dict(os.environ)
+    where = Path(os.path.realpath(folder))
+    file = workspace_config_file(where)
+    found = WorkspaceFile.read(where, file)
+    if found is None:
+        print(f"loopd: {file} does not exist: there is nothing to trust", file=sys.stderr)
+        return 1
+    before = load_config(env, where).workspace
+    TrustStore(data_dir(env)).trust(found)
+    print(f"Trusted {where}: {file} (sha256 {found.sha256[:12]}) applies as it is now.")
+    if before is not None and before.ignored:
+        print(f"Settings that now apply: {', '.join(before.ignored)}.")
+    print("If the file changes, loopd ignores it again until you trust it again.")
+    return 0
+
+
+def untrust(folder: str) -> int:
+    from loopd.config import TrustStore, data_dir
+
+    where = Path(os.path.realpath(folder))
+    if TrustStore(data_dir(os.environ)).untrust(where):
+        print(f"Withdrew trust from {where}: its .loopd/config.toml only tightens from now on.")
+    else:
+        print(f"{where} was not trusted.")
+    return 0
+
+
+def _config(env: dict[str, str]) -> Config:
+    """The config for here; what an untrusted workspace file could not set is said
+    on stderr."""
+    from loopd.cli.turn import tell_workspace
+    from loopd.config import load_config
+
+    config = load_config(env, Path.cwd())
+    tell_workspace(config)
+    return config
 
 
 def demo() -> int:

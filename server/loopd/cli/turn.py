@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 from loopd.protocol.events import Prompt, TextBlock
 from loopd.protocol.turns import Outcome
+
+if TYPE_CHECKING:
+    from loopd.config import Config
 
 EXIT_CODES = {"end_turn": 0, "cancelled": 130}
 
@@ -28,6 +32,7 @@ async def run_turn(
     from loopd.app import build_app
 
     app = build_app(env, cwd)
+    tell_workspace(app.config)
     try:
         if runtime is not None:
             config["runtime"] = app.catalog.catalog.select(runtime).name
@@ -44,3 +49,10 @@ async def run_turn(
             loop.remove_signal_handler(signal.SIGINT)
     finally:
         await app.aclose()
+
+
+def tell_workspace(config: Config) -> None:
+    """Say once, on stderr, which workspace settings were ignored (never on stdout:
+    it carries `--json` output)."""
+    if config.workspace is not None and config.workspace.notice:
+        print(f"loopd: {config.workspace.notice}", file=sys.stderr)

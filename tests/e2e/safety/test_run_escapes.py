@@ -197,7 +197,7 @@ def test_full_auto_refuses_every_crossing_and_says_why(
     failed = run.failed_texts()
     assert f"{box.outside / 'x.txt'} is outside the session's folders (full auto never" in failed
     assert f"{box.outside / 'y.txt'} is outside the session's folders" in failed  # via link
-    assert ".git/hooks/ is protected: files there configure or run programs" in failed
+    assert ".git/ is protected: files there configure or run programs" in failed
     assert "runs OUTSIDE the" in failed
 
 
