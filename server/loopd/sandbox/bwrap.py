@@ -6,8 +6,9 @@ cover earlier ones):
     bwrap --new-session --die-with-parent
           --ro-bind / /  --dev /dev  [--proc /proc]  --tmpfs /tmp
           --bind ROOT ROOT ...                  writable roots (--ro-bind in plan mode)
-          --ro-bind P P ...                     protected paths inside them (.git/hooks...)
-          --tmpfs H --remount-ro H ...          missing .git/hooks, created empty, frozen
+          --bind PIN PIN ...                    git dirs and parents, pinned (`protect`)
+          --ro-bind P P ...                     protected paths inside them (.git/config...)
+          --tmpfs D --remount-ro D ...          missing protected folders, empty, frozen
           --ro-bind /dev/null F ...             secret files read as nothing
           --tmpfs D --remount-ro D ...          secret folders read as empty
           --unshare-pid --unshare-ipc --unshare-user[-try] [--disable-userns]
@@ -40,6 +41,7 @@ from loopd.policy.network import NetworkGrant
 from loopd.policy.paths import contains
 from loopd.sandbox import landlock_syscalls
 from loopd.sandbox.base import CommandSpec, PreparedCommand, sanitized_env
+from loopd.sandbox.protect import protection
 from loopd.sandbox.scan import Masks, scan
 from loopd.sandbox.tiers import Tier
 
@@ -97,10 +99,7 @@ class BwrapSandbox:
             # Paths under /tmp were hidden by the tmpfs: show them again, read-only.
             if contains(SANDBOX_TMP, path) and not any(contains(w, path) for w in writable):
                 args += ["--ro-bind", path, path]
-        for path in masks.protected:
-            args += ["--ro-bind", path, path]
-        for path in masks.missing_hooks:
-            args += ["--tmpfs", path, "--remount-ro", path]
+        args += protection(writable, masks.protected, self.home).mounts()
         for path in (*masks.secret_files, *_existing(DOCKER_SOCKETS)):
             args += ["--ro-bind", "/dev/null", path]
         for path in masks.secret_dirs:
