@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from loopd.sandbox.probe import probe_sandbox
+from loopd.sandbox.tiers import Tier
 from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -28,6 +30,11 @@ DOTENV = "TOKEN=dotenv-s3cret-41"
 SSH_KEY = "-----BEGIN FAKE PRIVATE KEY----- ssh-s3cret-17"
 SECRETS = (FAKE_KEY, DOTENV, SSH_KEY, "dotenv-s3cret-41", "ssh-s3cret-17")
 BOUND = 60  # seconds a loopd run may take before the test fails instead of hanging
+
+needs_bwrap = pytest.mark.skipif(
+    probe_sandbox(which=[Tier.BWRAP]).best is not Tier.BWRAP,
+    reason="needs bubblewrap for the top sandbox tier (CI installs the Debian package)",
+)
 
 
 @dataclass(frozen=True)

@@ -16,21 +16,22 @@ from pathlib import Path
 
 import pytest
 
-from loopd.sandbox.probe import probe_sandbox
-from loopd.sandbox.tiers import Tier
 from loopd.testing.fake_llm import Reply
-from tests.e2e.safety.conftest import Box, Listener, Run, calls, loopd_run, processes_with
+from tests.e2e.safety.conftest import (
+    Box,
+    Listener,
+    Run,
+    calls,
+    loopd_run,
+    needs_bwrap,
+    processes_with,
+)
 
 pytestmark = pytest.mark.e2e
 
 TAG = str(random.randrange(10_000, 99_999))  # marks this run's processes
 BG_FOREGROUND, BG_SESSION, STUBBORN = f"4242{TAG}", f"4343{TAG}", f"5151{TAG}"
 DONE = Reply(text="done")
-
-needs_bwrap = pytest.mark.skipif(
-    probe_sandbox(which=[Tier.BWRAP]).best is not Tier.BWRAP,
-    reason="needs bubblewrap for the top sandbox tier (CI installs the Debian package)",
-)
 
 
 def connect(port: int) -> str:
