@@ -25,7 +25,7 @@ from loopd.catalog import (
     RuntimeEntry,
     discover_catalog,
 )
-from loopd.config import Config, data_dir, load_config
+from loopd.config import Config, TrustStore, data_dir, load_config
 from loopd.config.schema import Harness
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig, random_id
@@ -48,6 +48,7 @@ from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
 from loopd.sandbox.base import Unsandboxed
 from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
 from loopd.sessions.manager import SessionManager
+from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.sqlite import SqliteStore
 from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv
 from loopd.tools.files import BeneathFiles
@@ -61,11 +62,21 @@ def utc_now() -> str:
 @dataclass(slots=True)
 class App:
     env: Mapping[str, str]
+    cwd: str
     config: Config
     catalog: CatalogBuild
     store: SqliteStore
     manager: SessionManager
+    probe: LazyProbe
     _providers: list[ClosableProvider] = field(default_factory=list)
+
+    async def reconfigure(self) -> None:
+        """Read the config again (trust was given or withdrawn) and rebuild the
+        runtimes: sessions opened afterwards use them, open ones keep theirs."""
+        wired = await asyncio.to_thread(_Wiring.build, self.env, self.cwd, self.store, self.probe)
+        self.config, self.catalog = wired.config, wired.catalog
+        self._providers += wired.providers
+        wired.install(self.manager)
 
     async def aclose(self) -> None:
         await self.manager.shutdown()
@@ -74,28 +85,65 @@ class App:
         self.store.close()
 
 
-def build_app(env: Mapping[str, str], cwd: str) -> App:
-    config = load_config(env, Path(cwd))
-    catalog = discover_catalog(config, env)
+@dataclass(frozen=True, slots=True)
+class _Wiring:
+    """What the config and this machine offer: the catalog and a runtime factory
+    per entry."""
+
+    config: Config
+    catalog: CatalogBuild
+    factories: dict[str, RuntimeFactory]
+    providers: list[ClosableProvider]
+
+    @classmethod
+    def build(
+        cls, env: Mapping[str, str], cwd: str, store: SqliteStore, probe: LazyProbe
+    ) -> _Wiring:
+        config = load_config(env, Path(cwd))
+        catalog = discover_catalog(config, env)
+        providers: list[ClosableProvider] = []
+        factories: dict[str, RuntimeFactory] = {}
+        for entry in catalog.catalog:
+            factory = _factory(entry, env, config, store, providers, probe)
+            if factory is not None:
+                factories[entry.name] = factory
+        return cls(config, catalog, factories, providers)
+
+    def install(self, manager: SessionManager) -> None:
+        manager.runtimes = self.factories
+        manager.default_runtime = self.catalog.catalog.default or ""
+        manager.approval_timeout = float(self.config.approvals.timeout_seconds)
+        manager.identify = functools.partial(_identity, self.catalog.catalog)
+
+
+def build_app(env: Mapping[str, str], cwd: str, *, editor: bool = False) -> App:
+    """The app for a workspace. `editor` (ACP, LSP) puts an untrusted workspace
+    config to the person at each session's first turn; the CLI says it on stderr
+    instead (`loopd run --yes` must never trust a folder)."""
     store = SqliteStore(data_dir(env) / "sessions.db")
-    providers: list[ClosableProvider] = []
-    factories: dict[str, RuntimeFactory] = {}
     probe = LazyProbe(env)
-    for entry in catalog.catalog:
-        factory = _factory(entry, env, config, store, providers, probe)
-        if factory is not None:
-            factories[entry.name] = factory
+    try:
+        wired = _Wiring.build(env, cwd, store, probe)
+    except BaseException:
+        store.close()
+        raise
     manager = SessionManager(
         store=store,
-        runtimes=factories,
-        default_runtime=catalog.catalog.default or "",
+        runtimes={},
+        default_runtime="",
         now=utc_now,
-        approval_timeout=float(config.approvals.timeout_seconds),
         no_runtime_help=f"{HOW_TO_CONFIGURE}, or put the claude or codex CLI on PATH "
         "(`loopd doctor` shows what was found)",
-        identify=functools.partial(_identity, catalog.catalog),
     )
-    return App(env, config, catalog, store, manager, providers)
+    wired.install(manager)
+    app = App(env, cwd, wired.config, wired.catalog, store, manager, probe, wired.providers)
+    if editor:
+        manager.workspace = WorkspaceTrust(
+            status=lambda: app.config.workspace,
+            store=TrustStore(data_dir(env)),
+            reconfigure=app.reconfigure,
+        )
+    return app
 
 
 def _identity(catalog: RuntimeCatalog, name: str, config: Mapping[str, str]) -> dict[str, Any]:

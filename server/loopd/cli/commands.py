@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import sys
@@ -53,7 +54,8 @@ def acp() -> int:
     async def main() -> None:
         from loopd.app import build_app
 
-        building = asyncio.create_task(asyncio.to_thread(build_app, dict(os.environ), os.getcwd()))
+        build = functools.partial(build_app, dict(os.environ), os.getcwd(), editor=True)
+        building = asyncio.create_task(asyncio.to_thread(build))
         manager = asyncio.ensure_future(_manager_of(building))
         try:
             await serve_stdio(manager, out)
@@ -88,7 +90,7 @@ def lsp(tcp: str | None) -> int:
     out = protect_stdout() if address is None else None  # stdout is the protocol's
 
     async def main() -> None:
-        app = build_app(dict(os.environ), os.getcwd())
+        app = build_app(dict(os.environ), os.getcwd(), editor=True)
         try:
             await serve(app.manager, address, out)
         finally:

@@ -63,7 +63,9 @@ def load_config(
         user = parse_config(merge_layers(user_layers))
         document, ignored = gate_untrusted(document, user)
     config = parse_config(merge_layers([*user_layers, (ws_path, document)]), sources)
-    status = WorkspaceStatus(folder=found.folder, file=ws_path, state=state, ignored=ignored)
+    status = WorkspaceStatus(
+        folder=found.folder, file=ws_path, state=state, sha256=found.sha256, ignored=ignored
+    )
     return dataclasses.replace(config, workspace=status)
 
 

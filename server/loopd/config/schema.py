@@ -196,6 +196,7 @@ class WorkspaceStatus:
     folder: str
     file: Path
     state: TrustState
+    sha256: str
     ignored: tuple[str, ...] = ()
 
     @property

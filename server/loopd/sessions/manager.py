@@ -43,6 +43,7 @@ from loopd.sessions.live import (
     SessionEmitter,
     Unopened,
 )
+from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.reconcile import reconcile_events
 from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
 
@@ -84,6 +85,9 @@ class SessionManager:
     """What a session records about who runs it (the catalog's runtime identity:
     harness, model, effort, catalog digest), kept with the session and shown on load."""
     new_id: Callable[[], str] = field(default=lambda: f"sess_{uuid.uuid4().hex}")
+    workspace: WorkspaceTrust | None = None
+    """Asks about (or tells of) an untrusted workspace config at each session's first
+    turn; None says nothing."""
     _live: dict[str, LiveSession] = field(default_factory=dict)
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -206,15 +210,21 @@ class SessionManager:
             live.record = replace(live.record, title=title)
             await emitter.emit(SessionInfoUpdated(title=title))
         live.asker = link
-        turn = live.turn = asyncio.create_task(live.runtime.prompt(prompt))
+        turn: asyncio.Task[Outcome] | None = None
         try:
+            if self.workspace is not None and not live.greeted:
+                live.greeted = True
+                approver = SessionApprover(lambda: live, self.approval_timeout)
+                await self.workspace.first_turn(live.id, emitter, approver)
+            turn = live.turn = asyncio.create_task(live.runtime.prompt(prompt))
             return await asyncio.shield(turn)
         except asyncio.CancelledError:
             # The caller gave up (its request was cancelled, its connection closed):
             # the turn is cancelled too, and the session stays locked until the
             # runtime has paired its tool calls, so the next prompt finds it whole.
-            await live.runtime.cancel()
-            await asyncio.wait([turn])
+            if turn is not None:
+                await live.runtime.cancel()
+                await asyncio.wait([turn])
             raise
         finally:
             live.asker = None
