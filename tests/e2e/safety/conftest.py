@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -139,6 +140,49 @@ deny = ["read(**/notes.txt)"]
 """
     )
     return marker
+
+
+# Files that configure programs run later, outside any sandbox; none exists in a box.
+# Commands cannot create them (a read-only placeholder folder); the file tools refuse
+# them and the files of `PLANTED_FILES`, which commands can create (see the README).
+PLANTED = (".zed/settings.json", ".zed/tasks.json", ".vscode/tasks.json",
+           ".loopd/config.toml", ".helix/languages.toml", ".claude/settings.json")  # fmt: skip
+PLANTED_FILES = (".envrc", ".nvim.lua")
+
+
+def git_repo(box: Box) -> None:
+    """Make the box's workspace a real repository (hooks folder left empty)."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(box.home)}
+    who = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for args in (["init", "-q", "--template="], ["add", "notes.txt"], [*who, "commit", "-qm", "i"]):
+        subprocess.run(["git", *args], cwd=box.ws, env=env, check=True, capture_output=True)
+
+
+def planting(box: Box) -> list[tuple[str, dict[str, Any]]]:
+    """Tool calls that try to leave code for later: the write tool creating each of
+    `PLANTED` and `PLANTED_FILES`; commands creating `PLANTED`, renaming the git
+    directory away to plant a `core.fsmonitor` (the issue's reproducer) and writing a
+    hook."""
+    marker = box.base / "fsmon"
+    fsmonitor = f"git config core.fsmonitor 'echo PWNED > {marker}; false'"
+    creates = "; ".join(f"mkdir -p $(dirname {p}); echo '{{}}' > {p}" for p in PLANTED)
+    return [
+        *(("write", {"path": p, "content": "{}"}) for p in (*PLANTED, *PLANTED_FILES)),
+        ("bash", {"command": f"{creates}; true"}),
+        ("bash", {"command": f"mv .git .g && mkdir .git && cp -r .g/. .git/ && {fsmonitor}"}),
+        ("bash", {"command": f"{fsmonitor}; echo 'echo PWNED > {marker}' > .git/hooks/pre-commit"}),
+    ]
+
+
+def assert_nothing_planted(box: Box) -> None:
+    """None of `planting`'s files exist, and git, run later as the person runs it,
+    runs nothing planted."""
+    for rel in PLANTED:
+        assert not (box.ws / rel).exists(), rel
+    assert not (box.ws / ".g").exists() and list((box.ws / ".git" / "hooks").iterdir()) == []
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(box.home)}
+    subprocess.run(["git", "status"], cwd=box.ws, env=env, check=True, capture_output=True)
+    assert not (box.base / "fsmon").exists()
 
 
 def trusted_folders(box: Box) -> dict[str, Any]:

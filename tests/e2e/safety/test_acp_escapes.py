@@ -13,7 +13,18 @@ from acp import PROTOCOL_VERSION, spawn_agent_process
 from acp.schema import ClientCapabilities, Implementation, TextContentBlock
 
 from loopd.testing.fake_llm import FakeLLMServer, Reply
-from tests.e2e.safety.conftest import SECRETS, Box, Listener, calls
+from tests.e2e.safety.conftest import (
+    PLANTED,
+    PLANTED_FILES,
+    SECRETS,
+    Box,
+    Listener,
+    assert_nothing_planted,
+    calls,
+    git_repo,
+    needs_bwrap,
+    planting,
+)
 from tests.unit.acp.conftest import RecordingClient
 
 pytestmark = pytest.mark.e2e
@@ -76,3 +87,34 @@ async def test_acp_escapes_are_blocked_and_reported(tmp_path: Path, listener: Li
         assert secret not in shown
         assert secret not in bodies
     assert client.text() == "done"
+
+
+@needs_bwrap
+async def test_acp_full_auto_cannot_plant_code_for_later(tmp_path: Path) -> None:
+    """The same planting as through `loopd run`: the write tool is refused, commands
+    meet read-only placeholders and a pinned git directory."""
+    box = Box.make(tmp_path)
+    git_repo(box)
+    client = RecordingClient()
+    with FakeLLMServer() as fake:
+        fake.script("*", calls(*planting(box)), Reply(text="done"))
+        async with spawn_agent_process(
+            client, sys.executable, "-m", "loopd", "acp", env=box.env(fake.base_url), cwd=box.ws
+        ) as (conn, _):
+            await conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(),
+                client_info=Implementation(name="escape-suite", version="0"),
+            )
+            session = await conn.new_session(cwd=str(box.ws), mcp_servers=[])
+            await conn.set_session_mode(mode_id="full_auto", session_id=session.session_id)
+            result = await conn.prompt(
+                session_id=session.session_id, prompt=[TextContentBlock(type="text", text="go")]
+            )
+    assert result.stop_reason == "end_turn"
+    assert client.permissions == []  # full auto asks nothing: it refuses
+    failed = tool_texts(client, "failed")
+    for rel in (*PLANTED, *PLANTED_FILES):
+        assert not (box.ws / rel).exists(), rel
+        assert rel.split("/")[0] + "/ is protected" in failed or f"{rel} is protected" in failed
+    assert_nothing_planted(box)
