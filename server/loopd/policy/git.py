@@ -9,18 +9,20 @@ Inside one, git executes or trusts `GIT_FROZEN`: `config` (core.fsmonitor, filte
 aliases, core.hooksPath...), `hooks/`, `info/` (attributes that pick filters),
 `commondir` and `config.worktree` (where more config comes from), and the admin
 directories of submodules and worktrees, each a git directory of its own. Outside
-one, `core.hooksPath` names a folder whose scripts git runs.
+one, `core.hooksPath` names a folder whose scripts git runs, and `include.path` files
+that git reads as more config (`config_refs`).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 
 GIT_FROZEN = ("config", "hooks", "info", "commondir", "config.worktree", "modules", "worktrees")
 _GITFILE = re.compile(r"^gitdir:\s*(.+?)\s*$")
 _SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]')
-_HOOKS_PATH = re.compile(r"^\s*hookspath\s*=\s*(.*?)\s*$", re.IGNORECASE)
+_SETTING = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*?)\s*$")
 
 
 def is_git_dir(path: str) -> bool:
@@ -71,25 +73,39 @@ def enclosing_git_dir(path: str, root: str) -> str | None:
     return None
 
 
-def hooks_path(git_dir: str, worktree: str, home: str) -> str | None:
-    """`core.hooksPath` from a git directory's own config, canonical (relative to
-    the worktree, `~` the home directory); None when it is not set."""
+@dataclass(frozen=True, slots=True)
+class ConfigRefs:
+    """Paths a git directory's own config makes git run or read as more config."""
+
+    hooks: str | None = None  # core.hooksPath
+    includes: tuple[str, ...] = ()  # [include] / [includeIf "..."] path
+
+
+def config_refs(git_dir: str, worktree: str, home: str) -> ConfigRefs:
+    """`core.hooksPath` (relative to the worktree) and the included config files
+    (relative to the git directory) named by `git_dir/config`, canonical, `~` the
+    home directory. Only this one file is read: what it includes is not followed."""
     try:
         with open(os.path.join(git_dir, "config"), encoding="utf-8", errors="replace") as f:
             lines = f.read(1 << 20).splitlines()
     except OSError:
-        return None
-    section, found = "", None
+        return ConfigRefs()
+    section, hooks, includes = "", None, []
     for line in lines:
         header = _SECTION.match(line)
         if header is not None:
             section = header.group(1).lower()
             continue
-        setting = _HOOKS_PATH.match(line) if section == "core" else None
-        if setting is not None:
-            found = setting.group(1).strip('"')
-    if not found:
-        return None
-    if found == "~" or found.startswith("~/"):
-        found = home + found[1:]
-    return os.path.realpath(os.path.join(worktree, found))
+        setting = _SETTING.match(line)
+        if setting is None:
+            continue
+        key, value = setting.group(1).lower(), _expand(setting.group(2).strip('"'), home)
+        if section == "core" and key == "hookspath" and value:
+            hooks = os.path.realpath(os.path.join(worktree, value))
+        elif section in ("include", "includeif") and key == "path" and value:
+            includes.append(os.path.realpath(os.path.join(git_dir, value)))
+    return ConfigRefs(hooks, tuple(includes))
+
+
+def _expand(value: str, home: str) -> str:
+    return home + value[1:] if value == "~" or value.startswith("~/") else value

@@ -158,9 +158,11 @@ def _git_reason(path: str, root: str, home: str) -> str | None:
     if git.is_git_dir(path) or git.enclosing_git_dir(path, root) is not None:
         return f"{path} is in a git directory: git runs and trusts what is there"
     git_dir = git.git_dir_of(root)
-    hooks = git.hooks_path(git_dir, root, home) if git_dir is not None else None
-    if hooks is not None and contains(hooks, path):
-        return f"{path} is in core.hooksPath ({hooks}): git runs the scripts there"
+    refs = git.config_refs(git_dir, root, home) if git_dir is not None else git.ConfigRefs()
+    if refs.hooks is not None and contains(refs.hooks, path):
+        return f"{path} is in core.hooksPath ({refs.hooks}): git runs the scripts there"
+    if path in refs.includes:
+        return f"{path} is included by git's config: git reads it as its own config"
     return None
 
 

@@ -11,7 +11,9 @@ fails with EBUSY), so the plan below pins the right things:
   `loopd.policy.git.GIT_FROZEN` (config, hooks, info, commondir, config.worktree, the
   submodule and worktree admin folders) is bound read-only; a missing `hooks`,
   `info` or `modules` becomes an empty read-only folder, so nothing can be planted
-  there; a `core.hooksPath` folder is frozen the same way;
+  there; a `core.hooksPath` folder is frozen the same way, and a config file the
+  git config includes is read-only (an empty one where it is missing: git reads an
+  empty config as nothing);
 - every other protected name found (`loopd.policy.paths.PROTECTED_*`: `.vscode/`,
   `.zed/`, `.envrc`, a `.git` file...) is bound read-only;
 - at the top of each writable root, a protected folder that does not exist
@@ -21,7 +23,7 @@ fails with EBUSY), so the plan below pins the right things:
 - every folder between a writable root and something protected is bound onto
   itself, so no parent can be renamed away either.
 
-Files that do not exist are not given placeholders: an empty file is not neutral
+Other files that do not exist get no placeholder: an empty file is not neutral
 (an empty `~/.bash_profile` hides `~/.profile`, an empty `commondir` stops git).
 The file tools refuse them by name; see the README for what that leaves.
 """
@@ -42,11 +44,13 @@ GIT_PLACEHOLDERS = ("hooks", "info", "modules")
 @dataclass(frozen=True, slots=True)
 class Protection:
     """Canonical paths: `pins` are bound onto themselves (writable), `frozen` bound
-    read-only, `placeholders` mounted as empty read-only folders."""
+    read-only, `placeholders` mounted as empty read-only folders, `empty_files` as
+    empty read-only files (only config files git includes: empty is neutral there)."""
 
     pins: tuple[str, ...] = ()
     frozen: tuple[str, ...] = ()
     placeholders: tuple[str, ...] = ()
+    empty_files: tuple[str, ...] = ()
 
     def mounts(self) -> list[str]:
         """bwrap arguments, to come after the writable roots' binds."""
@@ -57,6 +61,8 @@ class Protection:
             args += ["--ro-bind", path, path]
         for path in self.placeholders:
             args += ["--tmpfs", path, "--remount-ro", path]
+        for path in self.empty_files:
+            args += ["--ro-bind", "/dev/null", path]
         return args
 
 
@@ -79,10 +85,11 @@ class _Plan:
     pins: dict[str, None]
     frozen: dict[str, None]
     placeholders: dict[str, None]
+    empty_files: dict[str, None]
 
     def __init__(self, writable: tuple[str, ...], home: str) -> None:
         self.writable, self.home = writable, home
-        self.pins, self.frozen, self.placeholders = {}, {}, {}
+        self.pins, self.frozen, self.placeholders, self.empty_files = {}, {}, {}, {}
 
     def root_top(self, root: str) -> None:
         for name in (*PROTECTED_DIRS, *PROTECTED_FILES):
@@ -113,15 +120,19 @@ class _Plan:
                 self.frozen[os.path.realpath(path)] = None
             elif name in GIT_PLACEHOLDERS:
                 self.placeholders[path] = None
-        hooks = git.hooks_path(git_dir, worktree, self.home)
-        if hooks is not None and self._guarded(hooks):
-            target = self.frozen if os.path.isdir(hooks) else self.placeholders
-            target[hooks] = None
+        refs = git.config_refs(git_dir, worktree, self.home)
+        if refs.hooks is not None and self._guarded(refs.hooks):
+            target = self.frozen if os.path.isdir(refs.hooks) else self.placeholders
+            target[refs.hooks] = None
+        for include in refs.includes:
+            if self._guarded(include):
+                target = self.frozen if os.path.exists(include) else self.empty_files
+                target[include] = None
 
     def finish(self) -> Protection:
         """Add the parents to pin; leave out what a frozen mount already covers (a
         mount point cannot be made inside a read-only one)."""
-        for path in (*self.pins, *self.frozen, *self.placeholders):
+        for path in (*self.pins, *self.frozen, *self.placeholders, *self.empty_files):
             root = max((w for w in self.writable if contains(w, path)), key=len)
             parent = os.path.dirname(path)
             while parent != root and contains(root, parent):
@@ -136,6 +147,7 @@ class _Plan:
             tuple(p for p in sorted(self.pins, key=_depth) if free(p) and p not in self.frozen),
             tuple(p for p in frozen if free(p)),
             tuple(p for p in self.placeholders if free(p)),
+            tuple(p for p in self.empty_files if free(p)),
         )
 
     def _guarded(self, path: str) -> bool:

@@ -161,9 +161,14 @@ def test_the_hooks_path_git_runs_from_is_protected(tmp_path: Path) -> None:
     (ws / ".git" / "objects").mkdir(parents=True)
     (ws / ".git" / "refs").mkdir()
     (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    (ws / ".git" / "config").write_text('[core]\n\tbare = false\n\thooksPath = "tools/hooks"\n')
+    (ws / ".git" / "config").write_text(
+        '[core]\n\tbare = false\n\thooksPath = "tools/hooks"\n'
+        '[includeIf "onbranch:main"]\n\tpath = ../project.gitconfig\n'
+    )
     policy = PathPolicy((str(ws),), str(tmp_path / "home"))
     verdict = policy.check_write("tools/hooks/pre-commit")  # not there yet
     assert verdict.issue is PathIssue.PROTECTED
     assert "core.hooksPath" in verdict.reason
+    included = policy.check_write("project.gitconfig")  # included, not there yet
+    assert included.issue is PathIssue.PROTECTED and "included by git" in included.reason
     assert policy.check_write("tools/build.sh").ok

@@ -132,11 +132,18 @@ def test_worktree_pointers_and_submodule_configs_are_frozen(
 
 
 @pytest.mark.parametrize("tier", BWRAP_TIERS)
-def test_info_attributes_and_a_hooks_path_are_frozen(tier: Tier, repo: Path, marker: Path) -> None:
+def test_info_attributes_a_hooks_path_and_included_configs_are_frozen(
+    tier: Tier, repo: Path, marker: Path
+) -> None:
     (repo / "tools" / "hooks").mkdir(parents=True)
     git(repo, "config", "core.hooksPath", "tools/hooks")
+    git(repo, "config", "include.path", "../shared.gitconfig")  # there
+    git(repo, "config", "--add", "include.path", "../local.gitconfig")  # not there (yet)
+    (repo / "shared.gitconfig").write_text("[user]\n\tname = t\n")
+    evil = f'[core]\\n\\tfsmonitor = "echo PWNED > {marker}; false"\\n'
     box = make_box(tier, repo)
     box.run(
+        f"printf '{evil}' >> shared.gitconfig; printf '{evil}' > local.gitconfig; "
         "echo '* filter=x' > .git/info/attributes; mkdir -p .git/info; "
         "echo '* filter=x' >> .git/info/attributes; "
         f"printf '#!/bin/sh\\necho PWNED > {marker}\\n' > tools/hooks/pre-commit; "
@@ -144,6 +151,8 @@ def test_info_attributes_and_a_hooks_path_are_frozen(tier: Tier, repo: Path, mar
     )
     assert not (repo / "tools" / "hooks" / "pre-commit").exists()
     assert not (repo / ".git" / "info" / "attributes").exists()
+    assert "fsmonitor" not in (repo / "shared.gitconfig").read_text()
+    assert (repo / "local.gitconfig").read_text() == ""  # the empty read-only stand-in
     assert_git_runs_nothing(repo, marker)
 
 
