@@ -146,12 +146,18 @@ class _Plan:
         return Protection(
             tuple(p for p in sorted(self.pins, key=_depth) if free(p) and p not in self.frozen),
             tuple(p for p in frozen if free(p)),
-            tuple(p for p in self.placeholders if free(p)),
-            tuple(p for p in self.empty_files if free(p)),
+            tuple(p for p in self.placeholders if free(p) and _creatable(p)),
+            tuple(p for p in self.empty_files if free(p) and _creatable(p)),
         )
 
     def _guarded(self, path: str) -> bool:
         return any(contains(w, path) and w != path for w in self.writable)
+
+
+def _creatable(path: str) -> bool:
+    """Whether bwrap can make the mount point: where loopd cannot create an entry,
+    neither can the command, and a mount point that fails would stop every command."""
+    return os.access(os.path.dirname(path), os.W_OK)
 
 
 def _depth(path: str) -> int:
