@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from loopd.policy import git
 from loopd.policy.paths import PROTECTED_DIRS, PROTECTED_FILES, contains
@@ -80,16 +80,14 @@ def protection(writable: Sequence[str], found: Iterable[str], home: str) -> Prot
 
 @dataclass(slots=True)
 class _Plan:
+    """`Protection` being gathered; dicts keep the order paths were met in."""
+
     writable: tuple[str, ...]
     home: str
-    pins: dict[str, None]
-    frozen: dict[str, None]
-    placeholders: dict[str, None]
-    empty_files: dict[str, None]
-
-    def __init__(self, writable: tuple[str, ...], home: str) -> None:
-        self.writable, self.home = writable, home
-        self.pins, self.frozen, self.placeholders, self.empty_files = {}, {}, {}, {}
+    pins: dict[str, None] = field(default_factory=dict)
+    frozen: dict[str, None] = field(default_factory=dict)
+    placeholders: dict[str, None] = field(default_factory=dict)
+    empty_files: dict[str, None] = field(default_factory=dict)
 
     def root_top(self, root: str) -> None:
         for name in (*PROTECTED_DIRS, *PROTECTED_FILES):
