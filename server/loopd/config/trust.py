@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import Any
 from loopd.config.schema import ConfigFileError, TrustState
 
 TRUST_FILE = "trust.json"
+MAX_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +43,20 @@ class WorkspaceFile:
     @classmethod
     def read(cls, folder: Path, path: Path) -> WorkspaceFile | None:
         """The file's bytes, or None when there is no file. Raises `ConfigFileError`
-        when it exists but cannot be read."""
+        when it exists but cannot be read, is not a regular file (a FIFO would block
+        every start) or is over `MAX_BYTES`."""
         try:
-            content = path.read_bytes()
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise ConfigFileError(path, "(file)", f"cannot be read: {exc.strerror}") from exc
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ConfigFileError(path, "(file)", "is not a regular file")
+            content = handle.read(MAX_BYTES + 1)
+        if len(content) > MAX_BYTES:
+            raise ConfigFileError(path, "(file)", f"is over {MAX_BYTES} bytes")
         digest = hashlib.sha256(content).hexdigest()
         return cls(os.path.realpath(folder), path, content, digest)
 

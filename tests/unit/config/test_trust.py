@@ -194,3 +194,17 @@ def test_every_key_declared_as_tightening_exists_in_the_schema() -> None:
     config = Config()
     for table, key in UNTRUSTED_KEYS:
         assert hasattr(getattr(config, table), key), (table, key)
+
+
+def test_a_fifo_or_a_huge_file_is_refused_without_blocking(env: dict[str, str], ws: Path) -> None:
+    from loopd.config import ConfigFileError
+
+    file = ws / ".loopd" / "config.toml"
+    file.unlink()
+    os.mkfifo(file)
+    with pytest.raises(ConfigFileError, match="not a regular file"):
+        load_config(env, ws)
+    file.unlink()
+    file.write_bytes(b"#" * (2 << 20))
+    with pytest.raises(ConfigFileError, match="bytes"):
+        load_config(env, ws)
