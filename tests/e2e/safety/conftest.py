@@ -8,18 +8,22 @@ is answered "no" exactly as on a headless machine, unless the case passes `--yes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from acp import PROTOCOL_VERSION, spawn_agent_process
+from acp.interfaces import Agent, Client
+from acp.schema import ClientCapabilities, Implementation
 
 from loopd.sandbox.probe import probe_sandbox
 from loopd.sandbox.tiers import Tier
@@ -189,6 +193,21 @@ def trusted_folders(box: Box) -> dict[str, Any]:
     """The folders trusted in the box's data dir."""
     path = box.base / "data" / "trust.json"
     return json.loads(path.read_text())["folders"] if path.exists() else {}
+
+
+@contextlib.asynccontextmanager
+async def loopd_acp(box: Box, client: Client, base_url: str) -> AsyncIterator[Agent]:
+    """`loopd acp` in `box.ws`, initialized, against the model at `base_url`."""
+    env = box.env(base_url)
+    async with spawn_agent_process(
+        client, sys.executable, "-m", "loopd", "acp", env=env, cwd=box.ws
+    ) as (conn, _):
+        await conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="escape-suite", version="0"),
+        )
+        yield conn
 
 
 def calls(*items: tuple[str, dict[str, Any]]) -> Reply:

@@ -5,12 +5,10 @@ call updates."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-from acp import PROTOCOL_VERSION, spawn_agent_process
-from acp.schema import ClientCapabilities, Implementation, TextContentBlock
+from acp.schema import TextContentBlock
 
 from loopd.testing.fake_llm import FakeLLMServer, Reply
 from tests.e2e.safety.conftest import (
@@ -22,6 +20,7 @@ from tests.e2e.safety.conftest import (
     assert_nothing_planted,
     calls,
     git_repo,
+    loopd_acp,
     needs_bwrap,
     planting,
 )
@@ -58,14 +57,7 @@ async def test_acp_escapes_are_blocked_and_reported(tmp_path: Path, listener: Li
     client = RecordingClient(answers=["reject_once", "reject_once"])
     with FakeLLMServer() as fake:
         fake.script("*", *script)
-        async with spawn_agent_process(
-            client, sys.executable, "-m", "loopd", "acp", env=box.env(fake.base_url), cwd=box.ws
-        ) as (conn, _):
-            await conn.initialize(
-                protocol_version=PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(),
-                client_info=Implementation(name="escape-suite", version="0"),
-            )
+        async with loopd_acp(box, client, fake.base_url) as conn:
             session = await conn.new_session(cwd=str(box.ws), mcp_servers=[])
             result = await conn.prompt(
                 session_id=session.session_id, prompt=[TextContentBlock(type="text", text="go")]
@@ -98,14 +90,7 @@ async def test_acp_full_auto_cannot_plant_code_for_later(tmp_path: Path) -> None
     client = RecordingClient()
     with FakeLLMServer() as fake:
         fake.script("*", calls(*planting(box)), Reply(text="done"))
-        async with spawn_agent_process(
-            client, sys.executable, "-m", "loopd", "acp", env=box.env(fake.base_url), cwd=box.ws
-        ) as (conn, _):
-            await conn.initialize(
-                protocol_version=PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(),
-                client_info=Implementation(name="escape-suite", version="0"),
-            )
+        async with loopd_acp(box, client, fake.base_url) as conn:
             session = await conn.new_session(cwd=str(box.ws), mcp_servers=[])
             await conn.set_session_mode(mode_id="full_auto", session_id=session.session_id)
             result = await conn.prompt(

@@ -6,15 +6,13 @@ no keeps the file inert, a yes applies it to the sessions opened afterwards."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-from acp import PROTOCOL_VERSION, spawn_agent_process
-from acp.schema import ClientCapabilities, Implementation, TextContentBlock
+from acp.schema import TextContentBlock
 
 from loopd.testing.fake_llm import FakeLLMServer, Reply
-from tests.e2e.safety.conftest import Box, plant, trusted_folders
+from tests.e2e.safety.conftest import Box, loopd_acp, plant, trusted_folders
 from tests.unit.acp.conftest import RecordingClient
 
 pytestmark = pytest.mark.e2e
@@ -26,14 +24,7 @@ async def acp_turns(box: Box, client: RecordingClient, sessions: int) -> list[li
     offered: list[list[str]] = []
     with FakeLLMServer() as fake:
         fake.script("*", *[Reply(text="hi")] * sessions)
-        async with spawn_agent_process(
-            client, sys.executable, "-m", "loopd", "acp", env=box.env(fake.base_url), cwd=box.ws
-        ) as (conn, _):
-            await conn.initialize(
-                protocol_version=PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(),
-                client_info=Implementation(name="trust-suite", version="0"),
-            )
+        async with loopd_acp(box, client, fake.base_url) as conn:
             for _ in range(sessions):
                 session = await conn.new_session(cwd=str(box.ws), mcp_servers=[])
                 runtime = next(o for o in session.config_options or [] if o.id == "runtime")
