@@ -23,7 +23,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loopd.config import TrustStore, WorkspaceFile, WorkspaceStatus
+from loopd.config import (
+    ConfigFileError,
+    TrustState,
+    TrustStore,
+    WorkspaceFile,
+    WorkspaceStatus,
+    workspace_config_file,
+)
 from loopd.engine.ports import Approver, Emitter
 from loopd.protocol.approvals import ApprovalRequest
 from loopd.protocol.events import AgentMessageChunk, TextBlock, ToolCallStarted, ToolCallUpdated
@@ -47,6 +54,8 @@ class WorkspaceTrust:
         """Before a session's first turn: ask, or say what was ignored."""
         status = self.status()
         if status is None or not status.notice:
+            return
+        if await self._trusted_meanwhile(status):
             return
         if not self.ask or status.sha256 in self._asked:
             await emitter.emit(AgentMessageChunk(status.notice, _id("msg")))
@@ -75,12 +84,24 @@ class WorkspaceTrust:
             text = status.notice
         await emitter.emit(ToolCallUpdated(call_id, "completed", content=(TextBlock(text),)))
 
+    async def _trusted_meanwhile(self, status: WorkspaceStatus) -> bool:
+        """Trusted since the config was read (`loopd trust` in a terminal, another
+        connection): apply it instead of asking."""
+        try:
+            found = WorkspaceFile.read(Path(status.folder), status.file)
+        except ConfigFileError:
+            return False
+        if found is None or self.store.state(found) is not TrustState.TRUSTED:
+            return False
+        await self.reconfigure()
+        return True
+
     async def trust(self, folder: str, expect: str | None = None) -> bool:
         """Trust `folder`'s workspace file as it is now (and only if its hash is
         `expect`, when given), then reconfigure. False when there is nothing to
         trust or the file changed."""
         path = Path(folder)
-        found = WorkspaceFile.read(path, path / ".loopd" / "config.toml")
+        found = WorkspaceFile.read(path, workspace_config_file(path))
         if found is None or (expect is not None and found.sha256 != expect):
             return False
         self.store.trust(found)

@@ -5,7 +5,9 @@ no keeps the file inert, a yes applies it to the sessions opened afterwards."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,3 +66,35 @@ async def test_acp_a_yes_trusts_exactly_that_file_and_new_sessions_use_it(
     assert marker.exists()  # trusted: the catalog was rebuilt, its command asked --version
     assert "helper" not in offered[0] and "helper" in offered[1]
     assert "Trusted. Sessions opened from now on use these settings" in json.dumps(client.updates)
+
+
+async def test_acp_trust_given_in_a_terminal_meanwhile_applies_without_asking(
+    tmp_path: Path,
+) -> None:
+    box = Box.make(tmp_path)
+    marker = plant(box)
+    client = RecordingClient()
+    with FakeLLMServer() as fake:
+        fake.script("*", Reply(text="hi"))
+        async with loopd_acp(box, client, fake.base_url) as conn:
+            first = await conn.new_session(cwd=str(box.ws), mcp_servers=[])
+            trusting = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "loopd",
+                "trust",
+                cwd=box.ws,
+                env=box.env(fake.base_url),
+                stdout=asyncio.subprocess.DEVNULL,
+            )
+            assert await trusting.wait() == 0
+            assert not marker.exists()  # trusting runs nothing; loopd acp's reload does
+            await conn.prompt(
+                session_id=first.session_id, prompt=[TextContentBlock(type="text", text="go")]
+            )
+            second = await conn.new_session(cwd=str(box.ws), mcp_servers=[])
+    assert client.permissions == []
+    assert "is not trusted" not in client.text()
+    runtime = next(o for o in second.config_options or [] if o.id == "runtime")
+    assert "helper" in [c.value for c in runtime.options]  # type: ignore[union-attr]
+    assert marker.exists()  # loopd acp rebuilt its catalog
