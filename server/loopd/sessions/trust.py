@@ -41,13 +41,13 @@ SHOWN_BYTES = 8_000  # of the file, in the question
 @dataclass(slots=True)
 class WorkspaceTrust:
     """`status` is the app's current workspace status; `reconfigure` re-reads the
-    config and rebuilds the runtimes after trust was given. `ask` is False where no
-    editor can be asked (`loopd run`: `--yes` must never trust a folder)."""
+    config and rebuilds the runtimes after trust was given. Editors only: `loopd run`
+    says what was ignored on stderr and never asks (`--yes` must never trust a
+    folder)."""
 
     status: Callable[[], WorkspaceStatus | None]
     store: TrustStore
     reconfigure: Callable[[], Awaitable[None]]
-    ask: bool = True
     _asked: set[str] = field(default_factory=set)
 
     async def first_turn(self, session_id: str, emitter: Emitter, approver: Approver) -> None:
@@ -57,7 +57,7 @@ class WorkspaceTrust:
             return
         if await self._trusted_meanwhile(status):
             return
-        if not self.ask or status.sha256 in self._asked:
+        if status.sha256 in self._asked:
             await emitter.emit(AgentMessageChunk(status.notice, _id("msg")))
             return
         self._asked.add(status.sha256)
