@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ from loopd.store.sqlite import SqliteStore
 from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv
 from loopd.tools.files import BeneathFiles
 from loopd.tools.registry import ToolRegistry, builtin_tools
+
+log = logging.getLogger(__name__)
 
 
 def utc_now() -> str:
@@ -138,6 +141,9 @@ def build_app(env: Mapping[str, str], cwd: str, *, editor: bool = False) -> App:
     wired.install(manager)
     app = App(env, cwd, wired.config, wired.catalog, store, manager, probe, wired.providers)
     if editor:
+        status = wired.config.workspace
+        if status is not None and status.notice:
+            log.warning("%s", status.notice)  # the editor's log; sessions ask
         manager.workspace = WorkspaceTrust(
             status=lambda: app.config.workspace,
             store=TrustStore(data_dir(env)),
