@@ -18,6 +18,7 @@ the file's settings; the open ones keep the runtime they started with.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -33,9 +34,15 @@ from loopd.config import (
 )
 from loopd.engine.ports import Approver, Emitter
 from loopd.protocol.approvals import ApprovalRequest
+from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import AgentMessageChunk, TextBlock, ToolCallStarted, ToolCallUpdated
 
 SHOWN_BYTES = 8_000  # of the file, in the question
+TRUSTED = (
+    "Trusted. Sessions opened from now on use these settings; this one keeps the runtime "
+    "it started with."
+)
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -76,12 +83,12 @@ class WorkspaceTrust:
             content=shown,
         )
         decision = await approver.approve(request)
-        trusted = decision.allowed and await self.trust(status.folder, expect=status.sha256)
-        if trusted:
-            text = "Trusted. Sessions opened from now on use these settings; this one keeps "
-            text += "the runtime it started with."
+        try:
+            trusted = decision.allowed and await self.trust(status.folder, expect=status.sha256)
+        except ConfigError as err:  # recorded, but the settings are not usable as they are
+            text = f"Trusted, but its settings cannot be used, so nothing changed: {err}"
         else:
-            text = status.notice
+            text = TRUSTED if trusted else status.notice
         await emitter.emit(ToolCallUpdated(call_id, "completed", content=(TextBlock(text),)))
 
     async def _trusted_meanwhile(self, status: WorkspaceStatus) -> bool:
@@ -93,13 +100,17 @@ class WorkspaceTrust:
             return False
         if found is None or self.store.state(found) is not TrustState.TRUSTED:
             return False
-        await self.reconfigure()
+        try:
+            await self.reconfigure()
+        except ConfigError as err:
+            log.warning("the trusted %s cannot be used: %s", status.file, err)
         return True
 
     async def trust(self, folder: str, expect: str | None = None) -> bool:
         """Trust `folder`'s workspace file as it is now (and only if its hash is
         `expect`, when given), then reconfigure. False when there is nothing to
-        trust or the file changed."""
+        trust or the file changed. Raises `ConfigError` when the trusted settings
+        cannot be used (the runtimes stay as they were)."""
         path = Path(folder)
         found = WorkspaceFile.read(path, workspace_config_file(path))
         if found is None or (expect is not None and found.sha256 != expect):
