@@ -1,27 +1,122 @@
 #!/usr/bin/env bash
-# Installs everything loopd's demo and test suite need on a fresh Debian machine:
-# system packages, uv, the locked Python environment (.venv) and the npm packages
-# the cross-implementation tests use. Idempotent: a second run changes nothing.
+# Sets up what `make demo` needs on a fresh Debian/Ubuntu machine: the optional system
+# tools (ripgrep, bubblewrap), uv, and the locked Python environment (.venv).
+# `scripts/setup.sh --test-clients` also installs the npm packages the cross-client
+# tests use (tests/clients), only when their lock file changed since the last install.
+# Idempotent: a second run changes nothing.
+#
+# uv is never pip-installed into the system Python (Debian marks it
+# externally-managed): a uv already on PATH at the pinned version is used, otherwise
+# it goes into a private venv under .tools/ and is called by its full path, so pyenv
+# shims or a stale PATH cannot hide it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_apt=()
-command -v rg >/dev/null || need_apt+=(ripgrep)
-command -v bwrap >/dev/null || need_apt+=(bubblewrap)
-if [ ${#need_apt[@]} -gt 0 ] && command -v apt-get >/dev/null; then
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
-fi
-
 UV_VERSION=0.13.9
-if ! command -v uv >/dev/null || [ "$(uv --version | cut -d' ' -f2)" != "$UV_VERSION" ]; then
-  python3 -m pip install -q "uv==$UV_VERSION"
-fi
+TOOLS=.tools
+UV_VENV=$TOOLS/uv-venv
+CLIENTS=tests/clients
+CLIENTS_STAMP=$CLIENTS/node_modules/.loopd-lock.sha256
 
-export UV_PYTHON_DOWNLOADS=never
-uv sync --frozen --quiet
+say() { printf 'setup: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
 
-if [ -f tests/clients/package-lock.json ]; then
-  (cd tests/clients && npm ci --silent --no-audit --no-fund)
-fi
+# Root runs apt-get itself; anyone else through sudo, when sudo is there.
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"
+  elif command -v sudo >/dev/null; then sudo "$@"
+  else return 1
+  fi
+}
+
+apt_install() {
+  command -v apt-get >/dev/null || return 1
+  say "installing $* (apt-get; waits up to 5 minutes if another apt or dpkg holds the lock)"
+  as_root apt-get -o DPkg::Lock::Timeout=300 update -qq &&
+    as_root env DEBIAN_FRONTEND=noninteractive \
+      apt-get -o DPkg::Lock::Timeout=300 install -y -qq "$@" >/dev/null
+}
+
+system_tools() {
+  local missing=()
+  command -v rg >/dev/null || missing+=(ripgrep)
+  command -v bwrap >/dev/null || missing+=(bubblewrap)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  apt_install "${missing[@]}" ||
+    say "optional, not installed: ${missing[*]} (loopd works without them; \`loopd doctor\` says what it uses)"
+}
+
+uv_at_version() {
+  [ -x "$1" ] || command -v "$1" >/dev/null || return 1
+  [ "$("$1" --version 2>/dev/null | cut -d' ' -f2)" = "$UV_VERSION" ]
+}
+
+# A Python >= 3.8 with venv and ensurepip, to hold uv (loopd itself needs >= 3.11).
+venv_python() {
+  local py
+  for py in python3 /usr/bin/python3; do
+    if "$py" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 8))' 2>/dev/null; then
+      command -v "$py"; return 0
+    fi
+  done
+  return 1
+}
+
+find_uv() {
+  if uv_at_version "$UV_VENV/bin/uv"; then echo "$UV_VENV/bin/uv"; return; fi
+  local on_path
+  on_path=$(command -v uv || true)
+  if [ -n "$on_path" ] && uv_at_version "$on_path"; then echo "$on_path"; return; fi
+  local py
+  if ! py=$(venv_python); then
+    apt_install python3-venv ||
+      die "uv needs Python's venv module: install it with \`sudo apt-get install python3-venv\` (Debian/Ubuntu), or install uv $UV_VERSION yourself (pipx install uv==$UV_VERSION), then run this again"
+    py=$(venv_python) || die "python3 -m venv still does not work after installing python3-venv"
+  fi
+  say "installing uv $UV_VERSION into $UV_VENV (a private venv; the system Python is left alone)"
+  rm -rf "$UV_VENV"
+  mkdir -p "$TOOLS"
+  "$py" -m venv "$UV_VENV"
+  "$UV_VENV/bin/python" -m pip install -q --disable-pip-version-check "uv==$UV_VERSION"
+  uv_at_version "$UV_VENV/bin/uv" || die "uv $UV_VERSION did not install into $UV_VENV"
+  echo "$UV_VENV/bin/uv"
+}
+
+# The locked environment. uv trusts the system's certificate store (as apt, curl and
+# pip do), so a machine behind a TLS-inspecting proxy with its CA installed works.
+python_env() {
+  local uv=$1
+  if ! UV_PYTHON_DOWNLOADS=never UV_SYSTEM_CERTS=${UV_SYSTEM_CERTS:-1} "$uv" sync --frozen --quiet; then
+    die "uv could not build .venv (its error is above); loopd needs Python >= 3.11 on PATH (Debian 12's python3 is 3.11)"
+  fi
+}
+
+test_clients() {
+  [ -f "$CLIENTS/package-lock.json" ] || return 0
+  local want
+  want=$(sha256sum "$CLIENTS/package-lock.json" | cut -d' ' -f1)
+  if [ -f "$CLIENTS_STAMP" ] && [ "$(cat "$CLIENTS_STAMP")" = "$want" ]; then
+    return 0
+  fi
+  if ! command -v npm >/dev/null; then
+    say "npm not found: the tests that drive the pinned Claude Code and Codex CLIs will be skipped (install Node.js 20+ with npm to run them)"
+    return 0
+  fi
+  say "installing the npm test clients ($CLIENTS/package-lock.json changed)"
+  (cd "$CLIENTS" && npm ci --silent --no-audit --no-fund)
+  echo "$want" >"$CLIENTS_STAMP"
+}
+
+case "${1:-}" in
+  "")
+    system_tools
+    uv=$(find_uv)
+    python_env "$uv"
+    ;;
+  --test-clients)
+    test_clients
+    ;;
+  *)
+    die "usage: scripts/setup.sh [--test-clients]"
+    ;;
+esac

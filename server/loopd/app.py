@@ -26,6 +26,7 @@ from loopd.catalog import (
     RuntimeEntry,
     discover_catalog,
 )
+from loopd.catalog.errors import NO_RUNTIME_HELP
 from loopd.config import Config, TrustStore, data_dir, load_config
 from loopd.config.schema import Harness
 from loopd.engine.limits import Limits
@@ -41,7 +42,7 @@ from loopd.policy.rules import RuleSet
 from loopd.protocol.events import AgentMessageChunk, PlanEntry, PlanUpdated
 from loopd.protocol.turns import UndoReport
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
-from loopd.providers.factory import HOW_TO_CONFIGURE, ClosableProvider, make_provider
+from loopd.providers.factory import ClosableProvider, make_provider
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
@@ -117,6 +118,7 @@ class _Wiring:
         manager.default_runtime = self.catalog.catalog.default or ""
         manager.approval_timeout = float(self.config.approvals.timeout_seconds)
         manager.identify = functools.partial(_identity, self.catalog.catalog)
+        manager.no_default_help = _no_default_help(self.config, self.catalog)
 
 
 def build_app(env: Mapping[str, str], cwd: str, *, editor: bool = False) -> App:
@@ -135,8 +137,7 @@ def build_app(env: Mapping[str, str], cwd: str, *, editor: bool = False) -> App:
         runtimes={},
         default_runtime="",
         now=utc_now,
-        no_runtime_help=f"{HOW_TO_CONFIGURE}, or put the claude or codex CLI on PATH "
-        "(`loopd doctor` shows what was found)",
+        no_runtime_help=f"{NO_RUNTIME_HELP} (`loopd doctor` shows what was found)",
     )
     wired.install(manager)
     app = App(env, cwd, wired.config, wired.catalog, store, manager, probe, wired.providers)
@@ -150,6 +151,14 @@ def build_app(env: Mapping[str, str], cwd: str, *, editor: bool = False) -> App:
             reconfigure=app.reconfigure,
         )
     return app
+
+
+def _no_default_help(config: Config, catalog: CatalogBuild) -> str:
+    """Why no runtime is the default: the configured one (file and key named) is not
+    available, or nothing ranks first."""
+    wanted = config.defaults.runtime
+    reasons = [s.reason for s in catalog.skipped if wanted is not None and s.name == wanted]
+    return reasons[-1] if reasons else "no default runtime: choose one (see `loopd catalog`)"
 
 
 def _identity(catalog: RuntimeCatalog, name: str, config: Mapping[str, str]) -> dict[str, Any]:

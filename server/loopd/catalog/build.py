@@ -288,8 +288,8 @@ def _default_name(config: Config, catalog: RuntimeCatalog, skipped: list[Skipped
         return ranked[0].name if ranked else None
     try:
         return catalog.select(wanted).name
-    except (UnknownRuntime, UnknownHarness):
-        skipped.append(Skipped(wanted, "the configured default runtime is not available"))
+    except (UnknownRuntime, UnknownHarness) as err:
+        skipped.append(Skipped(wanted, f"{config.where('defaults.runtime')}: {err}"))
         return None
 
 

@@ -16,7 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from loopd.config.load import HOW_TO_CONFIGURE
 from loopd.protocol.errors import ConfigError
+
+NO_RUNTIME_HELP = (
+    f"{HOW_TO_CONFIGURE}; or declare a [providers.NAME] table in ~/.config/loopd/config.toml "
+    "or .loopd/config.toml; or put the claude or codex CLI on PATH"
+)
 
 
 class CatalogError(ConfigError):

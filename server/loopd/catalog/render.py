@@ -9,6 +9,7 @@ from typing import Any
 from loopd.catalog.build import Skipped
 from loopd.catalog.catalog import RuntimeCatalog
 from loopd.catalog.entry import RuntimeEntry, public_url
+from loopd.catalog.errors import NO_RUNTIME_HELP
 
 _HEADERS = ("RUNTIME", "HARNESS", "SOURCE", "MODELS", "EFFORTS", "DETAILS")
 
@@ -25,7 +26,7 @@ def catalog_to_text(catalog: RuntimeCatalog, skipped: Iterable[Skipped] = ()) ->
     """A plain table, one runtime per row, the default marked with `*`; then what was
     skipped and the digest."""
     rows = [_row(entry, entry.name == catalog.default) for entry in catalog]
-    lines = _table([_HEADERS, *rows]) if rows else ["no runtimes available"]
+    lines = _table([_HEADERS, *rows]) if rows else [f"no runtimes available: {NO_RUNTIME_HELP}"]
     lines += [f"skipped {item.name}: {item.reason}" for item in skipped]
     lines.append(f"digest {catalog.digest}")
     return "\n".join(lines) + "\n"

@@ -1,56 +1,135 @@
-"""`loopd` command line: run | acp | lsp | catalog | sessions | doctor | trust | untrust |
-demo.
+"""`loopd` command line: one `Command` per subcommand, each naming its arguments and
+the function that runs it.
 
 Every subcommand imports what it needs lazily: `loopd acp` must not pay for pygls,
-`loopd lsp` not for the ACP SDK, `loopd --version` for neither.
+`loopd lsp` not for the ACP SDK, `loopd --version` for neither. A new subcommand is
+one `Command` in `COMMANDS`: a small function adding its arguments and a
+`module:function` taking the parsed `argparse.Namespace` and returning the exit code.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from loopd import __version__
+
+EXIT_CODES_HELP = """\
+exit codes:
+  0    success; for `run`, the turn ended normally
+  1    the turn failed (the error is on stderr) or did not finish; a command failed
+  2    usage or configuration error (nothing ran)
+  130  cancelled (Ctrl-C)
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    handler: str  # "module:function", imported only when this command runs
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    del parser
+
+
+def _run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("prompt", nargs="?", help="the prompt (default: read stdin)")
+    p.add_argument("--runtime", help="runtime name from `loopd catalog`")
+    p.add_argument("--model", help="model id or alias")
+    p.add_argument("--mode", help="plan | ask | accept_edits | full_auto")
+    p.add_argument("--cwd", default=os.curdir, help="workspace root (default: here)")
+    p.add_argument("--json", action="store_true", help="events as JSON lines on stdout")
+    p.add_argument("--yes", action="store_true", help="allow every approval request")
+
+
+def _lsp_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+
+
+def _json_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _sessions_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", nargs="?", default="list", choices=["list", "show", "delete"])
+    p.add_argument("session_id", nargs="?", help="for show and delete")
+    p.add_argument("--cwd", help="only sessions of this workspace")
+    _json_argument(p)
+
+
+def _config_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "action",
+        choices=["path", "show", "schema"],
+        help="path: the files read; show: the merged config; schema: its JSON Schema",
+    )
+
+
+def _folder_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", nargs="?", default=os.curdir, help="the folder (default: here)")
+
+
+def _completion_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("shell", choices=["bash", "zsh", "fish"])
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("run", "run one headless turn", _run_arguments, "loopd.cli.commands:run"),
+    Command("acp", "serve the Agent Client Protocol on stdio (Zed)", _no_arguments,
+            "loopd.cli.commands:acp"),
+    Command("lsp", "serve LSP with the loopd extension (VS Code, Neovim)", _lsp_arguments,
+            "loopd.cli.commands:lsp"),
+    Command("catalog", "list the runtimes this machine can use", _json_argument,
+            "loopd.cli.commands:catalog"),
+    Command("sessions", "list, show or delete stored sessions", _sessions_arguments,
+            "loopd.cli.commands:sessions"),
+    Command("doctor", "what is configured and found: files, keys, runtimes, tools, sandbox",
+            _no_arguments, "loopd.cli.doctor:doctor"),
+    Command("config", "the config files: their paths, the merged result, its JSON Schema",
+            _config_arguments, "loopd.cli.config:config"),
+    Command("trust", "let a folder's .loopd/config.toml apply, as it is now",
+            _folder_argument, "loopd.cli.trust:trust"),
+    Command("untrust", "make a folder's .loopd/config.toml inert again", _folder_argument,
+            "loopd.cli.trust:untrust"),
+    Command("completion", "print a shell completion script (bash, zsh or fish)",
+            _completion_arguments, "loopd.cli.completion:completion"),
+    Command("demo", "one scripted turn end to end, no API key needed", _no_arguments,
+            "loopd.cli.commands:demo"),
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="loopd", description="A coding-agent server for editors (ACP, LSP) and terminals."
+        prog="loopd",
+        description="A coding-agent server for editors (ACP, LSP) and terminals.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"loopd {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logs on stderr")
+    # `-v` after the subcommand too; SUPPRESS keeps an absent one from undoing the first.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logs"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    run = sub.add_parser("run", help="run one headless turn")
-    run.add_argument("prompt", nargs="?", help="the prompt (default: read stdin)")
-    run.add_argument("--runtime", help="runtime name from `loopd catalog`")
-    run.add_argument("--model", help="model id or alias")
-    run.add_argument("--mode", help="plan | ask | accept_edits | full_auto")
-    run.add_argument("--cwd", default=os.getcwd(), help="workspace root (default: here)")
-    run.add_argument("--json", action="store_true", help="events as JSON lines on stdout")
-    run.add_argument("--yes", action="store_true", help="allow every approval request")
-
-    sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (Zed)")
-    lsp = sub.add_parser("lsp", help="serve LSP with the loopd extension (VS Code, Neovim)")
-    lsp.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
-
-    catalog = sub.add_parser("catalog", help="list the runtimes this machine can use")
-    catalog.add_argument("--json", action="store_true")
-
-    sessions = sub.add_parser("sessions", help="list, show or delete stored sessions")
-    sessions.add_argument("action", nargs="?", default="list", choices=["list", "show", "delete"])
-    sessions.add_argument("session_id", nargs="?")
-    sessions.add_argument("--cwd", help="only sessions of this workspace")
-    sessions.add_argument("--json", action="store_true")
-
-    sub.add_parser("doctor", help="what is configured, which CLIs and sandbox were found")
-    trust = sub.add_parser("trust", help="let a folder's .loopd/config.toml apply, as it is now")
-    trust.add_argument("dir", nargs="?", default=os.getcwd(), help="the folder (default: here)")
-    untrust = sub.add_parser("untrust", help="make a folder's .loopd/config.toml inert again")
-    untrust.add_argument("dir", nargs="?", default=os.getcwd(), help="the folder (default: here)")
-    sub.add_parser("demo", help="one scripted turn end to end, no API key needed")
+    for command in COMMANDS:
+        child = sub.add_parser(
+            command.name,
+            help=command.help,
+            description=command.help,
+            parents=[common],
+            epilog=EXIT_CODES_HELP,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        command.arguments(child)
     return parser
 
 
@@ -67,37 +146,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    from loopd.protocol.errors import LoopdError
+    from loopd.cli.exits import EXIT_CANCELLED, EXIT_FAILED, EXIT_USAGE
+    from loopd.protocol.errors import ConfigError, LoopdError
 
     try:
         return _dispatch(args)
+    except ConfigError as err:
+        print(f"loopd: {err}", file=sys.stderr)
+        return EXIT_USAGE
     except LoopdError as err:
         print(f"loopd: {err}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_CANCELLED
+    except BrokenPipeError:
+        # The reader left (`loopd doctor | head -3`): stop quietly, and keep Python's
+        # own flush at exit from failing again on the closed pipe.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILED
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    from loopd.cli import commands
-
-    match args.command:
-        case "run":
-            return commands.run(args)
-        case "acp":
-            return commands.acp()
-        case "lsp":
-            return commands.lsp(args.tcp)
-        case "catalog":
-            return commands.catalog(args.json)
-        case "sessions":
-            return commands.sessions(args.action, args.session_id, args.cwd, args.json)
-        case "doctor":
-            return commands.doctor()
-        case "trust":
-            return commands.trust(args.dir)
-        case "untrust":
-            return commands.untrust(args.dir)
-        case "demo":
-            return commands.demo()
-    raise AssertionError(f"unhandled command {args.command}")
+    command = next(c for c in COMMANDS if c.name == args.command)
+    module, _, function = command.handler.partition(":")
+    handler: Callable[[argparse.Namespace], int] = getattr(
+        importlib.import_module(module), function
+    )
+    return handler(args)

@@ -12,37 +12,47 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopd.cli.render import escape
 from loopd.protocol.errors import ConfigError
 
 if TYPE_CHECKING:
     from loopd.app import App
-    from loopd.config import Config
     from loopd.sessions.manager import SessionManager
+    from loopd.store.sqlite import SqliteStore
 
 
 def run(args: argparse.Namespace) -> int:
+    cwd = workspace(args.cwd)
     text = args.prompt if args.prompt is not None else sys.stdin.read()
     if not text.strip():
         raise ConfigError("no prompt: pass one as an argument or on stdin")
-    from loopd.cli.terminal import TerminalLink, tty_prompter
-    from loopd.cli.turn import EXIT_CODES, run_turn
+    from loopd.cli.prompter import tty_prompter
+    from loopd.cli.terminal import terminal_link
+    from loopd.cli.turn import exit_code, run_turn
 
-    link = TerminalLink(
-        sys.stdout,
-        sys.stderr,
-        as_json=args.json,
-        assume_yes=args.yes,
-        prompter=None if args.yes else tty_prompter(),
-    )
+    prompter = None if args.yes else tty_prompter()
+    link = terminal_link(cwd, prompter, as_json=args.json, assume_yes=args.yes)
     config = {k: v for k, v in (("mode", args.mode), ("model", args.model)) if v}
-    cwd = os.path.realpath(args.cwd)
     outcome = asyncio.run(run_turn(dict(os.environ), cwd, text, link, args.runtime, config))
     if args.json:
-        print(json.dumps({"stopReason": outcome.stop_reason, "turnId": outcome.turn_id}))
-    return EXIT_CODES.get(outcome.stop_reason, 1)
+        end = {"stopReason": outcome.stop_reason, "turnId": outcome.turn_id}
+        print(json.dumps(end | ({"error": outcome.error} if outcome.error else {})))
+        if outcome.error:
+            print(f"loopd: {outcome.error}", file=sys.stderr)
+    return exit_code(outcome)
 
 
-def acp() -> int:
+def workspace(path: str) -> str:
+    """`--cwd` canonicalised, and checked before anything is built or stored."""
+    real = os.path.realpath(path)
+    if not os.path.exists(real):
+        raise ConfigError(f"--cwd {path!r}: no such folder")
+    if not os.path.isdir(real):
+        raise ConfigError(f"--cwd {path!r}: not a folder")
+    return real
+
+
+def acp(args: argparse.Namespace) -> int:
     """`initialize` is answered while the app is still being built (in a thread:
     catalog discovery runs each CLI's `--version`, the store opens); the first
     request that needs sessions waits for it."""
@@ -75,8 +85,10 @@ async def _manager_of(building: Awaitable[App]) -> SessionManager:
     return (await building).manager
 
 
-def lsp(tcp: str | None) -> int:
+def lsp(args: argparse.Namespace) -> int:
     from loopd.app import build_app
+
+    tcp: str | None = args.tcp
     from loopd.lsp.server import serve
 
     address = None
@@ -100,46 +112,42 @@ def lsp(tcp: str | None) -> int:
     return 0
 
 
-def catalog(as_json: bool) -> int:
+def catalog(args: argparse.Namespace) -> int:
     from loopd.catalog import catalog_to_json, catalog_to_text, discover_catalog
+    from loopd.cli.trust import tell_workspace
+    from loopd.config import load_config
 
     env = dict(os.environ)
-    build = discover_catalog(_config(env), env)
-    if as_json:
+    config = load_config(env, Path.cwd())
+    tell_workspace(config)
+    build = discover_catalog(config, env)
+    if args.json:
         print(json.dumps(catalog_to_json(build.catalog, build.skipped), indent=2))
     else:
-        print(catalog_to_text(build.catalog, build.skipped))
+        print(escape(catalog_to_text(build.catalog, build.skipped), multiline=True))
     return 0
 
 
-def sessions(action: str, session_id: str | None, cwd: str | None, as_json: bool) -> int:
+def sessions(args: argparse.Namespace) -> int:
     from loopd.config import data_dir
+    from loopd.sessions.manager import SessionNotFound
     from loopd.store.sqlite import SqliteStore
 
     store = SqliteStore(data_dir(os.environ) / "sessions.db")
     try:
-        if action == "list":
-            page = store.list_sessions(os.path.realpath(cwd) if cwd else None, limit=1000)
-            rows = [
-                {"id": s.id, "cwd": s.cwd, "title": s.title, "updatedAt": s.updated_at}
-                for s in page.sessions
-            ]
-            if as_json:
-                print(json.dumps(rows, indent=2))
-            for row in [] if as_json else rows:
-                print(f"{row['id']}  {row['updatedAt']}  {row['cwd']}  {row['title'] or ''}")
+        if args.action == "list":
+            return _list_sessions(store, args.cwd, args.json)
+        if args.session_id is None:
+            raise ConfigError(f"`loopd sessions {args.action}` needs a session id")
+        if args.action == "delete":
+            if not store.delete(args.session_id):
+                raise SessionNotFound(f"no session {args.session_id!r}")
             return 0
-        if session_id is None:
-            raise ConfigError(f"`loopd sessions {action}` needs a session id")
-        if action == "delete":
-            if not store.delete(session_id):
-                raise ConfigError(f"no session {session_id!r}")
-            return 0
-        record = store.get(session_id)
+        record = store.get(args.session_id)
         if record is None:
-            raise ConfigError(f"no session {session_id!r}")
-        events = store.events(session_id)
-        if as_json:
+            raise SessionNotFound(f"no session {args.session_id!r}")
+        events = store.events(args.session_id)
+        if args.json:
             print(json.dumps({"id": record.id, "cwd": record.cwd, "events": events}, indent=2))
         else:
             print(_transcript(record.title, events))
@@ -148,8 +156,24 @@ def sessions(action: str, session_id: str | None, cwd: str | None, as_json: bool
         store.close()
 
 
+def _list_sessions(store: SqliteStore, cwd: str | None, as_json: bool) -> int:
+    page = store.list_sessions(os.path.realpath(cwd) if cwd else None, limit=1000)
+    rows = [
+        {"id": s.id, "cwd": s.cwd, "title": s.title, "updatedAt": s.updated_at}
+        for s in page.sessions
+    ]
+    if as_json:
+        print(json.dumps(rows, indent=2))
+    elif not rows:
+        where = f" for {os.path.realpath(cwd)}" if cwd else ""
+        print(f"No sessions stored{where}.", file=sys.stderr)
+    for s in [] if as_json else page.sessions:
+        print(f"{s.id}  {s.updated_at}  {escape(s.cwd)}  {escape(s.title or '')}")
+    return 0
+
+
 def _transcript(title: str | None, events: list[dict[str, Any]]) -> str:
-    lines = [f"# {title or '(untitled)'}"]
+    lines = [f"# {escape(title or '(untitled)')}"]
     last = ""
     for event in events:
         kind = event.get("sessionUpdate")
@@ -157,80 +181,14 @@ def _transcript(title: str | None, events: list[dict[str, Any]]) -> str:
             who = "You" if kind == "user_message_chunk" else "loopd"
             if kind != last:
                 lines.append(f"\n## {who}\n")
-            lines[-1] += event["content"].get("text", "")
+            lines[-1] += escape(event["content"].get("text", ""), multiline=True)
         elif kind == "tool_call":
-            lines.append(f"→ {event.get('title', '')}")
+            lines.append(f"→ {escape(event.get('title', ''))}")
         last = kind or ""
     return "\n".join(lines)
 
 
-def doctor() -> int:
-    from loopd import __version__
-    from loopd.catalog import catalog_to_text, discover_catalog
-    from loopd.config import data_dir
-    from loopd.sandbox.probe import probe_sandbox
-
-    env = dict(os.environ)
-    print(f"loopd {__version__} (Python {sys.version.split()[0]})")
-    print(f"data: {data_dir(env)}")
-    config = _config(env)
-    if config.workspace is not None:
-        print(f"workspace config: {config.workspace.file} ({config.workspace.state})")
-    build = discover_catalog(config, env)
-    print(catalog_to_text(build.catalog, build.skipped))
-    print(probe_sandbox(env=env).report())
-    return 0
-
-
-def trust(folder: str) -> int:
-    """Trust a folder's workspace file as it is now, and say what that lets apply."""
-    from loopd.config import (
-        TrustStore,
-        WorkspaceFile,
-        data_dir,
-        load_config,
-        workspace_config_file,
-    )
-
-    env = dict(os.environ)
-    where = Path(os.path.realpath(folder))
-    file = workspace_config_file(where)
-    found = WorkspaceFile.read(where, file)
-    if found is None:
-        print(f"loopd: {file} does not exist: there is nothing to trust", file=sys.stderr)
-        return 1
-    before = load_config(env, where).workspace
-    TrustStore(data_dir(env)).trust(found)
-    print(f"Trusted {where}: {file} (sha256 {found.sha256[:12]}) applies as it is now.")
-    if before is not None and before.ignored:
-        print(f"Settings that now apply: {', '.join(before.ignored)}.")
-    print("If the file changes, loopd ignores it again until you trust it again.")
-    return 0
-
-
-def untrust(folder: str) -> int:
-    from loopd.config import TrustStore, data_dir
-
-    where = Path(os.path.realpath(folder))
-    if TrustStore(data_dir(os.environ)).untrust(where):
-        print(f"Withdrew trust from {where}: its .loopd/config.toml only tightens from now on.")
-    else:
-        print(f"{where} was not trusted.")
-    return 0
-
-
-def _config(env: dict[str, str]) -> Config:
-    """The config for here; what an untrusted workspace file could not set is said
-    on stderr."""
-    from loopd.cli.turn import tell_workspace
-    from loopd.config import load_config
-
-    config = load_config(env, Path.cwd())
-    tell_workspace(config)
-    return config
-
-
-def demo() -> int:
+def demo(args: argparse.Namespace) -> int:
     from loopd.cli.demo import run_demo
 
     return run_demo()

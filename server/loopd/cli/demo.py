@@ -16,8 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from loopd.cli.terminal import TerminalLink, tty_prompter
-from loopd.cli.turn import EXIT_CODES, run_turn
+from loopd.cli.prompter import tty_prompter
+from loopd.cli.terminal import terminal_link
+from loopd.cli.turn import exit_code, run_turn
 from loopd.testing.fake_llm import FakeLLMServer
 from loopd.testing.llm_script import Reply, ScriptedCall
 
@@ -65,15 +66,14 @@ def run_demo() -> int:
             "ANTHROPIC_API_KEY": "demo-key",
         }
         prompter = tty_prompter()
-        link = TerminalLink(
-            sys.stdout,
-            err,
+        link = terminal_link(
+            str(workspace),
+            prompter,
             assume_yes=prompter is None,
             yes_because="no terminal to ask, so the demo says yes",
-            prompter=prompter,
         )
         err.write(f"workspace: {workspace}\nprompt: {PROMPT}\n\n")
         outcome = asyncio.run(run_turn(env, str(workspace), PROMPT, link, None, {}))
-        err.write(f"\n\nstop reason: {outcome.stop_reason}\n--- greet.py now ---\n")
+        err.write(f"\nstop reason: {outcome.stop_reason}\n--- greet.py now ---\n")
         err.write((workspace / "greet.py").read_text())
-    return EXIT_CODES.get(outcome.stop_reason, 1)
+    return exit_code(outcome)

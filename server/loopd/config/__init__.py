@@ -8,9 +8,9 @@ Files, lowest precedence first (tables merge key by key, other values are replac
 The workspace file is inert until its folder is trusted (`loopd trust DIR`, or the
 editor's question; see `loopd.config.trust`). Trust is recorded with the file's
 sha256 and lapses when the file changes. Until then only the keys that tighten apply
-(`loopd.config.schema.UNTRUSTED_KEYS`: added `[approvals] deny`/`ask` rules, lower
-limits and approval timeout, a stricter `[defaults] mode`); the others are ignored
-and named in `Config.workspace`, so the person is told.
+(declared on their fields in `loopd.config.schema`: added `[approvals] deny`/`ask`
+rules, lower limits and approval timeout, a stricter `[defaults] mode`); the others
+are ignored and named in `Config.workspace`, so the person is told.
 
 Environment: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL,
 OLLAMA_HOST (read by the catalog builder to discover native providers) and LOOPD_HOME
@@ -22,7 +22,7 @@ The file format (every key optional; unknown keys are errors):
     runtime = "anthropic"      # a catalog entry name, or a harness name
     model = "sonnet"           # model id or alias within that runtime
     effort = "medium"
-    mode = "default"
+    mode = "ask"                # plan | ask | accept_edits | full_auto
 
     [providers.groq]           # a native-engine endpoint; becomes runtime "groq"
     kind = "openai_chat"       # anthropic | openai_chat | openai_responses

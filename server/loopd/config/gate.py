@@ -5,8 +5,9 @@ draws: add `deny` and `ask` rules, lower a limit or the approval timeout, pick a
 stricter default mode. Everything else in it (providers and their URLs, runtimes and
 their commands, allow rules, defaults that pick a runtime or model, keys added
 later) is ignored and named, so the person can be told. Which keys tighten, and how,
-is declared once in `loopd.config.schema.UNTRUSTED_KEYS`; a key it does not name
-needs trust.
+is declared once, on the key's field in `loopd.config.schema`
+(`metadata={UNTRUSTED: Gate.LOWERS}`, gathered in `UNTRUSTED_KEYS`); a key without
+it needs trust.
 """
 
 from __future__ import annotations
@@ -69,12 +70,14 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _stricter_mode(value: Any, current: str | None) -> str | None:
+def _stricter_mode(value: Any, current: str | None) -> Any:
+    """`value` when it is no more permissive than `current`; a value that is not a
+    mode is kept, so validation names it."""
     try:
         wanted = parse_mode(value) if isinstance(value, str) else None
         baseline = parse_mode(current) if current else DEFAULT_MODE
     except ValueError:
-        return None
-    if wanted is None or _MODE_ORDER.index(wanted) > _MODE_ORDER.index(baseline):
-        return None
-    return wanted.value
+        return value
+    if wanted is None:
+        return value
+    return value if _MODE_ORDER.index(wanted) <= _MODE_ORDER.index(baseline) else None

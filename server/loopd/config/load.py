@@ -22,6 +22,13 @@ from loopd.config.trust import TrustStore, WorkspaceFile
 
 Env = Mapping[str, str]
 
+# What to set for a native runtime: the variables `read_env` reads.
+HOW_TO_CONFIGURE = (
+    "set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for an Anthropic-compatible server), "
+    "OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server), "
+    "or OLLAMA_HOST for a local Ollama"
+)
+
 
 def user_config_file(env: Env) -> Path:
     """`$XDG_CONFIG_HOME/loopd/config.toml`, where XDG_CONFIG_HOME defaults to

@@ -14,6 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
+from loopd.config.jsonschema import toml_keys
 from loopd.config.merge import KeyPath, Merged
 from loopd.config.schema import (
     Approvals,
@@ -28,16 +29,13 @@ from loopd.config.schema import (
     ProviderKind,
     RuntimeConfig,
 )
+from loopd.policy.modes import Mode, parse_mode
 
 E = TypeVar("E", bound=StrEnum)
 
 # Names of providers and runtimes: what a person types after `--runtime`.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-_CHOICE_KEYS = {"models", "default_model", "efforts", "default_effort", "open_models"}
-_PROVIDER_KEYS = {"kind", "base_url", "api_key_env", "anthropic_version", "description"}
-_RUNTIME_KEYS = {"harness", "command", "args", "env", "profile", "provider", "description"}
 
 
 class _Table:
@@ -52,7 +50,7 @@ class _Table:
         path = self.key if key is None else (*self.key, key)
         raise ConfigFileError(self._merged.origin(path), ".".join(path), problem)
 
-    def only(self, allowed: set[str]) -> None:
+    def only(self, allowed: frozenset[str]) -> None:
         for key in sorted(self._data):
             if key not in allowed:
                 self.fail(key, f"unknown key (expected one of: {', '.join(sorted(allowed))})")
@@ -135,7 +133,7 @@ class _Table:
 def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
     """Validate a merged document. Raises `ConfigFileError` naming file and key."""
     root = _Table(merged, merged.data, ())
-    root.only({"defaults", "providers", "runtimes", "limits", "approvals"})
+    root.only(toml_keys(Config))
     providers = {name: _provider(name, t) for name, t in root.table("providers").tables()}
     runtimes = {name: _runtime(name, t) for name, t in root.table("runtimes").tables()}
     return Config(
@@ -145,21 +143,34 @@ def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
         limits=_limits(root.table("limits")),
         approvals=_approvals(root.table("approvals")),
         sources=sources,
+        origins={".".join(k): v for k, v in merged.origins.items() if v is not None},
     )
 
 
 def _defaults(t: _Table) -> Defaults:
-    t.only({"runtime", "model", "effort", "mode"})
+    t.only(toml_keys(Defaults))
     return Defaults(
         runtime=t.name("runtime"),
         model=t.text("model"),
         effort=t.text("effort"),
-        mode=t.text("mode"),
+        mode=_mode(t, "mode"),
     )
 
 
+def _mode(t: _Table, key: str) -> str | None:
+    """A mode id, a hyphenated spelling accepted (`accept-edits`) and stored as the id."""
+    value = t.text(key)
+    if value is None:
+        return None
+    try:
+        return parse_mode(value).value
+    except ValueError:
+        choices = ", ".join(m.value for m in Mode)
+        t.fail(key, f"unknown mode {value!r} (expected one of: {choices}; ask is the default)")
+
+
 def _provider(name: str, t: _Table) -> ProviderConfig:
-    t.only(_PROVIDER_KEYS | _CHOICE_KEYS)
+    t.only(toml_keys(ProviderConfig))
     kind = t.enum("kind", ProviderKind)
     if t.has("anthropic_version") and kind is not ProviderKind.ANTHROPIC:
         t.fail("anthropic_version", 'only applies to kind = "anthropic"')
@@ -175,7 +186,7 @@ def _provider(name: str, t: _Table) -> ProviderConfig:
 
 
 def _runtime(name: str, t: _Table) -> RuntimeConfig:
-    t.only(_RUNTIME_KEYS | _CHOICE_KEYS)
+    t.only(toml_keys(RuntimeConfig))
     harness = t.enum("harness", Harness)
     if harness is Harness.NATIVE:
         if t.has("command") or t.has("args"):
@@ -222,7 +233,7 @@ def _models(t: _Table) -> tuple[ModelSpec, ...] | None:
         if not isinstance(item, Mapping):
             t.fail(f"models[{index}]", "must be a model id or a table with an `id`")
         entry = t.child(f"models[{index}]", item)
-        entry.only({"id", "aliases", "description"})
+        entry.only(toml_keys(ModelSpec))
         specs.append(
             ModelSpec(
                 id=entry.required_text("id"),
@@ -235,13 +246,13 @@ def _models(t: _Table) -> tuple[ModelSpec, ...] | None:
 
 def _limits(t: _Table) -> Limits:
     defaults = Limits()
-    names = [name for name in Limits.__dataclass_fields__]
-    t.only(set(names))
+    names = sorted(toml_keys(Limits))
+    t.only(frozenset(names))
     return Limits(**{name: t.number(name, getattr(defaults, name)) for name in names})
 
 
 def _approvals(t: _Table) -> Approvals:
-    t.only({"allow", "ask", "deny", "timeout_seconds"})
+    t.only(toml_keys(Approvals))
     timeout = t.number("timeout_seconds", Approvals().timeout_seconds)
     if timeout <= 0:
         t.fail("timeout_seconds", "must be a positive number of seconds")

@@ -12,12 +12,14 @@ keys kept out of `repr` so a logged config cannot leak them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 
+from loopd.policy.modes import Mode
 from loopd.protocol.errors import ConfigError
 
 
@@ -38,10 +40,13 @@ class ProviderKind(StrEnum):
     OPENAI_RESPONSES = "openai_responses"
 
 
+UNTRUSTED = "untrusted"  # field metadata: the `Gate` of a key that may only tighten
+
+
 class Gate(StrEnum):
-    """What a key of an untrusted workspace file may do. A key that `UNTRUSTED_KEYS`
-    does not name needs trust: a new key is inert in untrusted folders until it is
-    declared here as one that can only tighten."""
+    """What a key of an untrusted workspace file may do, declared on its field as
+    `metadata={UNTRUSTED: Gate...}`. A key without one needs trust: a new key is
+    inert in untrusted folders until it is declared as one that can only tighten."""
 
     ADDS = "adds"  # rules added to the user's, never replacing them ([approvals] deny)
     LOWERS = "lowers"  # a number that may go down, never up
@@ -133,19 +138,22 @@ class Defaults:
     runtime: str | None = None
     model: str | None = None
     effort: str | None = None
-    mode: str | None = None
+    mode: str | None = field(
+        default=None,
+        metadata={"choices": tuple(m.value for m in Mode), UNTRUSTED: Gate.STRICTER},
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Limits:
     """`[limits]`: the native engine's per-turn ceilings (issue 2 names the values)."""
 
-    max_iterations: int = 25
-    max_tool_calls: int = 100
-    max_parallel: int = 8
-    max_result_bytes: int = 100_000
-    max_identical_calls: int = 3
-    turn_token_ceiling: int = 0  # 0 = unlimited
+    max_iterations: int = field(default=25, metadata={UNTRUSTED: Gate.LOWERS})
+    max_tool_calls: int = field(default=100, metadata={UNTRUSTED: Gate.LOWERS})
+    max_parallel: int = field(default=8, metadata={UNTRUSTED: Gate.LOWERS})
+    max_result_bytes: int = field(default=100_000, metadata={UNTRUSTED: Gate.LOWERS})
+    max_identical_calls: int = field(default=3, metadata={UNTRUSTED: Gate.LOWERS})
+    turn_token_ceiling: int = field(default=0, metadata={UNTRUSTED: Gate.CAPS})  # 0: none
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -154,26 +162,9 @@ class Approvals:
     and how long a question waits for the person before it counts as a rejection."""
 
     allow: tuple[str, ...] = ()
-    ask: tuple[str, ...] = ()
-    deny: tuple[str, ...] = ()
-    timeout_seconds: int = 600
-
-
-# What an untrusted workspace file may still say: only what tightens the boundary.
-UNTRUSTED_KEYS: Mapping[tuple[str, str], Gate] = MappingProxyType(
-    {
-        ("approvals", "deny"): Gate.ADDS,
-        ("approvals", "ask"): Gate.ADDS,
-        ("approvals", "timeout_seconds"): Gate.LOWERS,
-        ("limits", "max_iterations"): Gate.LOWERS,
-        ("limits", "max_tool_calls"): Gate.LOWERS,
-        ("limits", "max_parallel"): Gate.LOWERS,
-        ("limits", "max_result_bytes"): Gate.LOWERS,
-        ("limits", "max_identical_calls"): Gate.LOWERS,
-        ("limits", "turn_token_ceiling"): Gate.CAPS,
-        ("defaults", "mode"): Gate.STRICTER,
-    }
-)
+    ask: tuple[str, ...] = field(default=(), metadata={UNTRUSTED: Gate.ADDS})
+    deny: tuple[str, ...] = field(default=(), metadata={UNTRUSTED: Gate.ADDS})
+    timeout_seconds: int = field(default=600, metadata={UNTRUSTED: Gate.LOWERS})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -223,7 +214,8 @@ class WorkspaceStatus:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     """The merged configuration. `sources` lists the files read, lowest precedence
-    first, so `loopd doctor` can say where a setting came from."""
+    first, so `loopd doctor` can say where a setting came from; `origins` maps each
+    dotted key to the file that set it, so a later check can name file and key."""
 
     defaults: Defaults = field(default_factory=Defaults)
     providers: Mapping[str, ProviderConfig] = field(default_factory=lambda: MappingProxyType({}))
@@ -231,8 +223,31 @@ class Config:
     limits: Limits = field(default_factory=Limits)
     approvals: Approvals = field(default_factory=Approvals)
     sources: tuple[Path, ...] = ()
+    origins: Mapping[str, Path] = field(default_factory=dict, repr=False, compare=False)
     workspace: WorkspaceStatus | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "providers", MappingProxyType(dict(self.providers)))
         object.__setattr__(self, "runtimes", MappingProxyType(dict(self.runtimes)))
+        object.__setattr__(self, "origins", MappingProxyType(dict(self.origins)))
+
+    def where(self, key: str) -> str:
+        """`<file>: <dotted key>`, the prefix of an error about a configured value."""
+        origin = self.origins.get(key)
+        return f"{origin}: {key}" if origin is not None else key
+
+
+def untrusted_keys() -> Mapping[tuple[str, str], Gate]:
+    """`(table, key)` to `Gate`, for every key declared as one that only tightens."""
+    root = Config()
+    found: dict[tuple[str, str], Gate] = {}
+    for table in dataclasses.fields(Config):
+        value = getattr(root, table.name)
+        if dataclasses.is_dataclass(value):
+            for key in dataclasses.fields(value):
+                if UNTRUSTED in key.metadata:
+                    found[(table.name, key.name)] = key.metadata[UNTRUSTED]
+    return MappingProxyType(found)
+
+
+UNTRUSTED_KEYS = untrusted_keys()

@@ -38,6 +38,7 @@ from loopd.protocol.events import (
     AgentMessageChunk,
     EmbeddedResourceBlock,
     ImageBlock,
+    Notice,
     Prompt,
     ResourceLinkBlock,
     TextBlock,
@@ -176,7 +177,7 @@ class Engine:
                 reply = await self._streamer().request(self._request())
             except ProviderError as err:
                 message = f"The model request failed: {err.message}"
-                return await self._stop(turn, _failure_stop(err), message)
+                return await self._stop(turn, _failure_stop(err), message, "error")
             turn.usage += reply.usage
             turn.context_tokens = reply.usage.context_tokens + reply.usage.output_tokens
             await self._append(Message("assistant", reply.parts))
@@ -262,10 +263,13 @@ class Engine:
                 )
         self._append_results(turn)
 
-    async def _stop(self, turn: _Turn, reason: StopReason, message: str) -> Outcome:
-        """End the turn with a reason the person can read."""
+    async def _stop(
+        self, turn: _Turn, reason: StopReason, message: str, notice: Notice = "note"
+    ) -> Outcome:
+        """End the turn with a reason the person can read: a `note` for a limit
+        reached, an `error` when a request failed."""
         await self.ports.emitter.emit(
-            AgentMessageChunk(f"\n\n{message}\n", self.ports.new_id("msg"))
+            AgentMessageChunk(f"\n\n{message}\n", self.ports.new_id("msg"), notice)
         )
         return turn.outcome(reason, message)
 

@@ -70,6 +70,7 @@ class ReplyStreamer:
                             f"\n\n[The model's reply was interrupted ({err.message}); "
                             "asking again.]\n\n",
                             self.new_id("msg"),
+                            "retry",
                         )
                     )
                 await self.clock.sleep(self.retry.delay(attempt, err, self.jitter()))

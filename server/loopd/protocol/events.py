@@ -113,10 +113,20 @@ class ConfigOption:
 # -- events ----------------------------------------------------------------------------
 
 
+Notice = Literal["error", "retry", "note"]
+NOTICE_META = "loopd/notice"
+
+
 @dataclass(frozen=True, slots=True)
 class AgentMessageChunk:
+    """Text in the agent's voice. `notice` marks words loopd adds itself (a failed
+    turn, an interrupted reply being requested again, a limit reached), so a
+    frontend that separates the answer from diagnostics (`loopd run`: stdout vs
+    stderr) can; on the wire it travels as `_meta["loopd/notice"]`."""
+
     text: str
     message_id: str
+    notice: Notice | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,8 +273,9 @@ def config_option_to_wire(opt: ConfigOption) -> dict[str, Any]:
 def to_wire(event: SessionEvent) -> dict[str, Any]:
     """The ACP `session/update` `update` object for an event."""
     match event:
-        case AgentMessageChunk(text, message_id):
-            return _chunk("agent_message_chunk", TextBlock(text), message_id)
+        case AgentMessageChunk(text, message_id, notice):
+            chunk = _chunk("agent_message_chunk", TextBlock(text), message_id)
+            return chunk if notice is None else {**chunk, "_meta": {NOTICE_META: notice}}
         case AgentThoughtChunk(text, message_id):
             return _chunk("agent_thought_chunk", TextBlock(text), message_id)
         case UserMessageChunk(content, message_id):

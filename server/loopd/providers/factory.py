@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from loopd.config.load import HOW_TO_CONFIGURE
 from loopd.engine.ports import Provider
 from loopd.protocol.errors import MissingCredentials
 from loopd.providers import anthropic, openai_chat
@@ -27,11 +28,6 @@ from loopd.providers.sse import DEFAULT_IDLE_TIMEOUT
 ProviderKind = Literal["anthropic", "openai_chat", "openai_responses"]
 _NO_KEY = "not-needed"  # what a keyless local server or gateway is sent
 _OLLAMA_PORT = 11434
-HOW_TO_CONFIGURE = (
-    "set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for an Anthropic-compatible server), "
-    "OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server), "
-    "or OLLAMA_HOST for a local Ollama"
-)
 
 
 class ClosableProvider(Provider, Protocol):

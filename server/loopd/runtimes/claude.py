@@ -109,7 +109,7 @@ class ClaudeRuntime(ForeignRuntime):
         if self._failure is not None:
             end = ce.TurnEnd("end_turn", end.usage, self._failure, show=True)
         if end.error and end.show:
-            await self._say(end.error)
+            await self._say(end.error, "error")
         return Outcome(
             turn_id=turn_id,
             stop_reason=end.stop_reason,

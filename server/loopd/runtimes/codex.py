@@ -144,7 +144,7 @@ class CodexRuntime(ForeignRuntime):
         error = self._failure or error
         if error is not None:
             stop = "end_turn"
-            await self._say(error)
+            await self._say(error, "error")
         usage = self._translator.usage
         return Outcome(turn_id, stop, usage=usage, context_tokens=usage.context_tokens, error=error)
 

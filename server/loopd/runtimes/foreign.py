@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ConfigError, RuntimeFailure
-from loopd.protocol.events import AgentMessageChunk, ConfigOption, Prompt
+from loopd.protocol.events import AgentMessageChunk, ConfigOption, Notice, Prompt
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.jsonl import JsonlProcess, wait_while_active
@@ -351,8 +351,8 @@ class ForeignRuntime(ABC):
     async def _failed(self, turn_id: str, error: str) -> Outcome:
         if self._cancelled:
             return Outcome(turn_id=turn_id, stop_reason="cancelled")
-        await self._say(error)
+        await self._say(error, "error")
         return Outcome(turn_id=turn_id, stop_reason="end_turn", error=error)
 
-    async def _say(self, text: str) -> None:
-        await self._ctx.emitter.emit(AgentMessageChunk(text, f"loopd-{uuid.uuid4()}"))
+    async def _say(self, text: str, notice: Notice | None = None) -> None:
+        await self._ctx.emitter.emit(AgentMessageChunk(text, f"loopd-{uuid.uuid4()}", notice))

@@ -79,6 +79,7 @@ class SessionManager:
     now: Callable[[], str]
     approval_timeout: float = 600.0
     no_runtime_help: str = "configure a runtime (see `loopd doctor`)"
+    no_default_help: str = "no default runtime: choose one (see `loopd catalog`)"
     identify: Callable[[str, Mapping[str, str]], Mapping[str, Any]] = field(
         default=lambda name, config: {}
     )
@@ -342,6 +343,8 @@ class SessionManager:
     def _factory(self, name: str) -> RuntimeFactory:
         if not self.runtimes:
             raise ConfigError(f"no runtime is available: {self.no_runtime_help}")
+        if not name:
+            raise ConfigError(self.no_default_help)
         factory = self.runtimes.get(name)
         if factory is None:
             known = ", ".join(sorted(self.runtimes)) or "none"

@@ -99,23 +99,6 @@ def test_sessions_are_listed_shown_and_deleted(
     assert missing.returncode == 1 and "no session 'nope'" in missing.stderr
 
 
-def test_a_failing_model_is_a_clear_message_and_exit_code(
-    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
-) -> None:
-    from loopd.testing.llm_script import HttpError
-
-    fake_llm.script("*", HttpError("auth"))
-    done = loopd(["run", "hi"], isolated_env(tmp_path, fake_llm), workspace)
-    assert done.returncode == 0  # the turn ended (end_turn) and said why
-    assert "The model request failed" in done.stdout
-
-
-def test_no_provider_names_the_variables_to_set(workspace: Path, tmp_path: Path) -> None:
-    done = loopd(["run", "hi"], isolated_env(tmp_path, None), workspace)
-    assert done.returncode == 1
-    assert "ANTHROPIC_API_KEY" in done.stderr and "OPENAI_API_KEY" in done.stderr
-
-
 def test_catalog_and_version(fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path) -> None:
     env = isolated_env(tmp_path, fake_llm)
     catalog = json.loads(loopd(["catalog", "--json"], env, workspace).stdout)
@@ -152,3 +135,19 @@ def test_a_session_records_its_runtime_identity(
     assert (identity["harness"], identity["model"]) == ("native", "claude-x")
     assert identity["catalog_digest"].startswith("sha256:")
     assert fake_llm.requests[0].body["model"] == "claude-x"
+
+
+def test_command_output_is_folded_to_its_last_lines_and_usage_is_reported(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
+) -> None:
+    command = "for i in $(seq 1 20); do echo line-$i; done"
+    fake_llm.script(
+        "*", Reply(tool_calls=(ScriptedCall("bash", {"command": command}),)), Reply(text="ok")
+    )
+    done = loopd(["run", "count", "--yes"], isolated_env(tmp_path, fake_llm), workspace)
+    assert done.returncode == 0, done.stderr
+    assert "  … 14 earlier lines\n  line-15\n" in done.stderr
+    assert "  line-20\n\n  Exit code: 0\n" in done.stderr
+    assert "\x1b" not in done.stderr  # no colour, no spinner: stderr is not a terminal
+    assert done.stderr.rstrip().splitlines()[-1] == "tokens: 24 in · 14 out"
+    assert done.stdout == "ok\n"

@@ -255,7 +255,8 @@ def test_configured_default_by_name_or_harness() -> None:
 def test_unavailable_default_is_reported_not_replaced() -> None:
     built = build('[defaults]\nruntime = "codex"\n', {"ANTHROPIC_API_KEY": "k"})
     assert built.catalog.default is None
-    assert Skipped("codex", "the configured default runtime is not available") in built.skipped
+    reason = "defaults.runtime: no runtime with harness 'codex' is available (runtimes: anthropic)"
+    assert Skipped("codex", reason) in built.skipped
 
 
 def test_default_model_and_effort_are_pinned_on_the_default_entry() -> None:

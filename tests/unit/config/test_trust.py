@@ -208,3 +208,11 @@ def test_a_fifo_or_a_huge_file_is_refused_without_blocking(env: dict[str, str], 
     file.write_bytes(b"#" * (2 << 20))
     with pytest.raises(ConfigFileError, match="bytes"):
         load_config(env, ws)
+
+
+def test_an_invalid_value_of_a_tightening_key_is_still_named(env: dict[str, str], ws: Path) -> None:
+    from loopd.config import ConfigFileError
+
+    (ws / ".loopd" / "config.toml").write_text('[defaults]\nmode = "yolo"\n')
+    with pytest.raises(ConfigFileError, match=r"defaults\.mode: unknown mode 'yolo'"):
+        load_config(env, ws)

@@ -1,0 +1,102 @@
+"""`loopd doctor`: what this machine gives loopd, without a turn.
+
+Shows the config files (found or not, and trusted or not), which credentials are set
+(never their values: a variable is `set` or `not set`; endpoints are shown without
+user info or query), the tools the native engine uses (ripgrep, bubblewrap), the
+runtime catalog and the sandbox tier. Exits 1 when no runtime works, 2 when a config
+file is wrong, so a script or a setup check can rely on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from loopd.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from loopd.cli.render import escape
+
+if TYPE_CHECKING:
+    from loopd.config import Config
+
+KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+ENDPOINT_VARIABLES = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "OLLAMA_HOST")
+TOOLS = (("rg", "ripgrep: fast grep"), ("bwrap", "bubblewrap: the strongest sandbox tier"))
+
+
+def doctor(args: argparse.Namespace) -> int:
+    from loopd import __version__
+    from loopd.catalog import catalog_to_text, discover_catalog
+    from loopd.cli.trust import tell_workspace
+    from loopd.config import Config, ConfigFileError, data_dir, load_config
+    from loopd.sandbox.probe import probe_sandbox
+
+    env = dict(os.environ)
+    cwd = Path.cwd()
+    print(f"loopd {__version__} (Python {sys.version.split()[0]})")
+    print(f"data: {escape(str(data_dir(env)))}")
+    try:
+        config = load_config(env, cwd)
+        problem = None
+        tell_workspace(config)
+    except ConfigFileError as err:
+        config, problem = Config(), err
+    print(config_files(env, cwd, config))
+    if problem is not None:
+        print(f"  error: {escape(str(problem))}")
+    print(credentials(env, config))
+    print(tools())
+    build = discover_catalog(config, env)
+    print(escape(catalog_to_text(build.catalog, build.skipped), multiline=True))
+    print(probe_sandbox(env=env).report())
+    if problem is not None:
+        return EXIT_USAGE
+    return EXIT_OK if len(build.catalog.names) else EXIT_FAILED
+
+
+def config_files(env: Mapping[str, str], cwd: Path, config: Config) -> str:
+    """The two config files, lowest precedence first, each found or not."""
+    from loopd.config import user_config_file, workspace_config_file
+
+    lines = ["config files:"]
+    for label, path in (("user", user_config_file(env)), ("workspace", workspace_config_file(cwd))):
+        state = "found" if path.is_file() else "not found"
+        trust = trust_note(config) if label == "workspace" and path.is_file() else ""
+        lines.append(f"  {label:<10} {escape(str(path))}  ({state}{trust})")
+    return "\n".join(lines)
+
+
+def trust_note(config: Config) -> str:
+    """Whether the workspace file is trusted, as `, trusted` / `, untrusted` /
+    `, changed` (since it was trusted)."""
+    return f", {config.workspace.state}" if config.workspace is not None else ""
+
+
+def credentials(env: Mapping[str, str], config: Config) -> str:
+    """Which credential variables are set, never their values; the endpoints set,
+    without the parts of a URL that may carry a secret."""
+    from loopd.catalog.entry import public_url
+
+    names = list(KEY_VARIABLES)
+    names += [p.api_key_env for p in config.providers.values() if p.api_key_env]
+    lines = ["credentials:"]
+    for name in dict.fromkeys(names):
+        lines.append(f"  {name:<22} {'set' if env.get(name) else 'not set'}")
+    for name in ENDPOINT_VARIABLES:
+        if env.get(name):
+            value = env[name]
+            shown = public_url(value) if "://" in value else value.partition("@")[2] or value
+            lines.append(f"  {name:<22} {escape(shown)}")
+    return "\n".join(lines)
+
+
+def tools() -> str:
+    lines = ["tools:"]
+    for command, what in TOOLS:
+        found = shutil.which(command)
+        lines.append(f"  {command:<6} {escape(found) if found else 'not found'}  ({what})")
+    return "\n".join(lines)
