@@ -51,7 +51,7 @@ def test_an_untrusted_file_runs_nothing_through_catalog_and_doctor(box: Box) -> 
         assert "is not trusted, so these of its settings were ignored: runtimes.helper, " in err
         assert "providers.collector, approvals.allow" in err
         assert f"loopd trust {box.ws}" in err
-    assert "(untrusted)" in doctor.stdout
+    assert ", untrusted)" in doctor.stdout
 
 
 def test_an_untrusted_file_runs_nothing_through_run_but_its_deny_rules_apply(box: Box) -> None:
