@@ -28,6 +28,7 @@ from loopd.catalog import (
 )
 from loopd.catalog.errors import NO_RUNTIME_HELP
 from loopd.config import Config, TrustStore, data_dir, load_config
+from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.schema import Harness
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig, random_id
@@ -39,6 +40,7 @@ from loopd.policy.grants import CallGrants
 from loopd.policy.modes import DEFAULT_MODE, parse_mode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
+from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import AgentMessageChunk, PlanEntry, PlanUpdated
 from loopd.protocol.turns import UndoReport
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
@@ -71,16 +73,8 @@ class App:
     catalog: CatalogBuild
     store: SqliteStore
     manager: SessionManager
-    probe: LazyProbe
     _providers: list[ClosableProvider] = field(default_factory=list)
-
-    async def reconfigure(self) -> None:
-        """Read the config again (trust was given or withdrawn) and rebuild the
-        runtimes: sessions opened afterwards use them, open ones keep theirs."""
-        wired = await asyncio.to_thread(_Wiring.build, self.env, self.cwd, self.store, self.probe)
-        self.config, self.catalog = wired.config, wired.catalog
-        self._providers += wired.providers
-        wired.install(self.manager)
+    _probe: LazyProbe | None = None
 
     async def aclose(self) -> None:
         await self.manager.shutdown()
@@ -88,69 +82,84 @@ class App:
             await provider.aclose()
         self.store.close()
 
+    async def logout(self) -> None:
+        forget_login(data_dir(self.env))
+        await self.reload()
 
-@dataclass(frozen=True, slots=True)
-class _Wiring:
-    """What the config and this machine offer: the catalog and a runtime factory
-    per entry."""
-
-    config: Config
-    catalog: CatalogBuild
-    factories: dict[str, RuntimeFactory]
-    providers: list[ClosableProvider]
-
-    @classmethod
-    def build(
-        cls, env: Mapping[str, str], cwd: str, store: SqliteStore, probe: LazyProbe
-    ) -> _Wiring:
-        config = load_config(env, Path(cwd))
-        catalog = discover_catalog(config, env)
-        providers: list[ClosableProvider] = []
-        factories: dict[str, RuntimeFactory] = {}
-        for entry in catalog.catalog:
-            factory = _factory(entry, env, config, store, providers, probe)
-            if factory is not None:
-                factories[entry.name] = factory
-        return cls(config, catalog, factories, providers)
-
-    def install(self, manager: SessionManager) -> None:
-        manager.runtimes = self.factories
-        manager.default_runtime = self.catalog.catalog.default or ""
-        manager.approval_timeout = float(self.config.approvals.timeout_seconds)
-        manager.identify = functools.partial(_identity, self.catalog.catalog)
-        manager.no_default_help = _no_default_help(self.config, self.catalog)
+    async def reload(self) -> None:
+        """Read the login and the config again and offer the runtimes they give now
+        (after `loopd login` ran in a terminal, or the workspace file was trusted).
+        Open sessions keep their runtime."""
+        env, config = await asyncio.to_thread(_configure, self.env, self.cwd)
+        catalog = await asyncio.to_thread(discover_catalog, config, env)
+        probe = self._probe or LazyProbe(env)
+        factories = _factories(catalog, env, config, self.store, self._providers, probe)
+        self.config, self.catalog = config, catalog
+        self.manager.use_runtimes(
+            factories,
+            catalog.catalog.default or "",
+            functools.partial(_identity, catalog.catalog),
+        )
+        self.manager.approval_timeout = float(config.approvals.timeout_seconds)
+        self.manager.no_default_help = _no_default_help(config, catalog)
 
 
 def build_app(env: Mapping[str, str], cwd: str, *, editor: bool = False) -> App:
     """The app for a workspace. `editor` (ACP, LSP) puts an untrusted workspace
     config to the person at each session's first turn; the CLI says it on stderr
     instead (`loopd run --yes` must never trust a folder)."""
+    effective, config = _configure(env, cwd)
+    catalog = discover_catalog(config, effective)
     store = SqliteStore(data_dir(env) / "sessions.db")
-    probe = LazyProbe(env)
-    try:
-        wired = _Wiring.build(env, cwd, store, probe)
-    except BaseException:
-        store.close()
-        raise
+    providers: list[ClosableProvider] = []
+    probe = LazyProbe(effective)
     manager = SessionManager(
         store=store,
-        runtimes={},
-        default_runtime="",
+        runtimes=_factories(catalog, effective, config, store, providers, probe),
+        default_runtime=catalog.catalog.default or "",
         now=utc_now,
+        approval_timeout=float(config.approvals.timeout_seconds),
         no_runtime_help=f"{NO_RUNTIME_HELP} (`loopd doctor` shows what was found)",
+        no_default_help=_no_default_help(config, catalog),
+        identify=functools.partial(_identity, catalog.catalog),
     )
-    wired.install(manager)
-    app = App(env, cwd, wired.config, wired.catalog, store, manager, probe, wired.providers)
+    app = App(env, cwd, config, catalog, store, manager, providers, probe)
+    manager.credentials = app
     if editor:
-        status = wired.config.workspace
-        if status is not None and status.notice:
-            log.warning("%s", status.notice)  # the editor's log; sessions ask
+        if config.workspace is not None and config.workspace.notice:
+            log.warning("%s", config.workspace.notice)  # the editor's log; sessions ask
         manager.workspace = WorkspaceTrust(
             status=lambda: app.config.workspace,
             store=TrustStore(data_dir(env)),
-            reconfigure=app.reconfigure,
+            reconfigure=app.reload,
         )
     return app
+
+
+def _configure(env: Mapping[str, str], cwd: str) -> tuple[dict[str, str], Config]:
+    """The environment with the stored login filling its gaps, and the config with
+    the login's defaults as its lowest layer."""
+    try:
+        login = read_login(data_dir(env))
+    except LoginFileError as err:
+        raise ConfigError(str(err)) from err
+    return with_login(env, login), load_config(env, Path(cwd), base=login.config_layer())
+
+
+def _factories(
+    catalog: CatalogBuild,
+    env: Mapping[str, str],
+    config: Config,
+    store: SqliteStore,
+    providers: list[ClosableProvider],
+    probe: LazyProbe,
+) -> dict[str, RuntimeFactory]:
+    factories: dict[str, RuntimeFactory] = {}
+    for entry in catalog.catalog:
+        factory = _factory(entry, env, config, store, providers, probe)
+        if factory is not None:
+            factories[entry.name] = factory
+    return factories
 
 
 def _no_default_help(config: Config, catalog: CatalogBuild) -> str:

@@ -31,15 +31,18 @@ from acp import PROTOCOL_VERSION, Agent, RequestError
 from acp.connection import StreamDirection, StreamEvent
 from acp.interfaces import Client
 from acp.schema import (
+    AgentAuthCapabilities,
     AgentCapabilities,
     AuthenticateResponse,
     ClientCapabilities,
     CloseSessionResponse,
     DeleteSessionResponse,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    LogoutCapabilities,
     LogoutResponse,
     McpCapabilities,
     NewSessionResponse,
@@ -50,6 +53,7 @@ from acp.schema import (
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
+    SessionForkCapabilities,
     SessionInfo,
     SessionListCapabilities,
     SessionResumeCapabilities,
@@ -58,7 +62,17 @@ from acp.schema import (
 )
 
 from loopd import __version__
+from loopd.acp.auth import LOGIN_METHOD, auth_methods, auth_required
 from loopd.acp.link import AcpLink
+from loopd.acp.models import (
+    ForkSession,
+    LoadSession,
+    NewSession,
+    ResumeSession,
+    SetSessionModelResponse,
+    model_option,
+    model_state,
+)
 from loopd.acp.translate import (
     PromptBlock,
     UnsupportedContent,
@@ -76,12 +90,19 @@ from loopd.protocol.events import (
     ConfigOptionsChanged,
     to_wire,
 )
-from loopd.sessions.manager import SessionBusy, SessionManager, SessionNotFound, SessionView
+from loopd.sessions.manager import (
+    NoRuntime,
+    SessionBusy,
+    SessionManager,
+    SessionNotFound,
+    SessionView,
+)
 
 log = logging.getLogger(__name__)
 
 CAPABILITIES = AgentCapabilities(
     load_session=True,
+    auth=AgentAuthCapabilities(logout=LogoutCapabilities()),
     prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
     mcp_capabilities=McpCapabilities(http=True, sse=False),
     session_capabilities=SessionCapabilities(
@@ -90,6 +111,7 @@ CAPABILITIES = AgentCapabilities(
         close=SessionCloseCapabilities(),
         delete=SessionDeleteCapabilities(),
         additional_directories=SessionAdditionalDirectoriesCapabilities(),
+        fork=SessionForkCapabilities(),
     ),
 )
 # Requests that open a session: what they answer must reach the client before any
@@ -146,15 +168,32 @@ class LoopdAgent(Agent):
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=CAPABILITIES,
-            auth_methods=[],
+            auth_methods=auth_methods(client_capabilities),
             agent_info=Implementation(name="loopd", title="loopd", version=__version__),
         )
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
-        raise RequestError.method_not_found("authenticate")
+        """After the person ran `loopd login`: succeeds when a runtime is usable now,
+        else answers `auth_required` again with the reason."""
+        if method_id != LOGIN_METHOD:
+            raise RequestError.invalid_params({"details": f"unknown auth method {method_id!r}"})
+        manager = await self.manager()
+        with _mapped_errors():
+            usable = await manager.refresh_runtimes()
+        if not usable:
+            raise auth_required(
+                "still no usable credentials: finish `loopd login`, or set a provider key "
+                "in the environment the editor starts loopd with",
+                self._link().capabilities,
+            )
+        return AuthenticateResponse()
 
     async def logout(self, **kwargs: Any) -> LogoutResponse:
-        raise RequestError.method_not_found("logout")
+        """Forgets what `loopd login` stored; keys from the environment still apply."""
+        manager = await self.manager()
+        with _mapped_errors():
+            await manager.logout()
+        return LogoutResponse()
 
     # -- session lifecycle ---------------------------------------------------------------
 
@@ -169,7 +208,7 @@ class LoopdAgent(Agent):
         if not all(os.path.isabs(r) for r in roots):
             raise RequestError.invalid_params({"details": "cwd and directories must be absolute"})
         manager = await self.manager()
-        with _mapped_errors():
+        with _mapped_errors(capabilities=self._link().capabilities):
             view = await manager.new_session(
                 cwd,
                 self._link(),
@@ -177,11 +216,7 @@ class LoopdAgent(Agent):
                 mcp_configs(mcp_servers),
             )
         self._after_open[view.id] = view.commands
-        return NewSessionResponse(
-            session_id=view.id,
-            modes=modes(view.config_options),
-            config_options=config_options(view.config_options),
-        )
+        return NewSession(session_id=view.id, **_options(view))
 
     async def load_session(
         self,
@@ -193,9 +228,7 @@ class LoopdAgent(Agent):
     ) -> LoadSessionResponse:
         """Replays the whole history on this connection, then answers."""
         view = await self._attach(session_id, mcp_servers, replay=True)
-        return LoadSessionResponse(
-            modes=modes(view.config_options), config_options=config_options(view.config_options)
-        )
+        return LoadSession(**_options(view))
 
     async def resume_session(
         self,
@@ -206,9 +239,31 @@ class LoopdAgent(Agent):
         **kwargs: Any,
     ) -> ResumeSessionResponse:
         view = await self._attach(session_id, mcp_servers, replay=False)
-        return ResumeSessionResponse(
-            modes=modes(view.config_options), config_options=config_options(view.config_options)
-        )
+        return ResumeSession(**_options(view))
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ForkSessionResponse:
+        """A new session with the history so far, on the same runtime; the two then
+        continue independently. A runtime with a history of its own refuses."""
+        if not all(os.path.isabs(r) for r in [cwd, *(additional_directories or ())]):
+            raise RequestError.invalid_params({"details": "cwd and directories must be absolute"})
+        manager = await self.manager()
+        with _mapped_errors(session_id, self._link().capabilities):
+            view = await manager.fork_session(
+                session_id,
+                cwd,
+                self._link(),
+                additional_directories or (),
+                mcp_configs(mcp_servers),
+            )
+        self._after_open[view.id] = view.commands
+        return ForkSession(session_id=view.id, **_options(view))
 
     async def _attach(
         self, session_id: str, servers: list[Any] | None, replay: bool
@@ -314,6 +369,19 @@ class LoopdAgent(Agent):
         )
         return SetSessionModeResponse()
 
+    async def set_session_model(
+        self, session_id: str, model_id: str, **kwargs: Any
+    ) -> SetSessionModelResponse:
+        """The legacy model API: it sets the `model` config option, so the two views
+        never disagree."""
+        manager = await self.manager()
+        with _mapped_errors(session_id):
+            option = model_option(manager.view(session_id).config_options)
+            if option is None:
+                raise RequestError.invalid_params({"details": "this session has no model choice"})
+            await manager.set_config(session_id, option.id, model_id)  # tells every client
+        return SetSessionModelResponse()
+
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
     ) -> SetSessionConfigOptionResponse:
@@ -357,16 +425,31 @@ class LoopdAgent(Agent):
 
 
 @contextmanager
-def _mapped_errors(session_id: str | None = None) -> Iterator[None]:
+def _mapped_errors(
+    session_id: str | None = None, capabilities: ClientCapabilities | None = None
+) -> Iterator[None]:
     """The session layer's errors as JSON-RPC errors."""
     try:
         yield
     except SessionNotFound as err:
         raise _not_found(session_id, err) from err
+    except NoRuntime as err:
+        raise auth_required(str(err), capabilities) from err
     except ConfigError as err:
         raise RequestError.invalid_params({"details": str(err)}) from err
     except SessionBusy as err:
         raise RequestError.invalid_request({"details": str(err)}) from err
+
+
+def _options(view: SessionView) -> dict[str, Any]:
+    """What every opening answer carries: the options, and the legacy views of the
+    mode and model options."""
+    options = view.config_options
+    return {
+        "modes": modes(options),
+        "models": model_state(options),
+        "config_options": config_options(options),
+    }
 
 
 def _not_found(session_id: str | None, err: Exception) -> RequestError:

@@ -17,8 +17,12 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from acp.agent.connection import AgentSideConnection
+from acp.connection import Connection
+from acp.interfaces import Agent
+from acp.router import MessageRouter
 
 from loopd.acp.agent import LoopdAgent
+from loopd.acp.models import ModelRoutes
 from loopd.sessions.manager import SessionManager
 from loopd.stdio import protect_stdout
 
@@ -27,14 +31,22 @@ log = logging.getLogger(__name__)
 STDIN_LIMIT = 50 * 1024 * 1024  # base64 images arrive on one line
 
 
+class _Routes(Agent, ModelRoutes):
+    """What loopd answers: the SDK's agent methods (the unstable ones too, so
+    `session/fork` is served and the SDK has nothing to warn about), plus the
+    legacy `session/set_model`."""
+
+
 async def serve(
     agent: LoopdAgent, writer: asyncio.StreamWriter, reader: asyncio.StreamReader
 ) -> None:
     """Serve one ACP connection until the peer closes it. On the way out, whatever
     the connection was running is cancelled and sessions only it had are closed."""
-    conn = AgentSideConnection(agent, writer, reader, listening=False, observers=[agent.observe])
+    router = MessageRouter.from_protocol(_Routes, agent, use_unstable_protocol=True)
+    conn = Connection(router, writer, reader, listening=False, observers=[agent.observe])
+    AgentSideConnection.attach(agent, conn, use_unstable_protocol=True)  # the client side
     try:
-        await conn.listen()
+        await conn.main_loop()
     finally:
         manager = agent.started
         if agent.link is not None and manager is not None:

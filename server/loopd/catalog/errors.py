@@ -20,8 +20,8 @@ from loopd.config.load import HOW_TO_CONFIGURE
 from loopd.protocol.errors import ConfigError
 
 NO_RUNTIME_HELP = (
-    f"{HOW_TO_CONFIGURE}; or declare a [providers.NAME] table in ~/.config/loopd/config.toml "
-    "or .loopd/config.toml; or put the claude or codex CLI on PATH"
+    f"run `loopd login`; or {HOW_TO_CONFIGURE}; or declare a [providers.NAME] table in "
+    "~/.config/loopd/config.toml or .loopd/config.toml; or put the claude or codex CLI on PATH"
 )
 
 

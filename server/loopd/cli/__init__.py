@@ -49,6 +49,10 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--yes", action="store_true", help="allow every approval request")
 
 
+def _acp_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("then", nargs="?", choices=["login"], help="login: what an editor's log-in runs")
+
+
 def _lsp_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
 
@@ -82,7 +86,7 @@ def _completion_arguments(p: argparse.ArgumentParser) -> None:
 
 COMMANDS: tuple[Command, ...] = (
     Command("run", "run one headless turn", _run_arguments, "loopd.cli.commands:run"),
-    Command("acp", "serve the Agent Client Protocol on stdio (Zed)", _no_arguments,
+    Command("acp", "serve the Agent Client Protocol on stdio (Zed)", _acp_arguments,
             "loopd.cli.commands:acp"),
     Command("lsp", "serve LSP with the loopd extension (VS Code, Neovim)", _lsp_arguments,
             "loopd.cli.commands:lsp"),
@@ -90,6 +94,10 @@ COMMANDS: tuple[Command, ...] = (
             "loopd.cli.commands:catalog"),
     Command("sessions", "list, show or delete stored sessions", _sessions_arguments,
             "loopd.cli.commands:sessions"),
+    Command("login", "set up a model provider and its key (asks in the terminal)",
+            _no_arguments, "loopd.cli.login:login_command"),
+    Command("logout", "forget what `loopd login` stored", _no_arguments,
+            "loopd.cli.login:logout_command"),
     Command("doctor", "what is configured and found: files, keys, runtimes, tools, sandbox",
             _no_arguments, "loopd.cli.doctor:doctor"),
     Command("config", "the config files: their paths, the merged result, its JSON Schema",

@@ -55,7 +55,12 @@ def workspace(path: str) -> str:
 def acp(args: argparse.Namespace) -> int:
     """`initialize` is answered while the app is still being built (in a thread:
     catalog discovery runs each CLI's `--version`, the store opens); the first
-    request that needs sessions waits for it."""
+    request that needs sessions waits for it. `loopd acp login` is `loopd login`:
+    what an editor runs for the terminal auth method loopd declares."""
+    if args.then == "login":
+        from loopd.cli.login import login
+
+        return login(os.environ)
     from loopd.acp.server import serve_stdio
     from loopd.stdio import protect_stdout
 

@@ -50,26 +50,29 @@ def load_config(
     *,
     user_file: Path | None = None,
     workspace_file: Path | None = None,
+    base: Mapping[str, Any] | None = None,
 ) -> Config:
     """Read the user file then the workspace file (either may be missing), merge them
-    with the workspace winning, and validate. The workspace file applies whole only
-    when its folder is trusted with exactly these bytes (`loopd.config.trust`, records
-    under `data_dir(env)`); otherwise only the keys that tighten apply, and
+    with the workspace winning, and validate. `base` is a layer below both files (the
+    defaults `loopd login` stored). The workspace file applies whole only when its
+    folder is trusted with exactly these bytes (`loopd.config.trust`, records under
+    `data_dir(env)`); otherwise only the keys that tighten apply, and
     `Config.workspace` names the rest. Raises `ConfigFileError`."""
     user_path = user_file if user_file is not None else user_config_file(env)
     ws_path = workspace_file if workspace_file is not None else workspace_config_file(cwd)
-    user_layers = [(user_path, _read_toml(user_path))] if user_path.is_file() else []
+    below: list[tuple[Path | None, Mapping[str, Any]]] = [(None, base or {})]
+    if user_path.is_file():
+        below.append((user_path, _read_toml(user_path)))
+    read = tuple(path for path, _ in below if path is not None)
     found = WorkspaceFile.read(cwd, ws_path)
     if found is None:
-        return parse_config(merge_layers(user_layers), tuple(p for p, _ in user_layers))
-    sources = (*(p for p, _ in user_layers), ws_path)
+        return parse_config(merge_layers(below), read)
     document = _parse_toml(ws_path, found.content)
     state = TrustStore(data_dir(env)).state(found)
     ignored: tuple[str, ...] = ()
     if state is not TrustState.TRUSTED:
-        user = parse_config(merge_layers(user_layers))
-        document, ignored = gate_untrusted(document, user)
-    config = parse_config(merge_layers([*user_layers, (ws_path, document)]), sources)
+        document, ignored = gate_untrusted(document, parse_config(merge_layers(below)))
+    config = parse_config(merge_layers([*below, (ws_path, document)]), (*read, ws_path))
     status = WorkspaceStatus(
         folder=found.folder, file=ws_path, state=state, sha256=found.sha256, ignored=ignored
     )

@@ -169,6 +169,26 @@ async def status(ls: LoopdServer, *args: Any) -> dict[str, Any]:
     }
 
 
+LOGIN_COMMAND = ("loopd", "login")
+
+
+@rpc
+async def login(ls: LoopdServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    """Whether a runtime is usable now (after `loopd login` ran in a terminal); if
+    not, the person is told what to run. Editors that can open a terminal run
+    `command` there and call this again."""
+    usable = await ls.manager.refresh_runtimes()
+    if not usable:
+        ls.window_show_message(
+            types.ShowMessageParams(
+                types.MessageType.Warning,
+                "loopd has no model provider: run `loopd login` in a terminal, "
+                "or set a provider key in the environment the editor starts loopd with",
+            )
+        )
+    return {"loggedIn": usable, "command": list(LOGIN_COMMAND)}
+
+
 def code_actions(ls: LoopdServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     uri, span = params.text_document.uri, params.range
     where = {"uri": uri, "range": ls.protocol._converter.unstructure(span)}
@@ -208,6 +228,7 @@ def register(server: LoopdServer) -> None:
         ("loopd.setMode", set_mode),
         ("loopd.setModel", set_model),
         ("loopd.undo", undo),
+        ("loopd.login", login),
         ("loopd.trust", trust),
         ("loopd.untrust", untrust),
     ):

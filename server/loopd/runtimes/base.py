@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from loopd.engine.ports import Approver, Emitter
 from loopd.protocol.events import ConfigOption, Prompt
@@ -75,3 +75,12 @@ class RuntimeFactory(Protocol):
     name: str
 
     async def open(self, context: RuntimeContext) -> Runtime: ...
+
+
+@runtime_checkable
+class ForkableFactory(Protocol):
+    """A runtime whose whole history is loopd's store (the session's journal and
+    model context), so a copy of that store is a fork that continues on its own.
+    A foreign CLI keeps its own history and is not one."""
+
+    history_in_store: Literal[True]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, cast
+from typing import Any, Literal, Protocol, cast
 
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.ports import Clock, Policy, Provider, ToolBox
@@ -100,6 +100,8 @@ class StoreJournal:
 
 
 class NativeRuntimeFactory:
+    history_in_store: Literal[True] = True  # a fork is a copy of the store
+
     def __init__(self, name: str, wiring: NativeWiring, store: SqliteStore) -> None:
         self.name = name
         self.wiring = wiring

@@ -17,7 +17,7 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from loopd.protocol.errors import ConfigError, LoopdError, RuntimeFailure
 from loopd.protocol.events import (
@@ -34,7 +34,12 @@ from loopd.protocol.events import (
     to_wire,
 )
 from loopd.protocol.turns import Outcome, UndoReport
-from loopd.runtimes.base import McpServerConfig, RuntimeContext, RuntimeFactory
+from loopd.runtimes.base import (
+    ForkableFactory,
+    McpServerConfig,
+    RuntimeContext,
+    RuntimeFactory,
+)
 from loopd.sessions.commands import FileUndoing, commands_for, run_command, slash_command
 from loopd.sessions.live import (
     ClientLink,
@@ -62,6 +67,20 @@ class SessionBusy(LoopdError):
     pass
 
 
+class Credentials(Protocol):
+    """Where runtimes get their credentials: read again after a login, forgotten
+    at logout. Either way the manager is then offered the runtimes they give."""
+
+    async def reload(self) -> None: ...
+
+    async def logout(self) -> None: ...
+
+
+class NoRuntime(ConfigError):
+    """No runtime can run a session: nothing is configured or logged in. Frontends
+    tell the person how to log in (ACP answers `auth_required`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SessionView:
     """What a client is told about a session it opened."""
@@ -86,6 +105,7 @@ class SessionManager:
     """What a session records about who runs it (the catalog's runtime identity:
     harness, model, effort, catalog digest), kept with the session and shown on load."""
     new_id: Callable[[], str] = field(default=lambda: f"sess_{uuid.uuid4().hex}")
+    credentials: Credentials | None = None
     workspace: WorkspaceTrust | None = None
     """Asks about (or tells of) an untrusted workspace config at each session's first
     turn; None says nothing."""
@@ -101,6 +121,8 @@ class SessionManager:
         mcp_servers: Sequence[McpServerConfig] = (),
         config: Mapping[str, str] | None = None,
     ) -> SessionView:
+        if not self.runtimes:  # a login since the last look counts at once
+            await self.refresh_runtimes()
         config = dict(config or {})
         runtime_name = config.pop(RUNTIME_OPTION, self.default_runtime)
         self._factory(runtime_name)
@@ -142,6 +164,36 @@ class SessionManager:
         if replay:
             for wire in reconcile_events(self.store.events(session_id)):
                 await link.send_update(session_id, wire)
+        return self._view(live)
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        link: ClientLink,
+        additional_dirs: Sequence[str] = (),
+        mcp_servers: Sequence[McpServerConfig] = (),
+    ) -> SessionView:
+        """A new session with `session_id`'s history up to now, on the same runtime,
+        opened on `link`. Only a runtime whose history is loopd's store can fork."""
+        source = self.store.get(session_id)
+        if source is None:
+            raise SessionNotFound(f"no session {session_id!r}")
+        runtime = str(source.runtime.get("name", self.default_runtime))
+        if not isinstance(self._factory(runtime), ForkableFactory):
+            raise ConfigError(f"the {runtime} runtime keeps its own history: it cannot fork")
+        stamp = self.now()
+        title = f"Fork of {source.title}" if source.title else None
+        record = replace(
+            source, id=self.new_id(), cwd=cwd, additional_dirs=tuple(additional_dirs),
+            title=title, created_at=stamp, updated_at=stamp,
+        )  # fmt: skip
+        self.store.fork(session_id, record)
+        try:
+            live = await self._open(record, link, mcp_servers)
+        except BaseException:
+            self.store.delete(record.id)
+            raise
         return self._view(live)
 
     def view(self, session_id: str) -> SessionView:
@@ -340,9 +392,31 @@ class SessionManager:
     def _emitter(self, live: LiveSession) -> SessionEmitter:
         return SessionEmitter(self.store, live.id, lambda: live.links, self.now)
 
+    def use_runtimes(
+        self,
+        runtimes: Mapping[str, RuntimeFactory],
+        default_runtime: str,
+        identify: Callable[[str, Mapping[str, str]], Mapping[str, Any]],
+    ) -> None:
+        """Offer these runtimes to sessions opened from now on; open sessions keep
+        the runtime they have."""
+        self.runtimes, self.default_runtime, self.identify = runtimes, default_runtime, identify
+
+    async def refresh_runtimes(self) -> bool:
+        """Look again for credentials (`loopd login` may have run meanwhile); True
+        when a session can now be opened."""
+        if self.credentials is not None:
+            await self.credentials.reload()
+        return bool(self.runtimes)
+
+    async def logout(self) -> None:
+        """Forget the stored login; credentials from the environment still apply."""
+        if self.credentials is not None:
+            await self.credentials.logout()
+
     def _factory(self, name: str) -> RuntimeFactory:
         if not self.runtimes:
-            raise ConfigError(f"no runtime is available: {self.no_runtime_help}")
+            raise NoRuntime(f"no runtime is available: {self.no_runtime_help}")
         if not name:
             raise ConfigError(self.no_default_help)
         factory = self.runtimes.get(name)

@@ -134,6 +134,21 @@ class SqliteStore:
         with self._tx() as db:
             db.execute(f"UPDATE sessions SET {sets} WHERE id = ?", (*values, session_id))
 
+    def fork(self, source_id: str, record: SessionRecord) -> None:
+        """Create `record` holding a copy of `source_id`'s journal and model context
+        as they are now, in one transaction: the two continue independently."""
+        with self._tx() as db:
+            db.execute(
+                f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                _row_of(record),
+            )
+            for table, column in (("events", "wire"), ("messages", "body")):
+                db.execute(
+                    f"INSERT INTO {table} (session_id, seq, {column}) "
+                    f"SELECT ?, seq, {column} FROM {table} WHERE session_id = ?",
+                    (record.id, source_id),
+                )
+
     def delete(self, session_id: str) -> bool:
         with self._tx() as db:
             return db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0

@@ -5,6 +5,7 @@
     POST /v1/messages           Anthropic Messages (SSE)
     POST /v1/chat/completions   OpenAI Chat Completions (SSE, `data: [DONE]`)
     POST /v1/responses          OpenAI Responses (SSE)
+    GET  /v1/models             the model list (`models`; 401 unless a key in `keys`)
 
 from a queue of scripted steps per route (see `loopd.testing.llm_script`), falling
 back to the shared queue `"*"`, whose steps are rendered in the format of whichever
@@ -91,6 +92,10 @@ class FakeLLMServer:
         self._gates: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
         self.closing = threading.Event()
+        self.models: list[str] = ["fake-model"]
+        """What `GET /v1/models` lists (the endpoint login checks a key with)."""
+        self.keys: set[str] | None = None
+        """When set, `GET /v1/models` answers 401 unless one of these keys is sent."""
         self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._serve, name="fake-llm", daemon=True)
@@ -175,10 +180,24 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: tests read the recorded requests instead."""
 
     def do_GET(self) -> None:
+        fake = self.server_fake
+        if self.path == "/v1/models":
+            fake.record(
+                RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, {})
+            )
+            if fake.keys is not None and self._key() not in fake.keys:
+                self._json(401, {"error": {"type": "authentication_error", "message": "bad key"}})
+                return
+            self._json(200, {"object": "list", "data": [{"id": m} for m in fake.models]})
+            return
         if self.path != "/_fake/requests":
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
-        self._json(200, [asdict(r) for r in self.server_fake.requests])
+        self._json(200, [asdict(r) for r in fake.requests])
+
+    def _key(self) -> str:
+        bearer = self.headers.get("authorization", "").removeprefix("Bearer ")
+        return self.headers.get("x-api-key") or bearer
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)

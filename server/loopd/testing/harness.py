@@ -84,9 +84,11 @@ def scripted_manager(
     tools: ToolBox | None = None,
     policy: ScriptedPolicy | None = None,
     tools_for: Callable[[RuntimeContext], ToolBox] | None = None,
+    models: Sequence[str] = ("scripted",),
 ) -> SessionManager:
     """`tools_for` builds each session's tools (to hand them the session's
-    `editor_files`, say); without it every session shares `tools` (or a fake)."""
+    `editor_files`, say); without it every session shares `tools` (or a fake).
+    `models` are the choices of the model option; the first is the default."""
     store = SqliteStore(data_dir / "sessions.db")
     ticks = itertools.count()
 
@@ -102,9 +104,9 @@ def scripted_manager(
         system_for=lambda ctx: f"You work in {ctx.cwd}.",
         clock=FakeClock(),
         default_mode="ask",
-        models=("scripted",),
-        default_model="scripted",
-        engine=EngineConfig(model="scripted"),
+        models=tuple(models),
+        default_model=models[0],
+        engine=EngineConfig(model=models[0]),
     )
     return SessionManager(
         store=store,

@@ -153,13 +153,14 @@ class RawAgent:
 
 
 @asynccontextmanager
-async def raw_loopd(home: Home) -> AsyncIterator[RawAgent]:
+async def raw_loopd(home: Home, env: Mapping[str, str] | None = None) -> AsyncIterator[RawAgent]:
+    """`loopd acp` in `home`, with `home.env()` or exactly `env`."""
     proc = await asyncio.create_subprocess_exec(
         *LOOPD,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=home.env(),
+        env=home.env() if env is None else dict(env),
         cwd=home.work,
     )
     agent = RawAgent(proc)

@@ -34,7 +34,7 @@ async def test_initialize_answers_our_version_and_honest_capabilities(tmp_path: 
         result = await s.raw("initialize", {"protocolVersion": 65535})
     assert result["protocolVersion"] == 1
     assert result["agentInfo"]["name"] == "loopd"
-    assert result["authMethods"] == []
+    assert [m["id"] for m in result["authMethods"]] == ["loopd-login"]
     caps = result["agentCapabilities"]
     assert caps["loadSession"] is True
     assert caps["promptCapabilities"] == {"image": True, "audio": False, "embeddedContext": True}
@@ -45,7 +45,9 @@ async def test_initialize_answers_our_version_and_honest_capabilities(tmp_path: 
         "close",
         "delete",
         "additionalDirectories",
+        "fork",
     }
+    assert caps["auth"] == {"logout": {}}
 
 
 def test_every_route_of_the_sdk_is_ours() -> None:
@@ -58,9 +60,7 @@ def test_every_route_of_the_sdk_is_ours() -> None:
 @pytest.mark.parametrize(
     ("method", "params"),
     [
-        ("authenticate", {"methodId": "x"}),
-        ("logout", {}),
-        ("session/fork", {"sessionId": "s", "cwd": "/"}),
+        ("providers/list", {}),
         ("_loopd/unknown", {}),
     ],
 )

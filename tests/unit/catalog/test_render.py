@@ -88,5 +88,5 @@ def test_text_is_a_table_with_the_default_marked() -> None:
 
 def test_text_for_an_empty_catalog_says_so_and_what_to_set() -> None:
     first = catalog_to_text(RuntimeCatalog()).splitlines()[0]
-    assert first.startswith("no runtimes available: set ANTHROPIC_API_KEY")
+    assert first.startswith("no runtimes available: run `loopd login`; or set ANTHROPIC_API_KEY")
     assert "[providers.NAME]" in first and "claude or codex CLI on PATH" in first
