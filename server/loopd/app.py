@@ -45,6 +45,7 @@ from loopd.protocol.events import AgentMessageChunk, PlanEntry, PlanUpdated
 from loopd.protocol.turns import UndoReport
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
 from loopd.providers.factory import ClosableProvider, make_provider
+from loopd.runtimes.acp_agent import AcpRuntimeFactory, AcpSettings
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
@@ -53,8 +54,8 @@ from loopd.sandbox.base import Unsandboxed
 from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
 from loopd.sessions.manager import SessionManager
 from loopd.sessions.trust import WorkspaceTrust
-from loopd.store.sqlite import SqliteStore
-from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv
+from loopd.store.sqlite import SqliteStore, outputs_dir
+from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv, ToolLimits
 from loopd.tools.files import BeneathFiles
 from loopd.tools.registry import ToolRegistry, builtin_tools
 
@@ -199,7 +200,8 @@ def _factory(
         case Harness.CODEX:
             return CodexRuntimeFactory(CodexSettings(**_cli_fields(entry)))
         case Harness.ACP:
-            return None
+            settings = AcpSettings(entry.command or "", tuple(entry.args), entry.env, env)
+            return AcpRuntimeFactory(entry.name, settings)
 
 
 def _cli_fields(entry: RuntimeEntry) -> dict[str, Any]:
@@ -231,6 +233,7 @@ def _native_wiring(
         base_url=ref.base_url,
         api_key=api_key,
         anthropic_version=ref.anthropic_version or DEFAULT_ANTHROPIC_VERSION,
+        idle_timeout=float(config.limits.stream_idle_seconds) or None,
     )
     providers.append(provider)
     models = tuple(m.id for m in entry.models)
@@ -239,7 +242,9 @@ def _native_wiring(
     rules = RuleSet.from_config(_rules_table(config))
     return NativeWiring(
         provider_for=lambda model: provider,
-        parts_for=functools.partial(GuardedParts.open, env=env, probe=probe, rules=rules),
+        parts_for=functools.partial(
+            GuardedParts.open, env=env, probe=probe, rules=rules, limits=_tool_limits(config)
+        ),
         system_for=lambda ctx: system_prompt(ctx.cwd, ctx.roots),
         clock=SystemClock(),
         default_mode=config.defaults.mode or DEFAULT_MODE.value,
@@ -247,7 +252,13 @@ def _native_wiring(
         default_model=default_model,
         engine=EngineConfig(model=default_model, limits=_limits(config)),
         open_models=entry.open_models,
+        resolve_model=functools.partial(_model_id, entry),
     )
+
+
+def _model_id(entry: RuntimeEntry, model: str) -> str:
+    """What the provider is sent for `model` in this entry: an alias becomes its id."""
+    return entry.resolve_model(model) or model
 
 
 def _rules_table(config: Config) -> dict[str, Any]:
@@ -264,7 +275,13 @@ def _limits(config: Config) -> Limits:
         max_result_bytes=c.max_result_bytes,
         max_identical_calls=c.max_identical_calls,
         max_turn_tokens=c.turn_token_ceiling,
+        max_shown_chars=c.max_shown_chars,
     )
+
+
+def _tool_limits(config: Config) -> ToolLimits:
+    c = config.limits
+    return ToolLimits(output_max_chars=c.max_output_chars, shown_max_chars=c.max_shown_chars)
 
 
 class LazyProbe:
@@ -318,6 +335,7 @@ class GuardedParts:
         env: Mapping[str, str],
         probe: LazyProbe,
         rules: RuleSet,
+        limits: ToolLimits,
     ) -> GuardedParts:
         found = await asyncio.to_thread(probe.get)  # runs trial commands, once
         grant, parsed = NetworkGrant(), parse_mode(mode)
@@ -343,6 +361,8 @@ class GuardedParts:
             grants=policy.grants,
             on_plan=on_plan,
             editor_terminals=ctx.editor_terminals,
+            limits=limits,
+            outputs_dir=str(outputs_dir(data_dir(env), ctx.session_id)),
         )
         builtin = builtin_tools()
         mcp = await McpServers.connect(

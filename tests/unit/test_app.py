@@ -11,6 +11,7 @@ from loopd.policy.rules import RuleSet
 from loopd.protocol.events import AgentMessageChunk
 from loopd.runtimes.base import McpServerConfig, RuntimeContext
 from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
+from loopd.tools.env import ToolLimits
 from tests.unit.mcp.conftest import stdio
 
 
@@ -26,7 +27,9 @@ async def test_mcp_tools_join_the_session_and_failures_are_said_once(tmp_path: P
         mcp_servers=(stdio("fake"), McpServerConfig("gone", command="/nonexistent/server")),
     )
     env = {"PATH": os.environ["PATH"]}
-    parts = await GuardedParts.open(ctx, "ask", {}, env=env, probe=LazyProbe(env), rules=RuleSet())
+    parts = await GuardedParts.open(
+        ctx, "ask", {}, env=env, probe=LazyProbe(env), rules=RuleSet(), limits=ToolLimits()
+    )
     try:
         names = [s.name for s in parts.tools.specs()]
         assert names[:7] == ["read", "write", "edit", "bash", "glob", "grep", "plan"]

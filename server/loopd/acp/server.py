@@ -23,12 +23,13 @@ from acp.router import MessageRouter
 
 from loopd.acp.agent import LoopdAgent
 from loopd.acp.models import ModelRoutes
+from loopd.acp.transport import BoundedNdjson
 from loopd.sessions.manager import SessionManager
 from loopd.stdio import protect_stdout
 
 log = logging.getLogger(__name__)
 
-STDIN_LIMIT = 50 * 1024 * 1024  # base64 images arrive on one line
+STDIN_LIMIT = 50 * 1024 * 1024  # base64 images arrive on one line; longer lines are refused
 
 
 class _Routes(Agent, ModelRoutes):
@@ -43,7 +44,8 @@ async def serve(
     """Serve one ACP connection until the peer closes it. On the way out, whatever
     the connection was running is cancelled and sessions only it had are closed."""
     router = MessageRouter.from_protocol(_Routes, agent, use_unstable_protocol=True)
-    conn = Connection(router, writer, reader, listening=False, observers=[agent.observe])
+    transport = BoundedNdjson(reader, writer, STDIN_LIMIT)
+    conn = Connection(router, transport, listening=False, observers=[agent.observe])
     AgentSideConnection.attach(agent, conn, use_unstable_protocol=True)  # the client side
     try:
         await conn.main_loop()

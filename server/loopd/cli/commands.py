@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from loopd.cli.render import escape
 from loopd.protocol.errors import ConfigError
@@ -26,19 +26,22 @@ def run(args: argparse.Namespace) -> int:
     text = args.prompt if args.prompt is not None else sys.stdin.read()
     if not text.strip():
         raise ConfigError("no prompt: pass one as an argument or on stdin")
+    from loopd.cli.exits import EXIT_CANCELLED
     from loopd.cli.prompter import tty_prompter
     from loopd.cli.terminal import terminal_link
-    from loopd.cli.turn import exit_code, run_turn
+    from loopd.cli.turn import exit_code, exit_now, run_headless, run_turn
 
     prompter = None if args.yes else tty_prompter()
     link = terminal_link(cwd, prompter, as_json=args.json, assume_yes=args.yes)
     config = {k: v for k, v in (("mode", args.mode), ("model", args.model)) if v}
-    outcome = asyncio.run(run_turn(dict(os.environ), cwd, text, link, args.runtime, config))
+    outcome = run_headless(run_turn(dict(os.environ), cwd, text, link, args.runtime, config))
     if args.json:
         end = {"stopReason": outcome.stop_reason, "turnId": outcome.turn_id}
         print(json.dumps(end | ({"error": outcome.error} if outcome.error else {})))
         if outcome.error:
             print(f"loopd: {outcome.error}", file=sys.stderr)
+    if exit_code(outcome) == EXIT_CANCELLED:
+        exit_now(EXIT_CANCELLED)  # a worker thread the cancel could not reach must not hold it
     return exit_code(outcome)
 
 
@@ -136,6 +139,7 @@ def catalog(args: argparse.Namespace) -> int:
 def sessions(args: argparse.Namespace) -> int:
     from loopd.config import data_dir
     from loopd.sessions.manager import SessionNotFound
+    from loopd.sessions.transcript import transcript
     from loopd.store.sqlite import SqliteStore
 
     store = SqliteStore(data_dir(os.environ) / "sessions.db")
@@ -155,7 +159,8 @@ def sessions(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"id": record.id, "cwd": record.cwd, "events": events}, indent=2))
         else:
-            print(_transcript(record.title, events))
+            title = escape(record.title or "(untitled)")
+            print(f"# {title}\n\n{escape(transcript(events), multiline=True)}")
         return 0
     finally:
         store.close()
@@ -175,22 +180,6 @@ def _list_sessions(store: SqliteStore, cwd: str | None, as_json: bool) -> int:
     for s in [] if as_json else page.sessions:
         print(f"{s.id}  {s.updated_at}  {escape(s.cwd)}  {escape(s.title or '')}")
     return 0
-
-
-def _transcript(title: str | None, events: list[dict[str, Any]]) -> str:
-    lines = [f"# {escape(title or '(untitled)')}"]
-    last = ""
-    for event in events:
-        kind = event.get("sessionUpdate")
-        if kind in ("user_message_chunk", "agent_message_chunk"):
-            who = "You" if kind == "user_message_chunk" else "loopd"
-            if kind != last:
-                lines.append(f"\n## {who}\n")
-            lines[-1] += escape(event["content"].get("text", ""), multiline=True)
-        elif kind == "tool_call":
-            lines.append(f"→ {escape(event.get('title', ''))}")
-        last = kind or ""
-    return "\n".join(lines)
 
 
 def demo(args: argparse.Namespace) -> int:

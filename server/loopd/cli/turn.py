@@ -1,19 +1,28 @@
 """One headless turn on a fresh app: what `loopd run` and `loopd demo` share.
 
 The app is built for the turn and closed after it; Ctrl-C cancels the turn (the
-manager pairs every announced tool call with a result), so the exit code says how it
-ended (`exit_code`).
+manager pairs every announced tool call with a result) and a second Ctrl-C exits at
+once, so the exit code says how it ended (`exit_code`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
+import sys
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from loopd.cli.exits import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK
 from loopd.cli.terminal import TerminalLink
 from loopd.protocol.events import Prompt, TextBlock
 from loopd.protocol.turns import Outcome
+
+if TYPE_CHECKING:
+    from loopd.sessions.manager import SessionManager
 
 
 def exit_code(outcome: Outcome) -> int:
@@ -24,6 +33,45 @@ def exit_code(outcome: Outcome) -> int:
     if outcome.error is None and outcome.stop_reason == "end_turn":
         return EXIT_OK
     return EXIT_FAILED
+
+
+def run_headless(main: Coroutine[Any, Any, Outcome]) -> Outcome:
+    """`asyncio.run` without its last step, which joins every worker thread: one
+    stuck in a call no signal interrupts would keep the process alive after the turn
+    ended. `exit_now` then ends the process without waiting for such a thread."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(main)
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process now, output flushed, without joining worker threads."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+@dataclass(slots=True)
+class Interrupts:
+    """Ctrl-C during a turn. The first cancels it: every announced tool call gets a
+    result and the exit code is 130 once the turn has ended. The second exits at
+    once with 130, for a wait that cancellation cannot reach."""
+
+    manager: SessionManager
+    session_id: str
+    presses: int = 0
+    cancelling: asyncio.Future[None] | None = None
+
+    def __call__(self) -> None:
+        self.presses += 1
+        if self.presses > 1:
+            print("loopd: interrupted", file=sys.stderr)
+            exit_now(EXIT_CANCELLED)
+        self.cancelling = asyncio.ensure_future(self.manager.cancel(self.session_id))
 
 
 async def run_turn(
@@ -47,8 +95,7 @@ async def run_turn(
             if option_id != "runtime":
                 await app.manager.set_config(view.id, option_id, value)
         loop = asyncio.get_running_loop()
-        cancel = lambda: asyncio.ensure_future(app.manager.cancel(view.id))  # noqa: E731
-        loop.add_signal_handler(signal.SIGINT, cancel)
+        loop.add_signal_handler(signal.SIGINT, Interrupts(app.manager, view.id))
         try:
             outcome = await app.manager.prompt(view.id, Prompt((TextBlock(text),)), link)
         finally:

@@ -51,6 +51,10 @@ The file format (every key optional; unknown keys are errors):
     max_result_bytes = 100000
     max_identical_calls = 3
     turn_token_ceiling = 0     # 0 = unlimited
+    stream_idle_seconds = 60   # no data from the model this long: stalled (retried once)
+    max_output_chars = 30000   # a command's output for the model: head + tail
+    max_shown_chars = 64000    # a tool's output for the editor and the store: head +
+                               # tail; a command's full output goes to a file it names
 
     [approvals]                # rule strings, interpreted by loopd.policy
     allow = []

@@ -154,6 +154,11 @@ class Limits:
     max_result_bytes: int = field(default=100_000, metadata={UNTRUSTED: Gate.LOWERS})
     max_identical_calls: int = field(default=3, metadata={UNTRUSTED: Gate.LOWERS})
     turn_token_ceiling: int = field(default=0, metadata={UNTRUSTED: Gate.CAPS})  # 0: none
+    # Not declared as tightening (they tune, they do not bound what the agent may do):
+    # an untrusted workspace file cannot set them.
+    stream_idle_seconds: int = 60  # a model stream silent this long is stalled; 0 = never
+    max_output_chars: int = 30_000  # a command's output as the model reads it
+    max_shown_chars: int = 64_000  # a tool's output as the editor shows and the store keeps it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopd.engine.ports import ToolCall
+from loopd.protocol.events import TextBlock, ToolContent
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +27,10 @@ class Limits:
     the state it started in, and the iteration cap already bounds spend.
 
     `max_parallel` caps one scheduled group; `max_result_bytes` caps what one tool
-    result costs the context (see `truncate_result`).
+    result costs the context (see `truncate_result`). `max_shown_chars` is what a
+    tool aims to show the person of one output; no text a call shows (live or at
+    the end) passes twice that, whatever the tool (an MCP server's, say) returned,
+    because every update is journaled and sent to every editor (`bound_shown`).
     """
 
     max_iterations: int = 25
@@ -35,6 +39,7 @@ class Limits:
     max_result_bytes: int = 64_000
     max_identical_calls: int = 3
     max_turn_tokens: int = 0
+    max_shown_chars: int = 64_000
 
 
 def canonical_input(value: Mapping[str, Any]) -> str:
@@ -97,6 +102,26 @@ def truncate_result(text: str, max_bytes: int) -> str:
     tail = data[total - tail_size :].decode(errors="ignore") if tail_size else ""
     cut = total - len(head.encode()) - len(tail.encode())
     return head + _notice(cut, total) + tail
+
+
+def bound_shown(content: tuple[ToolContent, ...], max_chars: int) -> tuple[ToolContent, ...]:
+    """`content` with every text block over `2 * max_chars` characters cut to its
+    head and tail (the backstop behind each tool's own, smaller cap)."""
+    limit = 2 * max_chars
+    if all(not isinstance(c, TextBlock) or len(c.text) <= limit for c in content):
+        return content
+    return tuple(
+        TextBlock(_head_and_tail(c.text, limit))
+        if isinstance(c, TextBlock) and len(c.text) > limit
+        else c
+        for c in content
+    )
+
+
+def _head_and_tail(text: str, limit: int) -> str:
+    half = limit // 2
+    cut = len(text) - 2 * half
+    return f"{text[:half]}\n[... {cut} characters cut from the middle ...]\n{text[-half:]}"
 
 
 def _notice(cut: int, total: int) -> str:

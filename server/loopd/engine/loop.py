@@ -113,6 +113,7 @@ class Engine:
         self.config = config
         self.ports = ports
         self._history = list(history)
+        self._tool_ids = {use.id for m in self._history for use in m.tool_uses}
 
     def reconfigure(self, config: EngineConfig, ports: EnginePorts) -> None:
         """Swap model, mode or policy. A running turn picks the change up at its next
@@ -180,7 +181,8 @@ class Engine:
                 return await self._stop(turn, _failure_stop(err), message, "error")
             turn.usage += reply.usage
             turn.context_tokens = reply.usage.context_tokens + reply.usage.output_tokens
-            await self._append(Message("assistant", reply.parts))
+            parts = distinct_tool_ids(reply.parts, self._tool_ids, self.ports.new_id)
+            await self._append(Message("assistant", parts))
             await self.ports.emitter.emit(
                 UsageUpdated(turn.context_tokens, self.config.context_window)
             )
@@ -301,6 +303,32 @@ def _failure_stop(err: ProviderError) -> StopReason:
 
 def _iteration_note(limits: Limits) -> str:
     return f"Stopped: reached the limit of {limits.max_iterations} model requests in one turn."
+
+
+def distinct_tool_ids(
+    parts: tuple[Part, ...], used: set[str], new_id: Callable[[str], str]
+) -> tuple[Part, ...]:
+    """`parts` with every tool call's id unique in the session; `used` (the ids the
+    history holds) grows by the ids given out.
+
+    A model may repeat an id (two calls in one reply, or the same `call_0` at every
+    step, as some OpenAI-compatible servers do) or send none. Results are paired,
+    and calls are shown, by id: two calls sharing one would show as one and get one
+    result. So a repeated id becomes `<id>_2` (`_3`, ...) and a missing one a fresh
+    id, here, before the reply is journaled: the rewritten id is the call's id from
+    then on, for the screen, its result and the history sent back to the model."""
+    out: list[Part] = []
+    for part in parts:
+        if isinstance(part, ToolUsePart):
+            unique = part.id or new_id("toolu")
+            n = 1
+            while unique in used:
+                n += 1
+                unique = f"{part.id}_{n}"
+            used.add(unique)
+            part = part if unique == part.id else ToolUsePart(unique, part.name, part.input)
+        out.append(part)
+    return tuple(out)
 
 
 def exec_message(command: str, output: str) -> str:

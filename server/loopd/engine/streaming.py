@@ -6,6 +6,12 @@ otherwise `min(0.5 * 2**n, 8)` seconds less up to 25% jitter. A stream that alre
 showed content is retried too, but never silently: the person is told the reply was
 interrupted and is being requested again, because the screen already shows words the
 model may not repeat.
+
+A stall (no data for the idle timeout) is retried at most `max_stall_retries` times,
+and always said, even before any text came: each attempt cost the whole timeout in
+silence. Once a reply was cut off after showing text, later attempts are shown only
+when complete: a retry that is cut off too shows nothing, so the person sees the
+partial text once and the whole answer once, never the same start five times.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from loopd.engine.ports import Clock, Emitter, Provider
-from loopd.protocol.errors import IncompleteStream, ProviderError
+from loopd.protocol.errors import IncompleteStream, ProviderError, StreamStalled
 from loopd.protocol.events import AgentMessageChunk, AgentThoughtChunk
 from loopd.protocol.model import (
     ModelRequest,
@@ -33,6 +39,7 @@ IdSource = Callable[[str], str]
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     max_retries: int = 4
+    max_stall_retries: int = 1
     base_delay: float = 0.5
     max_delay: float = 8.0
 
@@ -56,25 +63,43 @@ class ReplyStreamer:
     async def request(self, request: ModelRequest) -> ResponseDone:
         """Stream one reply, retrying transient failures. Raises the last
         `ProviderError` when it is not retryable or retries are exhausted."""
-        attempt = 0
+        attempt = stalls = 0
+        held = False
         while True:
-            shown = _Shown()
+            shown = _Shown(held=held)
             try:
                 return await self._stream_once(request, shown)
             except ProviderError as err:
-                if not err.retryable or attempt >= self.retry.max_retries:
+                stalls += isinstance(err, StreamStalled)
+                if (
+                    not err.retryable
+                    or attempt >= self.retry.max_retries
+                    or stalls > self.retry.max_stall_retries
+                ):
                     raise
-                if shown.anything:
-                    await self.emitter.emit(
-                        AgentMessageChunk(
-                            f"\n\n[The model's reply was interrupted ({err.message}); "
-                            "asking again.]\n\n",
-                            self.new_id("msg"),
-                            "retry",
-                        )
-                    )
+                cut = shown.anything or bool(shown.text or shown.thought)
+                note = self._retry_note(err, cut, attempt, stalls)
+                if note:
+                    await self.emitter.emit(AgentMessageChunk(note, self.new_id("msg"), "retry"))
+                held = held or shown.anything
                 await self.clock.sleep(self.retry.delay(attempt, err, self.jitter()))
                 attempt += 1
+
+    def _retry_note(self, err: ProviderError, cut: bool, attempt: int, stalls: int) -> str:
+        """What the person is told before a retry; nothing for a quick retry of a
+        reply that had not started (the backoff is short and nothing is lost)."""
+        if isinstance(err, StreamStalled):
+            return (
+                f"\n\n[The model stream stalled: no data for {err.idle_seconds:g} s. "
+                f"Asking again (retry {stalls} of {self.retry.max_stall_retries} after a "
+                "stall).]\n\n"
+            )
+        if cut:
+            return (
+                f"\n\n[The model's reply was interrupted ({err.message}); asking again "
+                f"(retry {attempt + 1} of {self.retry.max_retries}).]\n\n"
+            )
+        return ""
 
     async def _stream_once(self, request: ModelRequest, shown: _Shown) -> ResponseDone:
         """Show the reply as it streams. Deltas that have already arrived together are
@@ -111,9 +136,10 @@ class ReplyStreamer:
                     if self.show_reasoning:
                         thought.append(delta)
                 case ToolCallBegin():
-                    shown.anything = True
+                    shown.anything = shown.anything or not shown.held
                 case ResponseDone() | BaseException() | None:
-                    await self._flush(text, thought, text_id, thought_id, shown)
+                    final = isinstance(item, ResponseDone)
+                    await self._flush(text, thought, text_id, thought_id, shown, final)
                     if isinstance(item, BaseException):
                         raise item
                     if item is None:
@@ -123,8 +149,21 @@ class ReplyStreamer:
         return None
 
     async def _flush(
-        self, text: list[str], thought: list[str], text_id: str, thought_id: str, shown: _Shown
+        self,
+        text: list[str],
+        thought: list[str],
+        text_id: str,
+        thought_id: str,
+        shown: _Shown,
+        final: bool = False,
     ) -> None:
+        if shown.held and not final:  # shown only once the reply is complete
+            shown.text += text
+            shown.thought += thought
+            text.clear()
+            thought.clear()
+            return
+        text[:0], thought[:0] = shown.text, shown.thought
         if thought and (joined := "".join(thought)):
             shown.anything = True
             await self.emitter.emit(AgentThoughtChunk(joined, thought_id))
@@ -176,4 +215,10 @@ async def _read_into(stream: AsyncIterator[StreamEvent], inbox: _Inbox) -> None:
 
 @dataclass(slots=True)
 class _Shown:
+    """What one attempt showed. `held`: the attempt is a retry after a reply that was
+    cut off, so its deltas wait in `text`/`thought` until it completes."""
+
+    held: bool = False
     anything: bool = False
+    text: list[str] = field(default_factory=list)
+    thought: list[str] = field(default_factory=list)

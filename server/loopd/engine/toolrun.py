@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from loopd.engine.guard import LoopAction, LoopGuard
-from loopd.engine.limits import Limits, call_key, is_repeat, truncate_result
+from loopd.engine.limits import Limits, bound_shown, call_key, is_repeat, truncate_result
 from loopd.engine.ports import (
     Approver,
     Declaration,
@@ -102,7 +102,7 @@ class ToolPhase:
         if refusal is None:
             await self.emitter.emit(ToolCallUpdated(call.id, status="in_progress"))
             try:
-                result = await self.tools.run(call, _Progress(self.emitter, call.id))
+                result = await self.tools.run(call, self._progress(call.id))
             except asyncio.CancelledError:
                 cancelled = (TextBlock("Cancelled."),)
                 await self.emitter.emit(
@@ -166,8 +166,11 @@ class ToolPhase:
             await self._finish(call, ToolResult(refusal, is_error=True), results)
             return
         await self.emitter.emit(ToolCallUpdated(call.id, status="in_progress"))
-        result = await self.tools.run(call, _Progress(self.emitter, call.id))
+        result = await self.tools.run(call, self._progress(call.id))
         await self._finish(call, result, results)
+
+    def _progress(self, call_id: str) -> _Progress:
+        return _Progress(self.emitter, call_id, self.limits.max_shown_chars)
 
     async def _refusal(self, ex: ToolExecution, decision: PolicyDecision) -> str | None:
         """Why this call must not run, or None when it may. Asking happens here."""
@@ -215,7 +218,7 @@ class ToolPhase:
         await self._show(call, result, output)
 
     async def _show(self, call: ToolCall, result: ToolResult, output: str) -> None:
-        shown: tuple[ToolContent, ...] = result.content or (TextBlock(output),)
+        shown = bound_shown(result.content or (TextBlock(output),), self.limits.max_shown_chars)
         await self.emitter.emit(
             ToolCallUpdated(
                 call.id,
@@ -231,8 +234,10 @@ class ToolPhase:
 class _Progress:
     emitter: Emitter
     tool_call_id: str
+    max_shown_chars: int
 
     async def __call__(self, content: tuple[ToolContent, ...]) -> None:
+        content = bound_shown(content, self.max_shown_chars)
         await self.emitter.emit(ToolCallUpdated(self.tool_call_id, content=content))
 
 

@@ -24,11 +24,13 @@ from typing import Any, BinaryIO, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
-from pygls.io_ import StdoutWriter, run_async
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from loopd import __version__
+from loopd.lines import LineReader
+from loopd.lsp.framing import MARKER, MAX_HEADER_LINE, serve_frames
 from loopd.lsp.link import PERMISSION_METHOD, UPDATE_METHOD, ClientOptions, LspLink
 from loopd.lsp.turns import Turns
 from loopd.lsp.wire import BadParams, raw_converter
@@ -227,7 +229,8 @@ async def _serve_connection(
 
     server.hang_up = hang_up
     try:
-        await run_async(stop, reader, server.protocol, log, server.report_server_error)
+        lines = LineReader(reader, MAX_HEADER_LINE, resync=MARKER)
+        await serve_frames(stop, lines, server.protocol)
     finally:
         await server.disconnect()
 

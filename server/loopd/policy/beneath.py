@@ -24,6 +24,7 @@ import ctypes
 import errno
 import os
 import stat
+from collections.abc import Callable
 from typing import Literal
 
 DEFAULT_MAX_READ_BYTES = 256 * 1024
@@ -52,6 +53,41 @@ class FileTooLarge(OSError):
         super().__init__(errno.EFBIG, f"{path} is {size} bytes, over the {limit}-byte limit")
         self.size = size
         self.limit = limit
+
+
+class NotRegularFile(OSError):
+    """The path is a FIFO, socket or device: reading it could block forever or never
+    end, so the file tools refuse it."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(errno.EINVAL, f"{path} is a {kind}, not a regular file")
+        self.kind = kind
+
+
+def file_kind(mode: int) -> str:
+    """What `mode` (from a stat) is, in words."""
+    for test, kind in (
+        (stat.S_ISREG, "regular file"),
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISFIFO, "named pipe (FIFO)"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISLNK, "symlink"),
+    ):
+        if test(mode):
+            return kind
+    return "special file"
+
+
+def check_regular(mode: int, path: str) -> None:
+    """Raise unless `mode` is a regular file's: `IsADirectoryError` for a directory,
+    `NotRegularFile` for anything else."""
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+    raise NotRegularFile(path, file_kind(mode))
 
 
 class _OpenHow(ctypes.Structure):
@@ -183,14 +219,30 @@ def read_bytes_beneath(
     exact: bool = False,
 ) -> bytes:
     """The content of a regular file under `root`, at most `max_bytes` (else
-    `FileTooLarge`, which carries the size so the tool can page)."""
-    fd = open_beneath(root, relative_to(root, path), os.O_RDONLY, method=method, exact=exact)
+    `FileTooLarge`, which carries the size so the tool can page).
+
+    Opened with `O_NONBLOCK` and checked with `fstat` before a byte is read: opening
+    a FIFO for reading blocks until a writer appears (forever, in a thread no signal
+    reaches), and a character device such as `/dev/zero` never ends. Anything but a
+    regular file is `NotRegularFile`, at once."""
+    rel = relative_to(root, path)
+    return read_regular(
+        lambda flags: open_beneath(root, rel, flags, method=method, exact=exact), path, max_bytes
+    )
+
+
+def read_regular(open_: Callable[[int], int], path: str, max_bytes: int) -> bytes:
+    """Open with `open_(O_RDONLY | O_NONBLOCK)` (a descriptor), then read the file
+    if it is a regular one of at most `max_bytes` (see `read_bytes_beneath`)."""
+    try:
+        fd = open_(os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # what opening a unix socket gives
+            raise NotRegularFile(path, "socket or device") from None
+        raise
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(errno.EISDIR, "is a directory", path)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", path)
+        check_regular(info.st_mode, path)
         if info.st_size > max_bytes:
             raise FileTooLarge(path, info.st_size, max_bytes)
         data = handle.read(max_bytes + 1)
@@ -259,9 +311,8 @@ def _replace_in(dir_fd: int, name: str, data: bytes) -> None:
         info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         info = None
-    if info is not None and stat.S_ISDIR(info.st_mode):
-        raise IsADirectoryError(errno.EISDIR, "is a directory", name)
-    if info is not None and stat.S_ISREG(info.st_mode):
+    if info is not None and not stat.S_ISLNK(info.st_mode):
+        check_regular(info.st_mode, name)  # a FIFO or device is not replaced by a file
         mode = stat.S_IMODE(info.st_mode)
     temp = f".{name}.{os.getpid()}.{os.urandom(4).hex()}.loopd-tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

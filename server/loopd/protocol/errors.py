@@ -6,6 +6,7 @@
     │   ├── RateLimited          429; `retry_after` seconds when the server said so
     │   ├── Overloaded           529 / overloaded_error (also mid-stream)
     │   ├── Transient            5xx, connection reset, timeouts
+    │   │   └── StreamStalled    no data for the idle timeout: retried fewer times
     │   ├── IncompleteStream     the stream closed before its terminal event
     │   ├── AuthError            401/403: fatal, shown to the person
     │   ├── BadRequest           4xx that resending will not fix
@@ -56,6 +57,17 @@ class Overloaded(ProviderError):
 
 class Transient(ProviderError):
     retryable = True
+
+
+class StreamStalled(Transient):
+    """The model sent nothing for `idle_seconds` (before the reply or within it). A
+    stalled server rarely recovers within seconds, and each attempt costs the whole
+    idle timeout, so the engine retries a stall fewer times than other failures and
+    says so each time."""
+
+    def __init__(self, message: str, *, idle_seconds: float) -> None:
+        super().__init__(message)
+        self.idle_seconds = idle_seconds
 
 
 class IncompleteStream(ProviderError):

@@ -90,7 +90,7 @@ class AnthropicProvider(SseProvider):
         version: str = DEFAULT_VERSION,
         bearer: bool = False,
         client: httpx.AsyncClient | None = None,
-        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         auth = {"authorization": f"Bearer {api_key}"} if bearer else {"x-api-key": api_key}
         headers = {**auth, "anthropic-version": version}

@@ -14,12 +14,13 @@ separators, UTF-8, no NaN), so the cache changes the cost, not the wire.
 
 from __future__ import annotations
 
-import json
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, count
 from typing import Any, Generic, TypeVar
+
+from loopd.protocol.jsonvalues import dumps_safe
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -31,8 +32,10 @@ not in the latest request would re-encode each one from scratch every time."""
 
 
 def dumps(value: Any) -> bytes:
-    """`value` as JSON bytes, encoded exactly as httpx encodes a `json=` body."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    """`value` as JSON bytes, encoded exactly as httpx encodes a `json=` body. A
+    non-finite number that got into the history before the parse edge refused them
+    is written as a string instead of failing every request (`dumps_safe`)."""
+    return dumps_safe(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def elements(values: Iterable[Any]) -> bytes:

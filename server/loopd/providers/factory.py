@@ -49,7 +49,7 @@ def make_provider(
     base_url: str | None = None,
     api_key: str,
     client: httpx.AsyncClient | None = None,
-    idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     anthropic_version: str = anthropic.DEFAULT_VERSION,
 ) -> ClosableProvider:
     match kind:

@@ -67,7 +67,7 @@ class OpenAIChatProvider(SseProvider):
         api_key: str,
         base_url: str = DEFAULT_BASE_URL,
         client: httpx.AsyncClient | None = None,
-        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         headers = {"authorization": f"Bearer {api_key}"}
         endpoint = SseEndpoint(base_url, headers, client=client, idle_timeout=idle_timeout)

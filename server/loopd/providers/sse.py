@@ -23,15 +23,19 @@ from typing import Any, Protocol
 import httpx
 from httpx_sse import SSEError, aconnect_sse
 
-from loopd.protocol.errors import BadRequest, IncompleteStream, Transient
+from loopd.protocol.errors import BadRequest, IncompleteStream, StreamStalled, Transient
+from loopd.protocol.jsonvalues import loads_strict
 from loopd.protocol.model import INVALID_JSON_KEY, ModelRequest, ResponseDone, StreamEvent
 from loopd.providers.classify import error_from_response
 
 log = logging.getLogger(__name__)
 
-DEFAULT_IDLE_TIMEOUT = 120.0
-"""Seconds without a byte before a stream counts as stalled. Thinking models can be
-quiet for a while, but servers send pings well within this."""
+DEFAULT_IDLE_TIMEOUT = 60.0
+"""Seconds without a byte (before the reply starts, or between two reads of it)
+before a stream counts as stalled (`[limits] stream_idle_seconds`). Anthropic sends
+pings well within this while a model thinks; an endpoint that stays silent while a
+reasoning model thinks at high effort may need more. The engine retries a stall
+once, so a dead stream ends a turn in about twice this, not ten minutes."""
 
 JsonObject = dict[str, Any]
 
@@ -63,7 +67,7 @@ class SseEndpoint:
         headers: Mapping[str, str],
         *,
         client: httpx.AsyncClient | None = None,
-        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.headers = {
@@ -104,8 +108,13 @@ class SseEndpoint:
                         yield item
                     if decoder.done:
                         break
+        except httpx.ReadTimeout as exc:
+            idle = self._timeout.read or 0.0
+            raise StreamStalled(
+                f"no data from the model for {idle:g} s", idle_seconds=idle
+            ) from exc
         except httpx.TimeoutException as exc:
-            raise Transient(f"{url}: no data for {self._timeout.read}s ({exc!r})") from exc
+            raise Transient(f"{url}: timed out ({exc!r})") from exc
         except httpx.TransportError as exc:
             if started:
                 raise IncompleteStream(f"{url}: connection lost mid-stream ({exc!r})") from exc
@@ -161,11 +170,13 @@ def load_event(data: str) -> JsonObject | None:
 def parse_tool_input(raw: str) -> dict[str, Any]:
     """A tool call's arguments, parsed. Empty means no arguments; anything that is
     not a JSON object (truncated by max_tokens, say) comes back under
-    `INVALID_JSON_KEY` so the engine can report it as a tool error."""
+    `INVALID_JSON_KEY` so the engine can report it as a tool error. So does a
+    non-finite number (`NaN`, `Infinity`, `1e999`): it is not JSON, and in the
+    history it would fail every later request (see `loopd.protocol.jsonvalues`)."""
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw)
+        value = loads_strict(raw)
     except ValueError:
         return {INVALID_JSON_KEY: raw}
     return value if isinstance(value, dict) else {INVALID_JSON_KEY: raw}

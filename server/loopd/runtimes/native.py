@@ -88,6 +88,9 @@ class NativeWiring:
     default_model: str
     engine: EngineConfig
     open_models: bool = False  # any model id is accepted (local servers serve unlisted ones)
+    resolve_model: Callable[[str], str] = lambda model: model
+    """An alias (`sonnet`) to the id the provider is sent; raises `ConfigError` for a
+    model the catalog entry does not offer."""
 
 
 @dataclass(slots=True)
@@ -190,17 +193,22 @@ class NativeRuntime:
         self.engine.reconfigure(self._engine_config(), self._ports())
 
     def _checked(self, option_id: str, value: str) -> str:
-        w = self.wiring
         match option_id:
             case "mode":
                 return check_mode(value)
-            case "model" if value in w.models or (w.open_models and value.strip()):
-                return value
+            case "model" if value.strip():
+                return self._model_id(value)
             case "thought_level" if value in THOUGHT_LEVELS:
                 return value
             case "model" | "thought_level":
                 raise ConfigError(f"{value!r} is not offered for {option_id}")
         raise ConfigError(f"the native runtime has no option {option_id!r}")
+
+    def _model_id(self, value: str) -> str:
+        model = self.wiring.resolve_model(value)
+        if model in self.wiring.models or self.wiring.open_models:
+            return model
+        raise ConfigError(f"{value!r} is not offered for model")
 
     def config_options(self) -> tuple[ConfigOption, ...]:
         return (
@@ -270,9 +278,15 @@ def typed_command(prompt: Prompt) -> str | None:
 
 
 def _pick_model(value: str | None, wiring: NativeWiring) -> str:
-    if value and wiring.open_models:
-        return value
-    return _pick(value, wiring.models, wiring.default_model)
+    """The stored model (its alias resolved), or the default when it is no longer
+    offered."""
+    try:
+        model = wiring.resolve_model(value) if value else None
+    except ConfigError:
+        model = None
+    if model and wiring.open_models:
+        return model
+    return _pick(model, wiring.models, wiring.default_model)
 
 
 def _pick(value: str | None, allowed: Sequence[str], default: str) -> str:

@@ -12,11 +12,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
+from loopd.engine.limits import bound_shown
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
-from loopd.protocol.events import ConfigOption, Prompt, SessionEvent, SessionInfoUpdated, to_wire
+from loopd.protocol.events import (
+    ConfigOption,
+    Prompt,
+    SessionEvent,
+    SessionInfoUpdated,
+    ToolCallStarted,
+    ToolCallUpdated,
+    to_wire,
+)
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import McpServerConfig, Runtime
 from loopd.store.sqlite import SessionRecord, SqliteStore
@@ -102,10 +111,17 @@ class Unopened:
         return None
 
 
+MAX_SHOWN_TEXT = 128_000
+"""Characters of one text block in a tool call's content, for any runtime: the native
+engine bounds what its tools show well below this (`[limits] max_shown_chars`); a
+foreign CLI's tool output is bounded here, before it is journaled and sent."""
+
+
 @dataclass(slots=True)
 class SessionEmitter:
     """Journals each event, then shows it on every attached link. A link that fails
-    to show is logged and skipped: one broken editor never stops the turn."""
+    to show is logged and skipped: one broken editor never stops the turn. Tool
+    content is bounded first (`MAX_SHOWN_TEXT`), whichever runtime sent it."""
 
     store: SqliteStore
     session_id: str
@@ -113,8 +129,9 @@ class SessionEmitter:
     now: Callable[[], str]
 
     async def emit(self, event: SessionEvent) -> None:
-        wire = to_wire(event)
-        self.store.append_event(self.session_id, wire)
+        if isinstance(event, ToolCallStarted | ToolCallUpdated) and event.content:
+            event = replace(event, content=bound_shown(event.content, MAX_SHOWN_TEXT // 2))
+        wire = self.store.append_event(self.session_id, to_wire(event))  # standard JSON
         if isinstance(event, SessionInfoUpdated) and event.title:
             self.store.update(self.session_id, title=event.title, updated_at=self.now())
         await self.show(wire)

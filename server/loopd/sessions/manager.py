@@ -48,6 +48,7 @@ from loopd.sessions.live import (
     SessionEmitter,
     Unopened,
 )
+from loopd.sessions.transcript import HANDOVER, transcript, with_handover
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.reconcile import reconcile_events
 from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
@@ -57,6 +58,7 @@ log = logging.getLogger(__name__)
 MAX_QUEUED = 64
 RUNTIME_OPTION = "runtime"
 MODE_OPTION = "mode"
+APPROVALS = "approvals"  # the runtime-state key of the session's "always" answers
 
 
 class SessionNotFound(LoopdError):
@@ -263,6 +265,9 @@ class SessionManager:
             live.record = replace(live.record, title=title)
             await emitter.emit(SessionInfoUpdated(title=title))
         live.asker = link
+        handed = live.record.runtime_state.get(HANDOVER)
+        if handed:  # the first turn after a runtime switch
+            prompt = with_handover(prompt, handed)
         turn: asyncio.Task[Outcome] | None = None
         try:
             if self.workspace is not None and not live.greeted:
@@ -342,16 +347,23 @@ class SessionManager:
         return view
 
     async def _switch_runtime(self, live: LiveSession, name: str) -> None:
-        """The new runtime starts a fresh conversation with its own model and effort
-        defaults (the old ones mean nothing to it); the mode is loopd's and stays."""
+        """Choosing the runtime a session has changes nothing. Another one starts
+        with its own model and effort defaults (the old ones mean nothing to it) and
+        the conversation so far, handed over as a transcript with the next prompt;
+        the mode and the session's "always" answers are loopd's and stay."""
+        if name == live.record.runtime.get("name"):
+            return
         self._factory(name)
         if live.turn is not None:
             raise SessionBusy("cannot switch runtimes while a turn runs")
         await live.runtime.close()
         config = {k: v for k, v in live.record.config.items() if k == MODE_OPTION}
         identity = self._identity(name, config)
-        live.record = replace(live.record, runtime=identity, runtime_state={}, config=config)
-        self.store.update(live.id, runtime=identity, runtime_state={}, config=config)
+        handed = transcript(self.store.events(live.id))
+        self.store.clear_messages(live.id)  # the native engine's own context, if any
+        state = _carried(live.record.runtime_state) | ({HANDOVER: handed} if handed else {})
+        live.record = replace(live.record, runtime=identity, runtime_state=state, config=config)
+        self.store.update(live.id, runtime=identity, runtime_state=state, config=config)
         live.runtime = await self._factory(name).open(self._context(live))
         commands = commands_for(live.runtime)
         await self._emitter(live).show(to_wire(AvailableCommandsUpdated(commands)))
@@ -432,7 +444,7 @@ class SessionManager:
         return live
 
     def _save_after_turn(self, live: LiveSession) -> None:
-        state = dict(live.runtime.state())
+        state = _carried(live.record.runtime_state) | dict(live.runtime.state())
         live.record = replace(live.record, runtime_state=state, updated_at=self.now())
         self.store.update(live.id, runtime_state=state, updated_at=live.record.updated_at)
 
@@ -458,6 +470,11 @@ class SessionManager:
         )
         options = (*live.runtime.config_options(), runtime_option)
         return SessionView(live.id, options, commands_for(live.runtime))
+
+
+def _carried(state: Mapping[str, Any]) -> dict[str, Any]:
+    """What outlives a runtime: the session's "always" answers (loopd's rules)."""
+    return {APPROVALS: state[APPROVALS]} if APPROVALS in state else {}
 
 
 def _user_chunk(block: ContentBlock, message_id: str) -> dict[str, Any]:

@@ -7,20 +7,31 @@ JSON, replayed on load) and `messages` (the model-facing history). Each append i
 own committed transaction, written before the event is shown, so a process killed
 mid-turn loses nothing already on screen. WAL with synchronous=NORMAL makes a commit
 durable against a process crash without an fsync per chunk.
+
+Everything is written as standard JSON (`dumps_safe`: a non-finite number becomes a
+string, never a bare `NaN`), and reading is forgiving: a row that does not decode
+(written by an older loopd, or damaged) is skipped with a warning, and numbers that
+are not finite are repaired on the way out, so a session always loads.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import shutil
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from loopd.protocol.jsonvalues import dumps_safe, finite
 from loopd.protocol.messages import Message, message_from_json, message_to_json
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -130,7 +141,7 @@ class SqliteStore:
         if unknown:
             raise ValueError(f"cannot update {sorted(unknown)}")
         sets = ", ".join(f"{k} = ?" for k in fields)
-        values = [json.dumps(v) if isinstance(v, Mapping) else v for v in fields.values()]
+        values = [dumps_safe(v) if isinstance(v, Mapping) else v for v in fields.values()]
         with self._tx() as db:
             db.execute(f"UPDATE sessions SET {sets} WHERE id = ?", (*values, session_id))
 
@@ -150,8 +161,11 @@ class SqliteStore:
                 )
 
     def delete(self, session_id: str) -> bool:
+        """Forget a session: its rows, and the full command outputs kept for it."""
         with self._tx() as db:
-            return db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+            found = db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+        shutil.rmtree(outputs_dir(self.path.parent, session_id), ignore_errors=True)
+        return found
 
     def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, limit: int = 50
@@ -178,11 +192,19 @@ class SqliteStore:
 
     # -- journal -------------------------------------------------------------------------
 
-    def append_event(self, session_id: str, wire: Mapping[str, Any]) -> None:
-        self._append("events", "wire", session_id, json.dumps(wire, separators=(",", ":")))
+    def append_event(self, session_id: str, wire: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Journal one update; returns it as journaled: `wire` itself, or its `finite`
+        copy when it held something JSON cannot (what clients must be shown too)."""
+        try:
+            text = json.dumps(wire, separators=(",", ":"), allow_nan=False)
+        except (ValueError, TypeError):
+            wire = finite(wire)
+            text = json.dumps(wire, separators=(",", ":"))
+        self._append("events", "wire", session_id, text)
+        return wire
 
     def append_message(self, session_id: str, message: Message) -> None:
-        body = json.dumps(message_to_json(message), separators=(",", ":"))
+        body = dumps_safe(message_to_json(message), separators=(",", ":"))
         self._append("messages", "body", session_id, body)
 
     def _append(self, table: str, column: str, session_id: str, value: str) -> None:
@@ -199,32 +221,50 @@ class SqliteStore:
             db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
 
     def events(self, session_id: str) -> list[dict[str, Any]]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT wire FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
-            ).fetchall()
-        return [json.loads(r[0]) for r in rows]
+        rows = self._rows(
+            "SELECT seq, wire FROM events WHERE session_id = ? ORDER BY seq", session_id
+        )
+        return [wire for seq, text in rows if (wire := _decode(text, dict, seq)) is not None]
 
     def messages(self, session_id: str) -> list[Message]:
+        rows = self._rows(
+            "SELECT seq, body FROM messages WHERE session_id = ? ORDER BY seq", session_id
+        )
+        return [m for seq, text in rows if (m := _decode(text, message_from_json, seq)) is not None]
+
+    def _rows(self, sql: str, session_id: str) -> list[tuple[int, str]]:
         with self._lock:
-            rows = self._db.execute(
-                "SELECT body FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
-            ).fetchall()
-        return [message_from_json(json.loads(r[0])) for r in rows]
+            return self._db.execute(sql, (session_id,)).fetchall()
+
+
+def outputs_dir(data: Path, session_id: str) -> Path:
+    """Where the full outputs of a session's commands are kept, under the data dir
+    `data` (next to the store, and deleted with the session's rows)."""
+    safe = "".join(c if c.isalnum() or c in "_-" else "_" for c in session_id)
+    return data / "outputs" / safe
+
+
+def _decode(text: str, build: Callable[[Any], T], seq: int) -> T | None:
+    """One journal row, repaired (`finite`), or None when it cannot be read."""
+    try:
+        return build(finite(json.loads(text)))
+    except (ValueError, TypeError, KeyError) as err:
+        log.warning("skipping journal row %d that cannot be read: %r", seq, err)
+        return None
 
 
 def _row_of(r: SessionRecord) -> Sequence[Any]:
     return (
         r.id,
         r.cwd,
-        json.dumps(list(r.additional_dirs)),
+        dumps_safe(list(r.additional_dirs)),
         r.title,
         r.created_at,
         r.updated_at,
-        json.dumps(dict(r.runtime)),
-        json.dumps(dict(r.runtime_state)),
-        json.dumps(dict(r.config)),
-        json.dumps(dict(r.approvals)),
+        dumps_safe(dict(r.runtime)),
+        dumps_safe(dict(r.runtime_state)),
+        dumps_safe(dict(r.config)),
+        dumps_safe(dict(r.approvals)),
     )
 
 

@@ -5,6 +5,7 @@
     POST /v1/messages           Anthropic Messages (SSE)
     POST /v1/chat/completions   OpenAI Chat Completions (SSE, `data: [DONE]`)
     POST /v1/responses          OpenAI Responses (SSE)
+    POST /v1/messages/count_tokens  Anthropic token counting (answered from the size)
     GET  /v1/models             the model list (`models`; 401 unless a key in `keys`)
 
 from a queue of scripted steps per route (see `loopd.testing.llm_script`), falling
@@ -71,6 +72,7 @@ from loopd.testing.llm_script import (
 from loopd.testing.llm_wire import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, WIRES, Wire, sse
 
 ANY_ROUTE = "*"
+COUNT_TOKENS = "/v1/messages/count_tokens"
 
 
 @dataclass(slots=True)
@@ -210,6 +212,9 @@ class _Handler(BaseHTTPRequestHandler):
         request = RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         self.server_fake.record(request)
         route = self.path.split("?", 1)[0]  # Claude Code posts /v1/messages?beta=true
+        if route == COUNT_TOKENS:  # unscripted: it answers as the API does, from the size
+            self._json(200, {"input_tokens": max(1, len(raw) // 4)})
+            return
         wire_type = WIRES.get(route)
         if wire_type is None:
             self._json(404, {"error": {"message": f"no route {self.path}"}})

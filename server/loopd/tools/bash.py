@@ -2,10 +2,12 @@
 
 The command is `bash -c COMMAND`, handed to the session's `CommandSandbox` to be
 contained and then spawned as its own process group (see `processes`). Its output
-(stdout and stderr merged, in the order written) goes two ways with two budgets:
-the person sees all of it as it arrives, through `progress`; the model gets the
-head and the tail with a note of how much was cut from the middle, because the
-start (what ran) and the end (the error, the summary) are where the information is.
+(stdout and stderr merged, in the order written) goes several ways, each bounded
+(see `loopd.tools.output`): the person sees it live as it arrives, through
+`progress`, and its head and tail at the end; the model gets the head and the tail
+with a note of how much was cut from the middle, because the start (what ran) and
+the end (the error, the summary) are where the information is; and the whole of it
+goes to a file under the session's data dir, named wherever it was cut.
 
 Background commands belong to the session: they write to a log file the model can
 read, and they are stopped when the session's env closes.
@@ -40,44 +42,8 @@ from loopd.sandbox.base import CommandSpec, PreparedCommand
 from loopd.sandbox.landlock_syscalls import die_with_parent
 from loopd.tools.base import Args, failure
 from loopd.tools.env import EditorTerminals, ToolEnv
+from loopd.tools.output import HeadTail, LiveView, Spill
 from loopd.tools.processes import Finished, run_captured
-
-
-class HeadTail:
-    """Accumulates streamed text, keeping at most `keep` characters: everything while
-    it fits, then the first and last halves. `render(cap)` gives the text within
-    `cap` characters (cap <= keep) with a note of what was cut."""
-
-    def __init__(self, keep: int) -> None:
-        self._half = keep // 2
-        self._head: list[str] = []
-        self._head_len = 0
-        self._tail = ""
-        self.total = 0
-
-    def append(self, text: str) -> None:
-        self.total += len(text)
-        room = self._half - self._head_len
-        if room > 0:
-            self._head.append(text[:room])
-            self._head_len += min(room, len(text))
-            text = text[room:]
-        if text:
-            self._tail += text
-            if len(self._tail) > 2 * self._half:  # trim rarely: amortised O(1) per char
-                self._tail = self._tail[-self._half :]
-
-    def render(self, cap: int) -> str:
-        cap = min(cap, 2 * self._half)
-        kept = "".join(self._head) + self._tail[-self._half :]
-        if self.total <= cap:
-            return kept
-        head, tail = kept[: cap // 2], kept[len(kept) - (cap - cap // 2) :]
-        cut = self.total - len(head) - len(tail)
-        return (
-            f"{head}\n[... {cut} characters cut from the middle of the output; narrow the "
-            f"command (grep, head, tail) to see them ...]\n{tail}"
-        )
 
 
 class Bash:
@@ -146,14 +112,15 @@ class Bash:
             return await _start_background(prepared, command, env)
         terminals, argv = env.editor_terminals(), editor_argv(prepared)
         terminal_id: str | None = None
+        kept = ""
         if terminals is not None and argv is not None:
             finished, output, terminal_id = await _run_in_editor(
                 terminals, argv, prepared.cwd, timeout, env, progress
             )
         else:
-            finished, output = await _run_here(prepared, timeout, env, progress)
+            finished, output, kept = await _run_here(prepared, timeout, env, progress)
         notes = _sandbox_notes(command, finished, output, sandbox.tier, grant)
-        result = _result(finished, output, timeout, env, notes)
+        result = _result(finished, output, timeout, env, notes, kept)
         if terminal_id is not None:  # the editor keeps showing the terminal
             result = replace(result, content=(TerminalContent(terminal_id),))
         return result
@@ -161,21 +128,35 @@ class Bash:
 
 async def _run_here(
     prepared: PreparedCommand, time_limit: float, env: ToolEnv, progress: ToolProgress
-) -> tuple[Finished, HeadTail]:
-    output = HeadTail(env.limits.stream_max_chars)
+) -> tuple[Finished, HeadTail, str]:
+    """Run locally; also returns where the full output was kept ("" if not cut)."""
+    limits = env.limits
+    output = _head_tail(env)
+    spill = Spill(env.output_file(), limits.spill_max_bytes)
+    live = LiveView(progress, limits.live_max_chars, limits.live_budget_chars, spill.path or "")
 
     async def on_output(text: str) -> None:
         output.append(text)
-        await progress((TextBlock(output.render(env.limits.stream_max_chars)),))
+        spill.write(text)
+        await live.update(output)
 
-    finished = await run_captured(
-        prepared,
-        clock=env.clock,
-        time_limit=time_limit,
-        grace=env.limits.kill_grace,
-        on_output=on_output,
-    )
-    return finished, output
+    try:
+        finished = await run_captured(
+            prepared,
+            clock=env.clock,
+            time_limit=time_limit,
+            grace=limits.kill_grace,
+            on_output=on_output,
+        )
+    finally:
+        cut = output.total > min(limits.output_max_chars, limits.shown_max_chars)
+        kept = spill.finish(keep=cut)
+    return finished, output, kept or ""
+
+
+def _head_tail(env: ToolEnv) -> HeadTail:
+    limits = env.limits
+    return HeadTail(2 * max(limits.output_max_chars, limits.shown_max_chars, limits.live_max_chars))
 
 
 def editor_argv(prepared: PreparedCommand) -> tuple[str, ...] | None:
@@ -215,10 +196,10 @@ async def _run_in_editor(
         shown.append(terminal_id)
         await progress((TerminalContent(terminal_id),))
 
-    output = HeadTail(env.limits.stream_max_chars)
+    output = _head_tail(env)
     try:
         async with asyncio.timeout(time_limit):
-            run = await terminals.run(argv, cwd, {}, on_start, env.limits.stream_max_chars)
+            run = await terminals.run(argv, cwd, {}, on_start, env.limits.shown_max_chars)
     except TimeoutError:
         finished = Finished(exit_code=None, timed_out=True)
     else:
@@ -316,21 +297,31 @@ def _mentions_secret(command: str) -> bool:
 
 
 def _result(
-    finished: Finished, output: HeadTail, timeout: float, env: ToolEnv, notes: str = ""
+    finished: Finished,
+    output: HeadTail,
+    timeout: float,
+    env: ToolEnv,
+    notes: str = "",
+    kept: str = "",
 ) -> ToolResult:
+    """The model reads head and tail with a hint to narrow the command; the person
+    sees a larger head and tail, and where the whole output is when it was cut."""
     status = _status(finished, timeout) + (f"\n{notes}" if notes else "")
     for_model = output.render(env.limits.output_max_chars).rstrip("\n") or "(no output)"
-    for_ui = output.render(env.limits.stream_max_chars).rstrip("\n")
+    for_ui = output.render(env.limits.shown_max_chars, kept).rstrip("\n")
+    raw_output: dict[str, Any] = {
+        "exit_code": finished.exit_code,
+        "timed_out": finished.timed_out,
+        "output_chars": output.total,
+        "truncated": output.total > env.limits.output_max_chars,
+    }
+    if kept:
+        raw_output["full_output"] = kept
     return ToolResult(
         output=f"{for_model}\n\n{status}",
         is_error=finished.exit_code != 0,
         content=(TextBlock(f"{for_ui}\n\n{status}" if for_ui else status),),
-        raw_output={
-            "exit_code": finished.exit_code,
-            "timed_out": finished.timed_out,
-            "output_chars": output.total,
-            "truncated": output.total > env.limits.output_max_chars,
-        },
+        raw_output=raw_output,
     )
 
 

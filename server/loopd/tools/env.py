@@ -10,22 +10,30 @@ and the tools stay the same.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import re
 import shutil
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from loopd.engine.ports import Clock
+from loopd.policy.beneath import FileTooLarge as BeneathTooLarge
+from loopd.policy.beneath import check_regular, read_regular
 from loopd.policy.grants import CallGrants
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import PlanEntry
 from loopd.sandbox.base import CommandSandbox, Unsandboxed
 from loopd.tools.changes import ChangeLog
 from loopd.tools.processes import BackgroundProcesses
+
+RUNNING_CALL: ContextVar[str] = ContextVar("loopd_running_call", default="call")
+"""The id of the tool call running in this task (set by the registry)."""
 
 
 class NotText(Exception):
@@ -68,11 +76,12 @@ class LocalFiles:
         await asyncio.to_thread(self._write, path, text)
 
     def _read(self, path: str) -> str:
-        with Path(path).open("rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > self.max_bytes:
-                raise FileTooLarge(path, size, self.max_bytes)
-            data = f.read()
+        # Regular files only, opened without blocking: a FIFO would block the open
+        # forever, a device would never end (see `loopd.policy.beneath`).
+        try:
+            data = read_regular(lambda flags: os.open(path, flags), path, self.max_bytes)
+        except BeneathTooLarge as e:
+            raise FileTooLarge(path, e.size, e.limit) from None
         if b"\0" in data[:8192]:
             raise NotText(path)
         return decode_text(data, path)
@@ -80,6 +89,9 @@ class LocalFiles:
     def _write(self, path: str, text: str) -> None:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            info = os.stat(target)
+            check_regular(info.st_mode, path)  # writing to a FIFO would block too
         target.write_bytes(text.encode("utf-8"))
 
 
@@ -153,10 +165,14 @@ class ToolLimits:
     read_default_lines: int = 2000
     read_max_line_chars: int = 2000
     read_max_chars: int = 100_000
-    output_max_chars: int = 30_000  # bash output for the model, head + tail
-    # bash output kept for the UI: all of it up to here, then head + tail. Bounded
-    # because each progress update carries the whole text so far.
-    stream_max_chars: int = 2 * 1024 * 1024
+    # A command's output (see `loopd.tools.output`): for the model, head + tail; for
+    # the editor at the end, head + tail; live, the latest characters per update,
+    # within a budget per call; in a file, all of it up to a size.
+    output_max_chars: int = 30_000
+    shown_max_chars: int = 64_000
+    live_max_chars: int = 16_000
+    live_budget_chars: int = 2_000_000
+    spill_max_bytes: int = 256 * 1024 * 1024
     bash_default_timeout: float = 120.0
     bash_max_timeout: float = 600.0
     kill_grace: float = 2.0  # seconds between SIGTERM and SIGKILL
@@ -189,6 +205,9 @@ class ToolEnv:
     on_plan: PlanListener | None = None
     # The prompting editor's terminals right now, or None (the editor has none).
     editor_terminals: Callable[[], EditorTerminals | None] = lambda: None
+    # Where a command's full output is written when what is shown was cut (the
+    # session's dir under the data dir); None: nowhere.
+    outputs_dir: str | None = None
     plan: tuple[PlanEntry, ...] = ()
     changes: ChangeLog = field(default_factory=ChangeLog)
     processes: BackgroundProcesses = field(init=False)
@@ -221,6 +240,14 @@ class ToolEnv:
         if path.startswith(self.cwd.rstrip(os.sep) + os.sep):
             return os.path.relpath(path, self.cwd)
         return path
+
+    def output_file(self) -> str | None:
+        """A fresh path for the running call's full output, or None."""
+        if self.outputs_dir is None:
+            return None
+        os.makedirs(self.outputs_dir, mode=0o700, exist_ok=True)
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", RUNNING_CALL.get())[:80]
+        return os.path.join(self.outputs_dir, f"{name}.log")
 
     def scratch_dir(self) -> str:
         """A private directory for this session's own files (background logs),

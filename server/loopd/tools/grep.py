@@ -18,17 +18,25 @@ import fnmatch
 import json
 import os
 import re
-from collections.abc import Iterator
+import stat
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
+from loopd.policy.beneath import file_kind
 from loopd.policy.paths import secret_reason
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import Location, ToolKind
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
 from loopd.tools.glob import SEARCH_ROOT, search_root
+
+LINE_CAP = 1024 * 1024
+"""Bytes of one line searched; past it, the rest of the line is skipped (both
+backends: ripgrep's JSON line for such a match is dropped)."""
+LINE_KEPT = 4096
+"""Characters of a matching line kept in memory (the rendered cap is lower)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +100,11 @@ class Grep:
             args.get("glob"),
             args.get("case_insensitive", False),
         )
-        if not await asyncio.to_thread(os.path.exists, query.root):
+        kind = await asyncio.to_thread(_root_kind, query.root)
+        if kind is None:
             return failure(f"{env.display(query.root)} does not exist")
+        if kind not in ("directory", "regular file"):
+            return failure(f"{env.display(query.root)} is a {kind}; grep searches files")
         want = env.limits.grep_max_matches + 1
         try:
             if self.rg is None:
@@ -107,6 +118,16 @@ class Grep:
         if withheld:
             output += f"\n[{len(withheld)} matches in files that look like secrets are withheld.]"
         return ToolResult(output=output)
+
+
+def _root_kind(path: str) -> str | None:
+    """What the search root is (`file_kind`), or None when it does not exist. A FIFO
+    or device is refused up front: ripgrep reads a path it is given, and would block
+    on a FIFO forever."""
+    try:
+        return file_kind(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return None
 
 
 def _without_secrets(found: list[Match]) -> tuple[list[Match], list[Match]]:
@@ -150,21 +171,24 @@ async def _rg_search(rg: str, query: Query, want: int) -> list[Match]:
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        limit=64 * 1024 * 1024,  # one JSON line per matching line, however long
+        limit=2 * LINE_CAP,  # one JSON line per matching line; longer ones are dropped
     )
     assert proc.stdout is not None and proc.stderr is not None
     errors = asyncio.ensure_future(proc.stderr.read())
     found: list[Match] = []
+    read_all = False
     try:
-        async for raw in proc.stdout:
-            event = json.loads(raw)
+        async for event in _rg_events(proc.stdout):
             if event["type"] == "match":
                 found.append(_rg_match(event["data"]))
                 if len(found) >= want:
                     break
+        else:
+            read_all = True
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
+        if not read_all:  # killed only when stopped early: its exit status is the news
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
         code = await proc.wait()
         message = (await errors).decode("utf-8", "replace").strip()
     if code == 2 and not found:
@@ -172,10 +196,28 @@ async def _rg_search(rg: str, query: Query, want: int) -> list[Match]:
     return found
 
 
+async def _rg_events(stdout: asyncio.StreamReader) -> AsyncIterator[dict[str, Any]]:
+    """ripgrep's JSON events. A line over the reader's limit is dropped (the reader
+    discards what it buffered), and so is whatever is left of it after the drop,
+    which does not parse: memory stays bounded whatever the files hold."""
+    while True:
+        try:
+            raw = await stdout.readline()
+        except ValueError:
+            continue
+        if not raw:
+            return
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            yield event
+
+
 def _rg_match(data: dict[str, Any]) -> Match:
-    return Match(
-        _rg_text(data["path"]), data["line_number"], _rg_text(data["lines"]).rstrip("\r\n")
-    )
+    text = _rg_text(data["lines"]).rstrip("\r\n")
+    return Match(_rg_text(data["path"]), data["line_number"], text[:LINE_KEPT])
 
 
 def _rg_text(field: dict[str, str]) -> str:
@@ -197,7 +239,7 @@ def _python_search(query: Query, want: int) -> list[Match]:
     for path in _walk(query):
         for number, line in enumerate(_text_lines(path), start=1):
             if regex.search(line):
-                found.append(Match(path, number, line))
+                found.append(Match(path, number, line[:LINE_KEPT]))
                 if len(found) >= want:
                     return found
     return found
@@ -222,23 +264,29 @@ def _walk_dir(directory: str, query: Query) -> Iterator[str]:
             continue
         if entry.is_dir():
             yield from _walk_dir(entry.path, query)
-        elif _selected(entry.path, query):
+        elif entry.is_file(follow_symlinks=False) and _selected(entry.path, query):
             yield entry.path
 
 
-def _text_lines(path: str) -> list[str]:
-    """The file's lines, or none for a binary or unreadable file."""
+def _text_lines(path: str) -> Iterator[str]:
+    """The file's lines, each cut at `LINE_CAP` bytes; none for an unreadable file or
+    anything but a regular file (a FIFO would block, a device never end), and no more
+    once a NUL byte shows the file is binary. Read a line at a time, so a huge file
+    or a huge line costs `LINE_CAP` of memory, not its size."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
-        return []
-    if b"\0" in data:
-        return []
-    lines = data.decode("utf-8", "replace").split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line.rstrip("\r") for line in lines]
+        return
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return
+        while line := f.readline(LINE_CAP):
+            if not line.endswith(b"\n") and len(line) == LINE_CAP:
+                while (rest := f.readline(LINE_CAP)) and not rest.endswith(b"\n"):
+                    pass  # the rest of an over-long line is not searched
+            if b"\0" in line:
+                return
+            yield line.decode("utf-8", "replace").rstrip("\n").rstrip("\r")
 
 
 def _selected(path: str, query: Query) -> bool:

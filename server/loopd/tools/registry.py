@@ -21,7 +21,7 @@ from loopd.protocol.model import INVALID_JSON_KEY, ToolSpec
 from loopd.tools.base import Tool, failure
 from loopd.tools.bash import Bash
 from loopd.tools.edit import Edit, Write
-from loopd.tools.env import FileTooLarge, NotText, ToolEnv
+from loopd.tools.env import RUNNING_CALL, FileTooLarge, NotText, ToolEnv
 from loopd.tools.files import PathRefused
 from loopd.tools.glob import Glob
 from loopd.tools.grep import Grep
@@ -52,8 +52,12 @@ class ToolRegistry:
         return await self._checked(call).declare(call.input, self.env)
 
     async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
-        with self.env.grants.running(call.id):
-            return await self._run(call, progress)
+        token = RUNNING_CALL.set(call.id)
+        try:
+            with self.env.grants.running(call.id):
+                return await self._run(call, progress)
+        finally:
+            RUNNING_CALL.reset(token)
 
     async def _run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
         try:

@@ -19,6 +19,7 @@ accepts any argument.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -81,6 +82,8 @@ def _validate_object(value: Mapping[str, Any], schema: Mapping[str, Any], where:
 
 
 def _validate_bounds(value: float, schema: Mapping[str, Any], where: str) -> None:
+    if not math.isfinite(value):  # the parse edge refuses them; never trust one edge
+        raise ToolInputError(f"{_name(where)} must be a finite number, got {value}")
     low, high = schema.get("minimum"), schema.get("maximum")
     if low is not None and value < low:
         raise ToolInputError(f"{_name(where)} must be at least {low}, got {value}")

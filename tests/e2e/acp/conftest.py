@@ -162,6 +162,7 @@ async def raw_loopd(home: Home, env: Mapping[str, str] | None = None) -> AsyncIt
         stderr=asyncio.subprocess.PIPE,
         env=home.env() if env is None else dict(env),
         cwd=home.work,
+        limit=16 << 20,  # a tool result's update can pass asyncio's 64 KiB default
     )
     agent = RawAgent(proc)
     try:

@@ -51,7 +51,10 @@ def test_every_provider_failure_exits_1_with_the_error_on_stderr(
         assert proc.returncode == 1, (name, out, err)
         assert "request failed" in err, (name, err)
         assert "request failed" not in out and "interrupted" not in out, (name, out)
-    assert done["dropped stream"][1] == "Partial answer\n"  # the last attempt's, once
+    # The first attempt's partial text was withdrawn at the retry notice (stdout is
+    # not a terminal, so the link held it back); the retries are shown only when
+    # complete (loopd.engine.streaming), and none completed: stdout stays empty.
+    assert done["dropped stream"][1] == ""
 
 
 def spawn(env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:

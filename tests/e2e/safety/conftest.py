@@ -214,6 +214,27 @@ def calls(*items: tuple[str, dict[str, Any]]) -> Reply:
     return Reply(tool_calls=tuple(ScriptedCall(name, args) for name, args in items))
 
 
+async def spawn_run(
+    box: Box, fake: FakeLLMServer, *flags: str, prompt: str = "go"
+) -> asyncio.subprocess.Process:
+    """`loopd run --json` started in `box.ws` (its own session: no terminal)."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "loopd",
+        "run",
+        "--json",
+        *flags,
+        prompt,
+        cwd=box.ws,
+        env=box.env(fake.base_url),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
 async def loopd_run(
     box: Box,
     replies: Sequence[Reply],
@@ -223,21 +244,7 @@ async def loopd_run(
     """One `loopd run --json` in `box.ws` against a model that answers `replies`."""
     with FakeLLMServer() as fake:
         fake.script("*", *replies)
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "loopd",
-            "run",
-            "--json",
-            *flags,
-            prompt,
-            cwd=box.ws,
-            env=box.env(fake.base_url),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
+        proc = await spawn_run(box, fake, *flags, prompt=prompt)
         try:
             out, err = await asyncio.wait_for(proc.communicate(), BOUND)
         finally:

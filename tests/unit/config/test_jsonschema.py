@@ -59,6 +59,9 @@ max_parallel = 8
 max_result_bytes = 100000
 max_identical_calls = 3
 turn_token_ceiling = 0
+stream_idle_seconds = 30
+max_output_chars = 20000
+max_shown_chars = 50000
 
 [approvals]
 allow = ["read(**)"]

@@ -9,7 +9,7 @@ import pytest
 
 from loopd.engine.limits import Limits
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
-from loopd.engine.ports import Verdict
+from loopd.engine.ports import ToolCall, ToolProgress, ToolResult, Verdict
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.errors import AuthError, ContextOverflow, Overloaded, RateLimited
 from loopd.protocol.events import (
@@ -383,3 +383,83 @@ async def test_a_turn_stopped_by_a_limit_does_not_stop_the_next_one() -> None:
     assert (await engine.run(ask("go"))).stop_reason == "max_turn_requests"
     assert (await engine.run(ask("again"))).stop_reason == "end_turn"
     assert rig.tools.started[-1] == "d"
+
+
+async def test_duplicate_and_missing_tool_ids_are_made_distinct_for_screen_and_model() -> None:
+    """Two calls sharing an id (and one with none, and an id reused at the next step)
+    are shown as separate calls, each gets its own result, and the history sent
+    back pairs each rewritten id with its result."""
+    rig = Rig(
+        ScriptedProvider.of(
+            Reply(
+                tools=[
+                    ("dup", "read", {"path": "/w/a"}),
+                    ("dup", "read", {"path": "/w/b"}),
+                    ("", "read", {"path": "/w/c"}),
+                ]
+            ),
+            Reply(tools=[("dup", "read", {"path": "/w/d"})]),
+            Reply(text="done"),
+        )
+    )
+    engine = rig.engine()
+    outcome = await engine.run(ask("read"))
+
+    assert outcome.stop_reason == "end_turn"
+    started = [(e.tool_call_id, e.raw_input) for e in rig.emitter.of(ToolCallStarted)]
+    ids = [i for i, _ in started]
+    assert ids[:2] == ["dup", "dup_2"] and ids[3] == "dup_3"
+    assert len(set(ids)) == 4 and all(ids)
+    assert [r["path"] for _, r in started] == ["/w/a", "/w/b", "/w/c", "/w/d"]
+    for call_id in ids:
+        assert rig.statuses(call_id) == ["in_progress", "completed"]
+    sent = rig.provider.requests[2].messages
+    uses = [u.id for m in sent for u in m.tool_uses]
+    results = [r.tool_use_id for m in sent for r in m.tool_results]
+    assert uses == results == ids
+
+
+async def test_after_a_cut_off_reply_retries_show_only_when_complete() -> None:
+    """The first attempt's partial text stays; a retry cut off too shows nothing; the
+    complete reply is shown once."""
+    rig = Rig(
+        ScriptedProvider.of(
+            Reply(text="Part one", error=Overloaded("x")),
+            Reply(text="Again cut", error=Overloaded("x")),
+            Reply(text="Whole answer"),
+        )
+    )
+    engine = rig.engine()
+    await engine.run(ask("hi"))
+    shown = "".join(e.text for e in rig.emitter.of(AgentMessageChunk))
+    assert shown.startswith("Part one")
+    assert "Again" not in shown
+    assert shown.count("interrupted") == 2 and "retry 2 of 4" in shown
+    assert shown.endswith("Whole answer")
+
+
+@dataclass
+class FloodingTools(FakeToolBox):
+    """A tool (an MCP server's, say) that shows 5 MB live and returns 5 MB."""
+
+    async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
+        flood = "x" * 5_000_000
+        await progress((TextBlock(flood),))
+        return ToolResult(flood, content=(TextBlock(flood),))
+
+
+async def test_whatever_a_tool_returns_what_is_shown_and_kept_is_bounded() -> None:
+    limits = Limits(max_shown_chars=1_000, max_result_bytes=2_000)
+    rig = Rig(
+        ScriptedProvider.of(Reply(tools=[("t1", "bash", {"command": "x"})]), Reply(text="ok")),
+        tools=FloodingTools(),
+        limits=limits,
+    )
+    await rig.engine().run(ask("go"))
+
+    texts = [c.text for u in rig.updates("t1") for c in u.content or () if isinstance(c, TextBlock)]
+    assert len(texts) == 2
+    assert all(len(t) < 2 * limits.max_shown_chars + 100 for t in texts)
+    assert all("characters cut from the middle" in t for t in texts)
+    result = rig.provider.requests[1].messages[-1].tool_results[0]
+    assert len(result.content.encode()) <= limits.max_result_bytes

@@ -1,0 +1,87 @@
+"""ACP's newline-delimited JSON, with every line bounded.
+
+The SDK's own NDJSON reader gathers a line whatever its size: a 100 MB line
+without a newline is held whole (and a client that never sends one grows it without
+end). `BoundedNdjson` writes as the SDK does and reads through `loopd.lines.LineReader`: a line
+over `max_line` bytes is dropped as it streams in and answered with an Invalid
+Request error (with the request's id when its first bytes name one, so the client's
+call fails instead of waiting forever), and reading goes on with the next line. A
+line that is not JSON is answered with a parse error (id null), as JSON-RPC says;
+the SDK only logged it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from typing import Any
+
+from acp.task import MessageSender, TaskSupervisor
+
+from loopd.lines import LineReader, Overlong
+
+log = logging.getLogger(__name__)
+
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,256}")')
+
+
+class BoundedNdjson:
+    """An `acp` `Transport` over a byte reader and writer (see the module docstring)."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, max_line: int
+    ) -> None:
+        self._lines = LineReader(reader, max_line)
+        self._tasks = TaskSupervisor(source="loopd.acp.transport")
+        self._sender = MessageSender(writer, self._tasks)  # the SDK's ordered writer
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self._sender.send(message)
+
+    async def receive(self) -> dict[str, Any] | None:
+        while True:
+            line = await self._lines.line()
+            if line is None:
+                return None
+            if isinstance(line, Overlong):
+                limit = self._lines.max_line
+                detail = f"a message of {line.size} bytes or more (the limit is {limit})"
+                await self._error(
+                    _id_in(line.prefix), INVALID_REQUEST, f"Invalid Request: {detail}"
+                )
+                continue
+            if not line.strip():
+                continue
+            try:
+                message = json.loads(line)
+            except ValueError as err:
+                await self._error(None, PARSE_ERROR, f"Parse error: {err}")
+                continue
+            if not isinstance(message, dict):
+                await self._error(None, INVALID_REQUEST, "Invalid Request: not a JSON object")
+                continue
+            return message
+
+    async def close(self) -> None:
+        """Stop writing; the streams belong to whoever opened them."""
+        await self._sender.close()
+        await self._tasks.shutdown()
+
+    async def _error(self, msg_id: int | str | None, code: int, message: str) -> None:
+        log.warning("answering a bad message with %d: %s", code, message)
+        error = {"code": code, "message": message}
+        await self.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
+
+def _id_in(prefix: bytes) -> int | str | None:
+    """The id a dropped request's first bytes give, when it comes before its params
+    (as every client writes it); None otherwise."""
+    params = prefix.find(b'"params"')
+    match = _ID.search(prefix, 0, params if params >= 0 else len(prefix))
+    if match is None:
+        return None
+    value: int | str = json.loads(match.group(1))
+    return value
