@@ -13,8 +13,8 @@ import asyncio
 import functools
 import logging
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,8 @@ from loopd.catalog.errors import NO_RUNTIME_HELP
 from loopd.config import Config, TrustStore, data_dir, load_config
 from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.schema import Harness
+from loopd.engine.delegate import ChildRuntime
+from loopd.engine.done import Criterion, DoneSet
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig, random_id
 from loopd.engine.ports import Emitter
@@ -55,9 +57,12 @@ from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
 from loopd.sessions.manager import SessionManager
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.sqlite import SqliteStore, outputs_dir
+from loopd.tools.criteria import SandboxedDone
 from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv, ToolLimits
+from loopd.tools.explore import Explore
 from loopd.tools.files import BeneathFiles
 from loopd.tools.registry import ToolRegistry, builtin_tools
+from loopd.tools.skills import Skill, SkillShelf
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +162,7 @@ def _factories(
 ) -> dict[str, RuntimeFactory]:
     factories: dict[str, RuntimeFactory] = {}
     for entry in catalog.catalog:
-        factory = _factory(entry, env, config, store, providers, probe)
+        factory = _factory(entry, env, config, store, providers, probe, catalog.catalog)
         if factory is not None:
             factories[entry.name] = factory
     return factories
@@ -189,11 +194,12 @@ def _factory(
     store: SqliteStore,
     providers: list[ClosableProvider],
     probe: LazyProbe,
+    catalog: RuntimeCatalog,
 ) -> RuntimeFactory | None:
     """The factory for a catalog entry; None for a harness this build cannot run."""
     match entry.harness:
         case Harness.NATIVE:
-            wiring = _native_wiring(entry, env, config, providers, probe)
+            wiring = _native_wiring(entry, env, config, providers, probe, catalog)
             return NativeRuntimeFactory(entry.name, wiring, store)
         case Harness.CLAUDE:
             return ClaudeRuntimeFactory(ClaudeSettings(**_cli_fields(entry)))
@@ -224,7 +230,43 @@ def _native_wiring(
     config: Config,
     providers: list[ClosableProvider],
     probe: LazyProbe,
+    catalog: RuntimeCatalog,
 ) -> NativeWiring:
+    provider = _provider(entry, env, config, providers)
+    models = tuple(m.id for m in entry.models)
+    default_model = entry.resolve_model(None) if entry.default_model else None
+    default_model = default_model or (models[0] if models else "default")
+    rules = RuleSet.from_config(_rules_table(config))
+    child = _explore_child(catalog, entry, ChildRuntime(provider, default_model), config, env)
+    shelf = SkillShelf(env)
+    return NativeWiring(
+        provider_for=lambda model: provider,
+        parts_for=functools.partial(
+            GuardedParts.open,
+            env=env,
+            probe=probe,
+            rules=rules,
+            child=child(providers),
+            shelf=shelf,
+            limits=_tool_limits(config),
+        ),
+        system_for=lambda ctx: shelf.book(ctx).indexed(system_prompt(ctx.cwd, ctx.roots)),
+        clock=SystemClock(),
+        default_mode=config.defaults.mode or DEFAULT_MODE.value,
+        models=models or (default_model,),
+        default_model=default_model,
+        engine=EngineConfig(model=default_model, limits=_limits(config)),
+        open_models=entry.open_models,
+        resolve_model=functools.partial(_model_id, entry),
+    )
+
+
+def _provider(
+    entry: RuntimeEntry,
+    env: Mapping[str, str],
+    config: Config,
+    providers: list[ClosableProvider],
+) -> ClosableProvider:
     ref = entry.provider
     assert ref is not None, "a native entry always has a provider"
     api_key = env.get(ref.api_key_env, "") if ref.api_key_env else ""
@@ -236,23 +278,57 @@ def _native_wiring(
         idle_timeout=float(config.limits.stream_idle_seconds) or None,
     )
     providers.append(provider)
-    models = tuple(m.id for m in entry.models)
-    default_model = entry.resolve_model(None) if entry.default_model else None
-    default_model = default_model or (models[0] if models else "default")
-    rules = RuleSet.from_config(_rules_table(config))
-    return NativeWiring(
-        provider_for=lambda model: provider,
-        parts_for=functools.partial(
-            GuardedParts.open, env=env, probe=probe, rules=rules, limits=_tool_limits(config)
-        ),
-        system_for=lambda ctx: system_prompt(ctx.cwd, ctx.roots),
-        clock=SystemClock(),
-        default_mode=config.defaults.mode or DEFAULT_MODE.value,
-        models=models or (default_model,),
-        default_model=default_model,
-        engine=EngineConfig(model=default_model, limits=_limits(config)),
-        open_models=entry.open_models,
-        resolve_model=functools.partial(_model_id, entry),
+    return provider
+
+
+def _explore_child(
+    catalog: RuntimeCatalog,
+    entry: RuntimeEntry,
+    own: ChildRuntime,
+    config: Config,
+    env: Mapping[str, str],
+) -> Callable[[list[ClosableProvider]], ChildRuntime]:
+    """Where this entry's `explore` children run: the `[delegate]` runtime and model,
+    resolved through the catalog scoped to what a session may delegate to (seed 001's
+    parent-scoped catalog); unset, the entry itself with its default model. Raises
+    ConfigError for a delegate the catalog does not hold or that is not native."""
+    wanted = config.delegate
+    name = wanted.runtime or entry.name
+    if name == entry.name and wanted.model is None:
+        return lambda providers: replace(own, name=entry.name)
+    try:
+        resolved = catalog.scoped([name]).resolve(name, wanted.model)
+    except CatalogError as err:
+        raise ConfigError(f"[delegate]: {err}") from err
+    if resolved.entry.harness is not Harness.NATIVE:
+        raise ConfigError(f"[delegate] runtime {name!r} is not native; explore needs one")
+    model = resolved.model or own.model
+
+    def build(providers: list[ClosableProvider]) -> ChildRuntime:
+        if resolved.entry.name == entry.name:
+            return ChildRuntime(own.provider, model, entry.name)
+        child = _provider(resolved.entry, env, config, providers)
+        return ChildRuntime(child, model, resolved.entry.name)
+
+    return build
+
+
+def workspace_done(env: Mapping[str, str], cwd: str) -> DoneSet:
+    """The definition of done for a session's workspace, from the config files seen
+    from its folder. The criteria are commands: a workspace file's may run only in
+    a workspace the person trusted, which `load_config` decides (an untrusted
+    workspace file is not read). A file loopd cannot use defines nothing here; the
+    error was already shown when loopd started or is shown by `loopd doctor`."""
+    try:
+        done = load_config(env, Path(cwd)).done
+    except ConfigError:
+        return DoneSet()
+    return DoneSet(
+        criteria=tuple(Criterion(c.name, c.command, c.exit_code) for c in done.criteria),
+        protected=done.protected,
+        enabled=done.enabled,
+        timeout_seconds=float(done.timeout_seconds),
+        max_stall_cycles=done.max_stall_cycles,
     )
 
 
@@ -323,6 +399,8 @@ class GuardedParts:
     policy: RulePolicy
     mcp: McpServers
     emitter: Emitter
+    done: SandboxedDone
+    shelf: SkillShelf
     notice: str = ""  # said at the start of the next turn
 
     @classmethod
@@ -335,6 +413,8 @@ class GuardedParts:
         env: Mapping[str, str],
         probe: LazyProbe,
         rules: RuleSet,
+        child: ChildRuntime,
+        shelf: SkillShelf,
         limits: ToolLimits,
     ) -> GuardedParts:
         found = await asyncio.to_thread(probe.get)  # runs trial commands, once
@@ -361,19 +441,26 @@ class GuardedParts:
             grants=policy.grants,
             on_plan=on_plan,
             editor_terminals=ctx.editor_terminals,
+            person=ctx.person,
+            session_id=ctx.session_id,
             limits=limits,
             outputs_dir=str(outputs_dir(data_dir(env), ctx.session_id)),
         )
         builtin = builtin_tools()
+        explore = Explore(child, ToolRegistry(tool_env, builtin), policy)  # without itself
         mcp = await McpServers.connect(
             ctx.mcp_servers,
-            reserved={t.name for t in builtin},
+            reserved={t.name for t in (*builtin, explore)} | {Skill.name},
             cwd=ctx.cwd,
             base_env=env,
             clock=tool_env.clock,
         )
-        tools = ToolRegistry(tool_env, (*builtin, *mcp.tools))
-        return cls(env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, mcp.report())
+        skill = Skill(shelf.book(ctx))
+        tools = ToolRegistry(tool_env, (*builtin, explore, skill, *mcp.tools))
+        done = SandboxedDone(tool_env, workspace_done(env, ctx.cwd))
+        return cls(
+            env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, done, shelf, mcp.report()
+        )
 
     def set_mode(self, mode: str) -> None:
         parsed = parse_mode(mode)
@@ -399,5 +486,6 @@ class GuardedParts:
         return await self.tool_env.changes.undo(self.tool_env.files)
 
     async def aclose(self) -> None:
+        self.shelf.forget(self.tool_env.session_id)
         await self.mcp.aclose()
         await self.tool_env.aclose()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,36 @@ def pinned_binary(name: str) -> str:
     if not path.exists():
         pytest.skip(f"{name} is not installed: run scripts/setup.sh (npm ci in tests/clients)")
     return str(path)
+
+
+DONE_TOML = """
+[done]
+enabled = true
+max_stall_cycles = 1
+protected = ["tests/**"]
+
+[[done.criteria]]
+name = "content"
+command = "grep -q good app.txt"
+"""
+"""A workspace `[done]` for the seal tests: app.txt must say "good"; a turn that
+fails twice without progress is incomplete."""
+
+
+def run_loopd(
+    args: list[str], env: dict[str, str], cwd: Path, stdin: str = "", **kw: Any
+) -> subprocess.CompletedProcess[str]:
+    """`loopd ARGS` as a subprocess, its output captured as text."""
+    return subprocess.run(
+        [*LOOPD, *args],
+        env=env,
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        **kw,
+    )
 
 
 def isolated_env(tmp: Path, fake: FakeLLMServer | None, **extra: str) -> dict[str, str]:

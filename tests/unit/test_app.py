@@ -7,11 +7,13 @@ import os
 from pathlib import Path
 
 from loopd.app import GuardedParts, LazyProbe
+from loopd.engine.delegate import ChildRuntime
 from loopd.policy.rules import RuleSet
 from loopd.protocol.events import AgentMessageChunk
 from loopd.runtimes.base import McpServerConfig, RuntimeContext
-from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
+from loopd.testing.fakes import RecordingEmitter, ScriptedApprover, ScriptedProvider
 from loopd.tools.env import ToolLimits
+from loopd.tools.skills import SkillShelf
 from tests.unit.mcp.conftest import stdio
 
 
@@ -27,12 +29,21 @@ async def test_mcp_tools_join_the_session_and_failures_are_said_once(tmp_path: P
         mcp_servers=(stdio("fake"), McpServerConfig("gone", command="/nonexistent/server")),
     )
     env = {"PATH": os.environ["PATH"]}
+    child = ChildRuntime(ScriptedProvider.of(), "m")
     parts = await GuardedParts.open(
-        ctx, "ask", {}, env=env, probe=LazyProbe(env), rules=RuleSet(), limits=ToolLimits()
+        ctx,
+        "ask",
+        {},
+        env=env,
+        probe=LazyProbe(env),
+        rules=RuleSet(),
+        child=child,
+        shelf=SkillShelf(env),
+        limits=ToolLimits(),
     )
     try:
         names = [s.name for s in parts.tools.specs()]
-        assert names[:7] == ["read", "write", "edit", "bash", "glob", "grep", "plan"]
+        assert names[:8] == ["read", "write", "edit", "bash", "glob", "grep", "plan", "explore"]
         assert "mcp__fake__echo" in names
         await parts.begin_turn()
         await parts.begin_turn()

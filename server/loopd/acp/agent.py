@@ -82,7 +82,7 @@ from loopd.acp.translate import (
     modes,
     prompt_of,
 )
-from loopd.protocol.errors import ConfigError
+from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import (
     AgentMessageChunk,
     AvailableCommandsUpdated,
@@ -90,6 +90,7 @@ from loopd.protocol.events import (
     ConfigOptionsChanged,
     to_wire,
 )
+from loopd.protocol.turns import Outcome
 from loopd.sessions.manager import (
     NoRuntime,
     SessionBusy,
@@ -97,9 +98,11 @@ from loopd.sessions.manager import (
     SessionNotFound,
     SessionView,
 )
+from loopd.sessions.queue import NotRunning
 
 log = logging.getLogger(__name__)
 
+STEER_METHOD = "loopd/session/steer"  # `_loopd/session/steer` on the wire
 CAPABILITIES = AgentCapabilities(
     load_session=True,
     auth=AgentAuthCapabilities(logout=LogoutCapabilities()),
@@ -113,6 +116,7 @@ CAPABILITIES = AgentCapabilities(
         additional_directories=SessionAdditionalDirectoriesCapabilities(),
         fork=SessionForkCapabilities(),
     ),
+    field_meta={"loopd": {"steer": f"_{STEER_METHOD}", "verification": True}},
 )
 # Requests that open a session: what they answer must reach the client before any
 # update that names the session (zed#60199), so those wait for the response.
@@ -316,8 +320,10 @@ class LoopdAgent(Agent):
         self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
     ) -> PromptResponse:
         """One turn. Whatever goes wrong inside it ends it with a stop reason and a
-        message the person can read; a `$/cancel_request` for this request cancels the
-        turn (the SDK then answers -32800)."""
+        message the person can read; a `$/cancel_request` for this request cancels
+        this prompt alone: its turn when it runs, its place in the queue when it waits
+        (the SDK then answers -32800). A prompt refused because the queue is full is an
+        error, never a stop reason a client would take for a finished turn."""
         try:
             content = prompt_of(prompt)
         except UnsupportedContent as err:
@@ -327,17 +333,13 @@ class LoopdAgent(Agent):
             outcome = await manager.prompt(session_id, content, link)
         except SessionNotFound as err:
             raise _not_found(session_id, err) from err
-        except asyncio.CancelledError:
-            await manager.cancel(session_id)
-            raise
-        except SessionBusy as err:
-            await self._say(session_id, str(err))
-            return PromptResponse(stop_reason="end_turn")
+        except SessionBusy as err:  # the queue is full: refused, not a finished turn
+            raise RequestError.invalid_request({"details": str(err)}) from err
         except Exception as err:
             log.exception("turn in %s failed", session_id)
             await self._say(session_id, f"loopd: the turn failed: {err}")
             return PromptResponse(stop_reason="end_turn")
-        return PromptResponse(stop_reason=outcome.stop_reason)
+        return PromptResponse(stop_reason=outcome.stop_reason, field_meta=_meta_of(outcome))
 
     async def _say(self, session_id: str, text: str) -> None:
         wire = to_wire(AgentMessageChunk(text, f"msg_{uuid.uuid4().hex[:12]}"))
@@ -395,7 +397,18 @@ class LoopdAgent(Agent):
     # -- extensions ------------------------------------------------------------------------
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise RequestError.method_not_found(f"_{method}")
+        """`_loopd/session/steer` `{sessionId, text}`: say something to the running
+        turn, read at its next step. No turn running is an invalid request (send a
+        prompt instead)."""
+        if method != STEER_METHOD:
+            raise RequestError.method_not_found(f"_{method}")
+        session_id, text = params.get("sessionId"), params.get("text")
+        if not isinstance(session_id, str) or not isinstance(text, str):
+            raise RequestError.invalid_params({"details": "sessionId and text are required"})
+        manager = await self.manager()
+        with _mapped_errors(session_id):
+            await manager.steer(session_id, text)
+        return {}
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.debug("ignoring notification _%s", method)
@@ -437,8 +450,18 @@ def _mapped_errors(
         raise auth_required(str(err), capabilities) from err
     except ConfigError as err:
         raise RequestError.invalid_params({"details": str(err)}) from err
-    except SessionBusy as err:
+    except (SessionBusy, NotRunning) as err:
         raise RequestError.invalid_request({"details": str(err)}) from err
+    except RuntimeFailure as err:
+        raise RequestError.invalid_request({"details": str(err)}) from err
+
+
+def _meta_of(outcome: Outcome) -> dict[str, Any] | None:
+    """`_meta.loopd.verification`: the turn's seal, for clients that show it (the
+    short line is already in the transcript for those that do not)."""
+    if outcome.verification is None:
+        return None
+    return {"loopd": {"verification": outcome.verification.to_wire()}}
 
 
 def _options(view: SessionView) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from acp.interfaces import Client
 from acp.schema import ClientCapabilities
 
 from loopd.acp.client_io import AcpFiles, AcpTerminals, TextFiles
+from loopd.acp.questions import ask_by_permission, elicit
 from loopd.acp.translate import (
     PERMISSION_OPTIONS,
     decision_of,
@@ -24,6 +25,7 @@ from loopd.acp.translate import (
     update_model,
 )
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
+from loopd.protocol.questions import Question
 
 
 @dataclass(eq=False, slots=True)
@@ -41,6 +43,17 @@ class AcpLink:
             options=list(PERMISSION_OPTIONS),
         )
         return decision_of(response)
+
+    def can_ask_user(self) -> bool:
+        return True  # every client shows permission requests
+
+    async def ask_user(self, question: Question) -> str | None:
+        """Elicitation when the client advertised forms, else a permission request
+        whose options are the choices (see `loopd.acp.questions`)."""
+        elicitation = self.capabilities.elicitation if self.capabilities else None
+        if elicitation is not None and elicitation.form is not None:
+            return await elicit(self.client, question)
+        return await ask_by_permission(self.client, question)
 
     def files(self, session_id: str, roots: Sequence[str], local: TextFiles) -> AcpFiles:
         """File access for a session's tools: the editor's buffers inside `roots`

@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from loopd.cli.render import escape
 from loopd.protocol.errors import ConfigError
@@ -31,13 +31,19 @@ def run(args: argparse.Namespace) -> int:
     from loopd.cli.terminal import terminal_link
     from loopd.cli.turn import exit_code, exit_now, run_headless, run_turn
 
-    prompter = None if args.yes else tty_prompter()
-    link = terminal_link(cwd, prompter, as_json=args.json, assume_yes=args.yes)
+    tty = tty_prompter()  # the agent's questions are asked even with --yes
+    prompter = None if args.yes else tty
+    link = terminal_link(cwd, prompter, as_json=args.json, assume_yes=args.yes, questions=tty)
     config = {k: v for k, v in (("mode", args.mode), ("model", args.model)) if v}
     outcome = run_headless(run_turn(dict(os.environ), cwd, text, link, args.runtime, config))
+    seal = outcome.verification
     if args.json:
-        end = {"stopReason": outcome.stop_reason, "turnId": outcome.turn_id}
-        print(json.dumps(end | ({"error": outcome.error} if outcome.error else {})))
+        end: dict[str, Any] = {"stopReason": outcome.stop_reason, "turnId": outcome.turn_id}
+        if outcome.error:
+            end["error"] = outcome.error
+        if seal is not None:
+            end["verification"] = seal.to_wire()
+        print(json.dumps(end))
         if outcome.error:
             print(f"loopd: {outcome.error}", file=sys.stderr)
     if exit_code(outcome) == EXIT_CANCELLED:

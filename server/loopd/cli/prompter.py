@@ -14,10 +14,12 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 from loopd.protocol.approvals import ApprovalDecision
 
 Prompter = Callable[[str], str | None]  # None: the terminal closed (EOF)
+T = TypeVar("T")
 
 ANSWERS = {
     "y": ApprovalDecision.ALLOW_ONCE,
@@ -49,23 +51,37 @@ def decide(prompter: Prompter, question: str) -> ApprovalDecision:
 
 
 async def ask_in_background(prompter: Prompter, question: str) -> ApprovalDecision:
-    """`decide` on a daemon thread. A read from the terminal cannot be interrupted, so
-    a turn cancelled while its question waits (Ctrl-C) must not wait for that thread:
-    the default executor's would hold the process open until someone pressed Enter."""
-    loop = asyncio.get_running_loop()
-    answer: asyncio.Future[ApprovalDecision] = loop.create_future()
+    """`decide` on a daemon thread (see `in_background`); an unreadable terminal is a
+    rejection."""
+    decision = await in_background(lambda: decide(prompter, question))
+    return ApprovalDecision.REJECT_ONCE if decision is None else decision
 
-    def settle(decision: ApprovalDecision) -> None:
+
+async def read_answer(prompter: Prompter, question: str) -> str | None:
+    """One free answer from the terminal (the agent's `ask_user`); None when the
+    terminal closed or could not be read."""
+    return await in_background(lambda: prompter(question))
+
+
+async def in_background(read: Callable[[], T | None]) -> T | None:
+    """`read` (a terminal read) on a daemon thread. A read from the terminal cannot
+    be interrupted, so a turn cancelled while its question waits (Ctrl-C) must not
+    wait for that thread: the default executor's would hold the process open until
+    someone pressed Enter. An OSError reads as None."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[T | None] = loop.create_future()
+
+    def settle(value: T | None) -> None:
         if not answer.done():
-            answer.set_result(decision)
+            answer.set_result(value)
 
     def work() -> None:
         try:
-            decision = decide(prompter, question)
+            value = read()
         except OSError:
-            decision = ApprovalDecision.REJECT_ONCE
+            value = None
         with contextlib.suppress(RuntimeError):  # the loop is gone: the turn ended
-            loop.call_soon_threadsafe(settle, decision)
+            loop.call_soon_threadsafe(settle, value)
 
     threading.Thread(target=work, name="loopd-question", daemon=True).start()
     return await answer

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from loopd.cli.prompter import CHOICES, Prompter, ask_in_background
+from loopd.cli.prompter import CHOICES, Prompter, ask_in_background, read_answer
 from loopd.cli.render import (
     Style,
     diff_text,
@@ -35,6 +35,7 @@ from loopd.cli.render import (
 from loopd.cli.status import Status
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import NOTICE_META, DiffContent
+from loopd.protocol.questions import Question
 from loopd.protocol.turns import Outcome
 from loopd.tools.env import FileAccess
 
@@ -53,6 +54,7 @@ class TerminalLink:
     assume_yes: bool = False
     yes_because: str = "--yes"
     prompter: Prompter | None = None  # asks on a TTY; None: no one to ask
+    questions: Prompter | None = None  # the agent's questions (ask_user), on a TTY
     root: str = ""  # the workspace: paths are shown relative to it
     style: Style = field(default_factory=Style)  # colour on stderr
     status: Status | None = None  # the spinner, on a terminal only
@@ -177,6 +179,31 @@ class TerminalLink:
     def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> FileAccess:
         return local
 
+    def can_ask_user(self) -> bool:
+        return self.questions is not None  # a headless run has no one to ask
+
+    async def ask_user(self, question: Question) -> str | None:
+        """The question on stderr with numbered choices; the answer from the TTY (a
+        number picks a choice; other text is the answer when free text is allowed)."""
+        if self.questions is None:
+            return None
+        self._flush_text()
+        lines = [self.style.bold(f"loopd asks: {escape(question.question)}")]
+        lines += [f"  {i}. {escape(c)}" for i, c in enumerate(question.choices, 1)]
+        hint = f"1-{len(question.choices)}" if question.choices else ""
+        if question.allow_text:
+            hint = f"{hint} or your answer" if hint else "your answer"
+        async with self._one_question:
+            self._err("\n".join(lines) + "\n")
+            self._asking += 1
+            try:
+                reply = (await read_answer(self.questions, f"Answer ({hint}): ") or "").strip()
+            finally:
+                self._asking -= 1
+        if reply.isdigit() and 1 <= int(reply) <= len(question.choices):
+            return question.choices[int(reply) - 1]
+        return reply or None
+
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         self._flush_text()
         title = escape(request.title)
@@ -236,6 +263,7 @@ def terminal_link(
     as_json: bool = False,
     assume_yes: bool = False,
     yes_because: str = "--yes",
+    questions: Prompter | None = None,
 ) -> TerminalLink:
     """The terminal frontend on this process's streams: colour, the spinner and text
     streaming only where they are terminals; approvals through `prompter`."""
@@ -247,6 +275,7 @@ def terminal_link(
         assume_yes=assume_yes,
         yes_because=yes_because,
         prompter=prompter,
+        questions=questions,
         root=root,
         style=Style(wants_colour(sys.stderr, os.environ)),
         status=Status(sys.stderr, enabled=spinner),

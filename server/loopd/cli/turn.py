@@ -27,9 +27,14 @@ if TYPE_CHECKING:
 
 def exit_code(outcome: Outcome) -> int:
     """0 only for a turn that ended normally: a provider error (which the runtime
-    reports as an ended turn with `error` set), a limit or a refusal is a failure."""
+    reports as an ended turn with `error` set), a limit or a refusal is a failure, and
+    so is a turn that ended incomplete or with a `failed` seal (done criteria unmet):
+    not a success a script may build on."""
     if outcome.stop_reason == "cancelled":
         return EXIT_CANCELLED
+    seal = outcome.verification
+    if seal is not None and seal.failed:
+        return EXIT_FAILED
     if outcome.error is None and outcome.stop_reason == "end_turn":
         return EXIT_OK
     return EXIT_FAILED

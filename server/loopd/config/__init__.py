@@ -61,6 +61,21 @@ The file format (every key optional; unknown keys are errors):
     ask = []
     deny = []
     timeout_seconds = 600      # an unanswered question is a rejection after this
+
+    [delegate]                 # where `explore` children run (native entries only)
+    runtime = "groq"           # a catalog entry; default: the session's own runtime
+    model = "llama-3.3-70b"    # a model of that entry; default: its default model
+
+    [done]                     # the definition of done (native engine)
+    enabled = false            # re-enter on unmet criteria (off: check and report only)
+    protected = ["tests/**"]   # paths that ARE the measurement; writes are reported
+    timeout_seconds = 300      # per criterion
+    max_stall_cycles = 2       # checks without progress before a turn stops incomplete
+
+    [[done.criteria]]          # a workspace file's criteria run only once it is trusted
+    name = "tests"
+    command = "pytest -q"      # run like the bash tool: in the sandbox, network off
+    exit_code = 0
 """
 
 from loopd.config.load import (
@@ -80,6 +95,9 @@ from loopd.config.schema import (
     Config,
     ConfigFileError,
     Defaults,
+    Delegate,
+    Done,
+    DoneCriterion,
     EnvSettings,
     Harness,
     Limits,
@@ -99,6 +117,9 @@ __all__ = [
     "Config",
     "ConfigFileError",
     "Defaults",
+    "Delegate",
+    "Done",
+    "DoneCriterion",
     "Env",
     "EnvSettings",
     "Harness",

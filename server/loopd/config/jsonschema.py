@@ -45,9 +45,15 @@ _UNTRUSTED_NOTES: Mapping[Gate, str] = {
 _NAMED_TABLES: Mapping[str, type[Any]] = {"providers": ProviderConfig, "runtimes": RuntimeConfig}
 
 
+def _is_key(cls: type[Any], name: str) -> bool:
+    """`name` is a key of tables in a list (`[[done.criteria]]`), and the table's own
+    key elsewhere (`[providers.NAME]`)."""
+    return name not in _NOT_KEYS or (name == "name" and cls not in _NAMED_TABLES.values())
+
+
 def toml_keys(cls: type[Any]) -> frozenset[str]:
     """The keys a TOML table for dataclass `cls` may hold."""
-    keys = {f.name for f in dataclasses.fields(cls) if f.name not in _NOT_KEYS}
+    keys = {f.name for f in dataclasses.fields(cls) if _is_key(cls, f.name)}
     if any(f.name == "choices" for f in dataclasses.fields(cls)):
         keys |= toml_keys(Choices)
     return frozenset(keys)
@@ -69,7 +75,7 @@ def _table(cls: type[Any]) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     required: list[str] = []
     for f in dataclasses.fields(cls):
-        if f.name in _NOT_KEYS:
+        if not _is_key(cls, f.name):
             continue
         if f.name in _NAMED_TABLES:
             properties[f.name] = _named_tables(_NAMED_TABLES[f.name])

@@ -22,6 +22,9 @@ from loopd.config.schema import (
     Config,
     ConfigFileError,
     Defaults,
+    Delegate,
+    Done,
+    DoneCriterion,
     Harness,
     Limits,
     ModelSpec,
@@ -97,6 +100,12 @@ class _Table:
             self.fail(key, "must be a whole number, zero or more")
         return value
 
+    def integer(self, key: str, default: int) -> int:
+        value = self._data.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 255:
+            self.fail(key, "must be an exit code, 0 to 255")
+        return value
+
     def flag(self, key: str) -> bool | None:
         value = self._data.get(key)
         if value is not None and not isinstance(value, bool):
@@ -142,6 +151,8 @@ def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
         runtimes=runtimes,
         limits=_limits(root.table("limits")),
         approvals=_approvals(root.table("approvals")),
+        done=_done(root.table("done")),
+        delegate=_delegate(root.table("delegate")),
         sources=sources,
         origins={".".join(k): v for k, v in merged.origins.items() if v is not None},
     )
@@ -261,6 +272,39 @@ def _approvals(t: _Table) -> Approvals:
         ask=t.texts("ask") or (),
         deny=t.texts("deny") or (),
         timeout_seconds=timeout,
+    )
+
+
+def _delegate(t: _Table) -> Delegate:
+    t.only(toml_keys(Delegate))
+    return Delegate(runtime=t.name("runtime"), model=t.text("model"))
+
+
+def _done(t: _Table) -> Done:
+    t.only(toml_keys(Done))
+    defaults = Done()
+    timeout = t.number("timeout_seconds", defaults.timeout_seconds)
+    if timeout <= 0:
+        t.fail("timeout_seconds", "must be a positive number of seconds")
+    criteria: list[DoneCriterion] = []
+    for index, item in enumerate(t.array("criteria") or ()):
+        if not isinstance(item, Mapping):
+            t.fail(f"criteria[{index}]", "must be a table with a name and a command")
+        entry = t.child(f"criteria[{index}]", item)
+        entry.only(toml_keys(DoneCriterion))
+        name = entry.required_text("name")
+        if any(c.name == name for c in criteria):
+            entry.fail("name", f"{name!r} names another criterion too")
+        code = entry.integer("exit_code", 0)
+        criteria.append(
+            DoneCriterion(name=name, command=entry.required_text("command"), exit_code=code)
+        )
+    return Done(
+        enabled=bool(t.flag("enabled")),
+        protected=t.texts("protected") or (),
+        timeout_seconds=timeout,
+        max_stall_cycles=t.number("max_stall_cycles", defaults.max_stall_cycles),
+        criteria=tuple(criteria),
     )
 
 

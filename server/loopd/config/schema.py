@@ -173,6 +173,38 @@ class Approvals:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DoneCriterion:
+    """`[[done.criteria]]`: a command whose exit code says whether a turn is done."""
+
+    name: str
+    command: str
+    exit_code: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Done:
+    """`[done]`: the workspace's definition of done (see `loopd.engine.done`).
+    `enabled` switches re-entry on unmet criteria on; off, they are checked and
+    reported only. `protected` are globs of the paths that ARE the measurement."""
+
+    enabled: bool = False
+    protected: tuple[str, ...] = ()
+    timeout_seconds: int = 300
+    max_stall_cycles: int = 2
+    criteria: tuple[DoneCriterion, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delegate:
+    """`[delegate]`: where a native session's `explore` child runs: a catalog entry
+    (native) and a model in it. Unset: the session's own runtime and its default
+    model."""
+
+    runtime: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EnvSettings:
     """The environment variables loopd reads itself. Keys stay out of `repr`."""
 
@@ -227,6 +259,8 @@ class Config:
     runtimes: Mapping[str, RuntimeConfig] = field(default_factory=lambda: MappingProxyType({}))
     limits: Limits = field(default_factory=Limits)
     approvals: Approvals = field(default_factory=Approvals)
+    done: Done = field(default_factory=Done)
+    delegate: Delegate = field(default_factory=Delegate)
     sources: tuple[Path, ...] = ()
     origins: Mapping[str, Path] = field(default_factory=dict, repr=False, compare=False)
     workspace: WorkspaceStatus | None = None

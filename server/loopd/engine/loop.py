@@ -16,8 +16,9 @@ import asyncio
 import random
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from loopd.engine.done import DoneChecks, settle
 from loopd.engine.guard import LoopGuard
 from loopd.engine.limits import Limits, truncate_result
 from loopd.engine.ports import (
@@ -31,6 +32,7 @@ from loopd.engine.ports import (
     ToolCall,
     ToolResult,
 )
+from loopd.engine.steer import SteerBox, steer_text, unless_steered
 from loopd.engine.streaming import ReplyStreamer, RetryPolicy
 from loopd.engine.toolrun import ToolPhase, TurnState
 from loopd.protocol.errors import ContextOverflow, ProviderError
@@ -44,6 +46,8 @@ from loopd.protocol.events import (
     TextBlock,
     ToolCallUpdated,
     UsageUpdated,
+    UserMessageChunk,
+    VerificationUpdated,
 )
 from loopd.protocol.messages import (
     ImagePart,
@@ -53,7 +57,7 @@ from loopd.protocol.messages import (
     ToolResultPart,
     ToolUsePart,
 )
-from loopd.protocol.model import ModelRequest, ModelStop, ThinkingLevel, Usage
+from loopd.protocol.model import ModelRequest, ModelStop, ResponseDone, ThinkingLevel, Usage
 from loopd.protocol.turns import Outcome, StopReason
 
 EXEC_TOOL = "bash"
@@ -88,6 +92,8 @@ class EnginePorts:
     clock: Clock
     new_id: Callable[[str], str] = random_id
     jitter: Callable[[], float] = random.random
+    done: DoneChecks | None = None  # the workspace's definition of done, if any
+    steer: SteerBox | None = None  # what the person says while a turn runs
 
 
 _MODEL_STOPS: dict[ModelStop, StopReason] = {
@@ -134,15 +140,23 @@ class Engine:
     async def run(self, prompt: Prompt) -> Outcome:
         """Execute one turn for `prompt` and say how it ended."""
         turn = _Turn(self.ports.new_id("turn"))
+        if self.ports.steer is not None:
+            self.ports.steer.begin()
         try:
+            if self.ports.done is not None:
+                self.ports.done.state.begin_turn()
+                await self.ports.done.begin_turn()
             await self._append(Message("user", prompt_parts(prompt)))
-            return await self._cycle(turn)
+            outcome = await self._cycle(turn)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
             await self._pair_after_cancel(turn)
-            return turn.outcome("cancelled")
+            outcome = turn.outcome("cancelled")
+        if self.ports.steer is not None and (late := self.ports.steer.end()):
+            await self._heard(late)  # kept: read with the next prompt
+        return await self._sealed(outcome)
 
     async def exec(self, command: str) -> Outcome:
         """Run a command the PERSON typed (`!cmd`), outside any model turn.
@@ -174,11 +188,14 @@ class Engine:
             if turn.iterations >= limits.max_iterations:
                 return await self._stop(turn, "max_turn_requests", _iteration_note(limits))
             turn.iterations += 1
+            await self._take_steer()
             try:
-                reply = await self._streamer().request(self._request())
+                reply = await self._reply()
             except ProviderError as err:
                 message = f"The model request failed: {err.message}"
                 return await self._stop(turn, _failure_stop(err), message, "error")
+            if reply is None:
+                continue  # interrupted: the person said something; read it now
             turn.usage += reply.usage
             turn.context_tokens = reply.usage.context_tokens + reply.usage.output_tokens
             parts = distinct_tool_ids(reply.parts, self._tool_ids, self.ports.new_id)
@@ -190,7 +207,13 @@ class Engine:
             if reply.stop == "pause_turn":
                 continue
             if not uses:
-                return turn.outcome(_MODEL_STOPS[reply.stop])
+                if self.ports.steer is not None and self.ports.steer.pending():
+                    continue  # said while the reply finished: answer it in this turn
+                reentry = await self._settle()
+                if reentry is None:
+                    return turn.outcome(_MODEL_STOPS[reply.stop])
+                await self._append(Message("user", (TextPart(reentry),)))
+                continue
             turn.open_uses = uses
             await self._tool_phase(turn).run(uses, turn.state, turn.results)
             self._append_results(turn)
@@ -201,6 +224,54 @@ class Engine:
                 return await self._stop(
                     turn, "max_tokens", f"Stopped: the turn used its {ceiling}-token budget."
                 )
+
+    async def _reply(self) -> ResponseDone | None:
+        """The model's reply to the history; None when steering interrupted it (what
+        it had said so far stays in the history, so it knows where it was)."""
+        streamer, request = self._streamer(), self._request()
+        box = self.ports.steer
+        if box is None:
+            return await streamer.request(request)
+        reply = await unless_steered(streamer.request(request), box)
+        if reply is None and (partial := "".join(streamer.said).rstrip()):
+            await self._append(Message("assistant", (TextPart(partial),)))
+        return reply
+
+    async def _take_steer(self) -> None:
+        if self.ports.steer is not None and (said := self.ports.steer.take()):
+            await self._heard(said)
+
+    async def _heard(self, said: str) -> None:
+        """What the person said mid-turn: in the history and on the screen."""
+        await self._append(Message("user", (TextPart(steer_text(said)),)))
+        await self.ports.emitter.emit(UserMessageChunk(TextBlock(said), self.ports.new_id("user")))
+
+    async def _settle(self) -> str | None:
+        """The model stopped calling tools: the text that sends the turn back because
+        it is not done (see `loopd.engine.done`), or None to end it."""
+        p = self.ports
+        return None if p.done is None else await settle(p.done, p.emitter, p.new_id)
+
+    async def _sealed(self, outcome: Outcome) -> Outcome:
+        """The turn's seal, kept on the outcome and sent as an event; said in a line
+        too where the workspace defines done (elsewhere every edit would end with
+        "unavailable", which the event already carries)."""
+        checks = self.ports.done
+        if checks is None:
+            return outcome
+        protected = await checks.protected_writes()
+        seal = checks.state.verification(checks.write_seq(), checks.done, protected)
+        await self.ports.emitter.emit(VerificationUpdated(seal))
+        defined = checks.done.criteria or checks.done.protected
+        if defined and (seal.seal != "clean" or protected):
+            await self._say(seal.summary().capitalize(), "error" if seal.failed else "note")
+        return replace(outcome, verification=seal)
+
+    async def _say(self, text: str, notice: Notice = "note") -> None:
+        """Words loopd adds itself, marked as such (a frontend may set them apart)."""
+        await self.ports.emitter.emit(
+            AgentMessageChunk(f"\n\n{text}\n", self.ports.new_id("msg"), notice)
+        )
 
     def _request(self) -> ModelRequest:
         cfg = self.config
@@ -270,9 +341,7 @@ class Engine:
     ) -> Outcome:
         """End the turn with a reason the person can read: a `note` for a limit
         reached, an `error` when a request failed."""
-        await self.ports.emitter.emit(
-            AgentMessageChunk(f"\n\n{message}\n", self.ports.new_id("msg"), notice)
-        )
+        await self._say(message, notice)
         return turn.outcome(reason, message)
 
 

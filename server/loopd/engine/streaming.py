@@ -59,6 +59,7 @@ class ReplyStreamer:
     jitter: Callable[[], float]
     retry: RetryPolicy
     show_reasoning: bool = True
+    said: list[str] = field(default_factory=list)  # the text shown so far
 
     async def request(self, request: ModelRequest) -> ResponseDone:
         """Stream one reply, retrying transient failures. Raises the last
@@ -169,6 +170,7 @@ class ReplyStreamer:
             await self.emitter.emit(AgentThoughtChunk(joined, thought_id))
         if text and (joined := "".join(text)):
             shown.anything = True
+            self.said.append(joined)
             await self.emitter.emit(AgentMessageChunk(joined, text_id))
         text.clear()
         thought.clear()

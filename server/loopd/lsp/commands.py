@@ -85,6 +85,15 @@ async def cancel(ls: LoopdServer, args: tuple[Any, ...]) -> dict[str, Any]:
 
 
 @rpc
+async def steer(ls: LoopdServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    """`loopd.steer` "text" or {text, sessionId}: to the running turn of the session."""
+    params = _arg(args, "text")
+    session_id = await ls.session_for(field(params, "sessionId", str, None))
+    await ls.manager.steer(session_id, field(params, "text", str))
+    return {"sessionId": session_id}
+
+
+@rpc
 async def new_session(ls: LoopdServer, args: tuple[Any, ...]) -> dict[str, Any]:
     view = await ls.open_new(field(_arg(args, "cwd"), "cwd", str, ls.root()))
     return {"sessionId": view.id, "configOptions": config_options_to_wire(view)}
@@ -162,6 +171,7 @@ async def status(ls: LoopdServer, *args: Any) -> dict[str, Any]:
         "sessionId": ls.current,
         "sessions": list(ls.opened),
         "turns": ls.turns.status(),
+        "verification": ls.turns.last_seal(ls.current),
         "questions": [
             {"approvalId": q.id, "sessionId": q.request.session_id, "title": q.request.title}
             for q in ls.link.questions.values()
@@ -223,6 +233,7 @@ def register(server: LoopdServer) -> None:
     for name, handler in (
         ("loopd.ask", ask),
         ("loopd.cancel", cancel),
+        ("loopd.steer", steer),
         ("loopd.newSession", new_session),
         ("loopd.approve", approve),
         ("loopd.setMode", set_mode),

@@ -48,7 +48,10 @@ async def session_prompt(ls: LoopdServer, params: Any) -> dict[str, Any]:
     prompt = prompt_from_wire(field(params, "prompt", list))
     turn = ls.turns.new(session_id, prompt)
     outcome = await ls.turns.run(turn, prompt)
-    return {"stopReason": outcome.stop_reason, "_meta": {"loopd": {"turnId": turn.id}}}
+    meta: dict[str, Any] = {"turnId": turn.id}
+    if outcome.verification is not None:
+        meta["verification"] = outcome.verification.to_wire()
+    return {"stopReason": outcome.stop_reason, "_meta": {"loopd": meta}}
 
 
 @rpc
@@ -67,6 +70,15 @@ async def session_set_config_option(ls: LoopdServer, params: Any) -> dict[str, A
 
 
 @rpc
+async def session_steer(ls: LoopdServer, params: Any) -> dict[str, Any]:
+    """Say something to the running turn (read at its next step); an error when no
+    turn runs, so the client can send it as a prompt instead."""
+    session_id = ls.require_open(field(params, "sessionId"))
+    await ls.manager.steer(session_id, field(params, "text", str))
+    return {}
+
+
+@rpc
 async def session_cancel(ls: LoopdServer, params: Any) -> None:
     await ls.manager.cancel(ls.require_open(field(params, "sessionId")))
 
@@ -79,6 +91,7 @@ def register(server: LoopdServer) -> None:
         ("loopd/session/prompt", session_prompt),
         ("loopd/session/close", session_close),
         ("loopd/session/setConfigOption", session_set_config_option),
+        ("loopd/session/steer", session_steer),
         ("loopd/session/cancel", session_cancel),
     ):
         server.feature(method)(handler)

@@ -39,12 +39,14 @@ from loopd.lsp.wire import (
 )
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import DiffContent
+from loopd.protocol.questions import Question
 from loopd.tools.env import FileAccess
 
 log = logging.getLogger(__name__)
 
 UPDATE_METHOD = "loopd/session/update"
 PERMISSION_METHOD = "loopd/session/requestPermission"
+ASK_USER_METHOD = "loopd/session/askUser"  # params: `Question.to_wire()`; result {answer}
 DIFF_PREVIEW_LINES = 40
 
 
@@ -52,10 +54,11 @@ DIFF_PREVIEW_LINES = 40
 class ClientOptions:
     """What the client opted into, from `capabilities.experimental.loopd` or
     `initializationOptions.loopd`: `true` for everything, or an object with the
-    flags `sessionUpdate` and `requestPermission`."""
+    flags `sessionUpdate`, `requestPermission` and `askUser`."""
 
     session_update: bool = False
     request_permission: bool = False
+    ask_user: bool = False
 
     @classmethod
     def negotiate(cls, params: types.InitializeParams) -> ClientOptions:
@@ -63,10 +66,14 @@ class ClientOptions:
         for source in (params.capabilities.experimental, params.initialization_options):
             spec = source.get("loopd") if isinstance(source, Mapping) else None
             if spec is True:
-                asked.update(sessionUpdate=True, requestPermission=True)
+                asked.update(sessionUpdate=True, requestPermission=True, askUser=True)
             elif isinstance(spec, Mapping):
                 asked.update({k: bool(v) for k, v in spec.items()})
-        return cls(bool(asked.get("sessionUpdate")), bool(asked.get("requestPermission")))
+        return cls(
+            bool(asked.get("sessionUpdate")),
+            bool(asked.get("requestPermission")),
+            bool(asked.get("askUser")),
+        )
 
 
 @dataclass(slots=True)
@@ -88,6 +95,7 @@ class LspLink:
     _narrators: dict[str, Narrator] = field(default_factory=dict)
     _sent: SentEdits = field(default_factory=dict)
     _no_custom_request: bool = False
+    _no_ask_request: bool = False
     _no_dialogs: bool = False
 
     def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> FileAccess:
@@ -168,6 +176,33 @@ class LspLink:
         self._announce(question)
         never: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
         return await never  # the answer comes from loopd.approve, or the timeout rejects
+
+    # -- the agent's questions (ask_user) ---------------------------------------------
+
+    def can_ask_user(self) -> bool:
+        return (self.options.ask_user and not self._no_ask_request) or not self._no_dialogs
+
+    async def ask_user(self, question: Question) -> str | None:
+        """`loopd/session/askUser` for a client that opted in (choices and free
+        text), else `window/showMessageRequest` with the choices as its actions."""
+        if self.options.ask_user and not self._no_ask_request:
+            try:
+                reply = await self._request(ASK_USER_METHOD, question.to_wire())
+            except JsonRpcMethodNotFound:
+                self._no_ask_request = True
+            else:
+                answer = reply.get("answer") if isinstance(reply, Mapping) else None
+                return answer if isinstance(answer, str) else None
+        if not question.choices or self._no_dialogs:
+            return None
+        dialog = types.ShowMessageRequestParams(
+            type=types.MessageType.Info,
+            message=f"loopd asks: {question.question}",
+            actions=[types.MessageActionItem(title=c) for c in question.choices],
+        )
+        item = await self._request(types.WINDOW_SHOW_MESSAGE_REQUEST, dialog)
+        title = item.get("title") if isinstance(item, Mapping) else getattr(item, "title", None)
+        return title if isinstance(title, str) else None
 
     async def _request(self, method: str, params: Any) -> Any:
         """A request to the client that is withdrawn (`$/cancelRequest`) if the

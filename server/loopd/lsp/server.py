@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, BinaryIO, TypeVar
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
@@ -31,17 +31,24 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from loopd import __version__
 from loopd.lines import LineReader
 from loopd.lsp.framing import MARKER, MAX_HEADER_LINE, serve_frames
-from loopd.lsp.link import PERMISSION_METHOD, UPDATE_METHOD, ClientOptions, LspLink
+from loopd.lsp.link import (
+    ASK_USER_METHOD,
+    PERMISSION_METHOD,
+    UPDATE_METHOD,
+    ClientOptions,
+    LspLink,
+)
 from loopd.lsp.turns import Turns
 from loopd.lsp.wire import BadParams, raw_converter
 from loopd.protocol.errors import ConfigError, LoopdError
 from loopd.runtimes.base import McpServerConfig
-from loopd.sessions.manager import SessionManager, SessionNotFound, SessionView
+from loopd.sessions.manager import SessionBusy, SessionManager, SessionNotFound, SessionView
+from loopd.sessions.queue import NotRunning
 from loopd.stdio import protect_stdout
 
 log = logging.getLogger(__name__)
 
-SESSION_REQUESTS = ("new", "load", "list", "prompt", "close", "setConfigOption")
+SESSION_REQUESTS = ("new", "load", "list", "prompt", "close", "setConfigOption", "steer")
 R = TypeVar("R")
 
 
@@ -61,6 +68,7 @@ class LoopdProtocol(LanguageServerProtocol):
                 "notifications": ["loopd/session/cancel"],
                 "sessionUpdate": UPDATE_METHOD,
                 "requestPermission": PERMISSION_METHOD,
+                "askUser": ASK_USER_METHOD,
             }
         }
         return result
@@ -163,6 +171,8 @@ def rpc(
             return await handler(ls, params)
         except (BadParams, SessionNotFound, ConfigError) as e:
             raise JsonRpcInvalidParams(str(e)) from e
+        except (SessionBusy, NotRunning) as e:  # refused now, not failed: try otherwise
+            raise JsonRpcInvalidRequest(str(e)) from e
         except LoopdError as e:
             raise JsonRpcInternalError(str(e)) from e
 

@@ -2,11 +2,11 @@
 
 Every way of prompting (the `loopd/session/prompt` request, the `loopd.ask` command,
 a code action) runs through `Turns.run`, so each turn gets one `$/progress` bar
-(title, then the current step or tool; cancellable) and three ways to be cancelled
-that all end the same way: `$/cancelRequest` on the prompt request, the
-`loopd.cancel` command, and the bar's cancel button. Cancelling always goes through
-the session manager, which ends the running turn and the queued ones with
-`cancelled`; the turn's awaiting coroutine then sees that outcome.
+(title, "Queued" while it waits behind another turn, then the current step or tool;
+cancellable) and three ways to be cancelled that all end the same way:
+`$/cancelRequest` on the prompt request, the `loopd.cancel` command naming it, and
+the bar's cancel button. Cancelling a turn cancels that turn alone: the running one
+ends with `cancelled`, a queued one leaves the queue; the others go on.
 """
 
 from __future__ import annotations
@@ -40,11 +40,13 @@ class Turn:
     token: str | None = None
     step: str | None = None
     outcome: Outcome | None = None
+    queued: bool = False
+    work: asyncio.Future[Outcome] | None = None
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"turnId": self.id, "sessionId": self.session_id, "title": self.title}
         if self.outcome is None:
-            out["state"] = "running"
+            out["state"] = "queued" if self.queued else "running"
             if self.step:
                 out["step"] = self.step
         else:
@@ -52,6 +54,8 @@ class Turn:
             out["stopReason"] = self.outcome.stop_reason
             if self.outcome.error:
                 out["error"] = self.outcome.error
+            if self.outcome.verification is not None:
+                out["verification"] = self.outcome.verification.to_wire()
         return out
 
 
@@ -87,31 +91,57 @@ class Turns:
         self.running[turn.id] = turn
         self.link.start_of_turn(turn.session_id, prompt.text)
         try:
+            turn.queued = self.manager.busy(turn.session_id)
             await self._begin_progress(turn)
-            work = asyncio.ensure_future(self.manager.prompt(turn.session_id, prompt, self.link))
+            work = turn.work = asyncio.ensure_future(
+                self.manager.prompt(
+                    turn.session_id, prompt, self.link, on_start=lambda: self._started(turn)
+                )
+            )
             try:
                 turn.outcome = await asyncio.shield(work)
             except asyncio.CancelledError:
-                await self.manager.cancel(turn.session_id)
-                turn.outcome = await work
-                raise
+                work.cancel()
+                await asyncio.wait({work})
+                turn.outcome = Outcome(turn_id="", stop_reason="cancelled")
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # our caller gave up (its request was cancelled)
             return turn.outcome
         finally:
             self._end(turn)
 
+    def _started(self, turn: Turn) -> None:
+        """The turn left the queue."""
+        if turn.queued:
+            turn.queued = False
+            self._report(turn, "Running")
+
     async def cancel(self, turn: Turn) -> None:
-        await self.manager.cancel(turn.session_id)
+        """This turn alone: the running one ends, a queued one leaves the queue."""
+        if turn.work is not None:
+            turn.work.cancel()
 
     def on_step(self, session_id: str, step: str) -> None:
         for turn in self.running.values():
-            if turn.session_id == session_id and step != turn.step:
+            if turn.session_id == session_id and not turn.queued and step != turn.step:
                 turn.step = step
-                if turn.token is not None:
-                    report = types.WorkDoneProgressReport(message=step)
-                    self.server.work_done_progress.report(turn.token, report)
+                self._report(turn, step)
+
+    def _report(self, turn: Turn, message: str) -> None:
+        if turn.token is not None:
+            report = types.WorkDoneProgressReport(message=message)
+            self.server.work_done_progress.report(turn.token, report)
 
     def status(self) -> list[dict[str, Any]]:
         return [t.to_wire() for t in (*self.running.values(), *self.finished.values())]
+
+    def last_seal(self, session_id: str | None) -> dict[str, Any] | None:
+        """The newest finished turn's seal in `session_id`, for a status line."""
+        for turn in reversed(self.finished.values()):
+            if turn.session_id == session_id and turn.outcome and turn.outcome.verification:
+                return turn.outcome.verification.to_wire()
+        return None
 
     def find(self, turn_id: str) -> Turn | None:
         return self.running.get(turn_id) or self.finished.get(turn_id)
@@ -135,7 +165,9 @@ class Turns:
             return
         turn.token = token
         begin = types.WorkDoneProgressBegin(
-            title=f"loopd: {turn.title}", message="Starting", cancellable=True
+            title=f"loopd: {turn.title}",
+            message="Queued behind the running turn" if turn.queued else "Starting",
+            cancellable=True,
         )
         progress.begin(token, begin)
         progress.tokens[token].add_done_callback(lambda f: self._progress_cancelled(turn, f))
@@ -146,10 +178,14 @@ class Turns:
 
     def _end(self, turn: Turn) -> None:
         self.running.pop(turn.id, None)
-        reason = turn.outcome.stop_reason if turn.outcome else "cancelled"
+        reason: str = turn.outcome.stop_reason if turn.outcome else "cancelled"
         summary = f"[turn] {turn.id} ended: {reason}"
         if turn.outcome and turn.outcome.error:
             summary += f" ({turn.outcome.error})"
+        seal = turn.outcome.verification if turn.outcome else None
+        if seal is not None:
+            reason += f"; {seal.summary()}"
+            summary += f"; {seal.summary()}"
         self.link.end_of_turn(turn.session_id, summary)
         if turn.token is not None:
             self.server.work_done_progress.end(

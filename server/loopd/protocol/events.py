@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, assert_never
 
+from loopd.protocol.verification import Verification
+
 ToolKind = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
 ]
@@ -200,6 +202,15 @@ class UsageUpdated:
     currency: str = "USD"
 
 
+@dataclass(frozen=True, slots=True)
+class VerificationUpdated:
+    """A turn's seal. On the wire a `session_info_update` carrying it in
+    `_meta.loopd.verification`, so every client may ignore it and a statusline may
+    show it (and a replayed session shows its last seal)."""
+
+    verification: Verification
+
+
 SessionEvent = (
     AgentMessageChunk
     | AgentThoughtChunk
@@ -212,6 +223,7 @@ SessionEvent = (
     | ConfigOptionsChanged
     | SessionInfoUpdated
     | UsageUpdated
+    | VerificationUpdated
 )
 
 
@@ -322,6 +334,11 @@ def to_wire(event: SessionEvent) -> dict[str, Any]:
             if cost is not None:
                 out["cost"] = {"amount": cost, "currency": currency}
             return out
+        case VerificationUpdated(verification):
+            return {
+                "sessionUpdate": "session_info_update",
+                "_meta": {"loopd": {"verification": verification.to_wire()}},
+            }
         case _:
             assert_never(event)
 

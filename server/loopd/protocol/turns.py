@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from loopd.protocol.model import Usage
+from loopd.protocol.verification import Verification
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 
@@ -14,7 +15,8 @@ StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "
 class Outcome:
     """How a turn ended. `context_tokens` is what the assembled context costs now (the
     last request's whole prompt), not a sum over rounds. `error` is the visible
-    message when the turn ended because something failed."""
+    message when the turn ended because something failed. `verification` is the
+    turn's seal (None where no seal is kept: foreign runtimes, typed commands)."""
 
     turn_id: str
     stop_reason: StopReason
@@ -22,6 +24,7 @@ class Outcome:
     usage: Usage = field(default_factory=Usage)
     context_tokens: int = 0
     error: str | None = None
+    verification: Verification | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,9 +8,10 @@ native turns, and the session layer journals them.
 
 The boundary stays loopd's:
 - the child is put in its most careful mode (one that asks before acting), and each
-  question it asks is decided by loopd's mode first (`decide`): reads inside the
-  session's folders pass, edits pass in `accept_edits` and `full_auto`, whatever
-  would ask is refused in `full_auto` and put to the person otherwise;
+  question it asks is decided by loopd's mode first (`decide`): a call naming a
+  secret (`.env`, keys, credentials) is refused; reads inside the session's folders
+  pass; edits pass in `accept_edits` and `full_auto`; whatever would ask is refused
+  in `full_auto` and put to the person otherwise;
 - its `fs/*` requests are served beneath the session's folders (secrets never read,
   protected paths never written); a write needs `accept_edits`/`full_auto` or a
   permission granted for that path in this turn;
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any, cast, get_args
 
 from loopd.engine.ports import Emitter
 from loopd.policy.modes import Mode, parse_mode
-from loopd.policy.paths import PathPolicy
+from loopd.policy.paths import PathIssue, PathPolicy
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import AgentMessageChunk, ConfigOption, Prompt
@@ -218,7 +219,8 @@ class AcpRuntime:
         kind = str(call.get("kind") or "other")
         paths = paths_of(call, self._ctx.cwd)
         inside = all(self._paths.check_write(p).ok for p in paths)
-        match decide(self._mode, kind, paths, inside):
+        secret = any(self._paths.check_read(p).issue is PathIssue.SECRET for p in paths)
+        match "deny" if secret else decide(self._mode, kind, paths, inside):
             case "allow":
                 decision = ApprovalDecision.ALLOW_ONCE
             case "deny":

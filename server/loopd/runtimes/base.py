@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from loopd.engine.ports import Approver, Emitter
 from loopd.protocol.events import ConfigOption, Prompt
+from loopd.protocol.questions import UserQuestions
 from loopd.protocol.turns import Outcome
 from loopd.tools.env import EditorTerminals, FileAccess
 
@@ -46,6 +47,8 @@ class RuntimeContext:
     (its unsaved buffers, its review UI) when it offers one."""
     editor_terminals: Callable[[], EditorTerminals | None] = field(default=lambda: None)
     """The prompting editor's terminals right now, or None when it has none."""
+    person: Callable[[], UserQuestions | None] = field(default=lambda: None)
+    """Who can answer a question right now (the prompting editor or terminal)."""
 
     @property
     def roots(self) -> tuple[str, ...]:

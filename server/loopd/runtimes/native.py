@@ -17,8 +17,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, cast
 
+from loopd.engine.done import DoneChecks
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.ports import Clock, Policy, Provider, ToolBox
+from loopd.engine.steer import SteerBox
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import (
     ConfigChoice,
@@ -60,6 +62,11 @@ class SessionParts(Protocol):
     @property
     def containment(self) -> str:
         """How commands are contained, for the person (the sandbox tier in use)."""
+        ...
+
+    @property
+    def done(self) -> DoneChecks | None:
+        """The workspace's definition of done, run in this session's sandbox."""
         ...
 
     async def begin_turn(self) -> None:
@@ -137,6 +144,7 @@ class NativeRuntime:
             "thought_level": _pick(context.config.get("thought_level"), THOUGHT_LEVELS, "off"),
         }
         self.parts = parts
+        self.steering = SteerBox()
         self.engine = Engine(context.session_id, self._engine_config(), self._ports(), history)
         self._turn: asyncio.Task[Any] | None = None
 
@@ -157,6 +165,8 @@ class NativeRuntime:
             policy=self.parts.policy,
             journal=self.journal,
             clock=self.wiring.clock,
+            done=self.parts.done,
+            steer=self.steering,
         )
 
     async def prompt(self, prompt: Prompt) -> Outcome:
@@ -169,6 +179,11 @@ class NativeRuntime:
             return await turn
         finally:
             self._turn = None
+
+    def steer(self, text: str) -> bool:
+        """What the person says while a turn runs: read at the turn's next step (a
+        streaming reply is interrupted for it). False when no turn runs."""
+        return self.steering.push(text)
 
     async def cancel(self) -> None:
         if self._turn is not None:

@@ -10,8 +10,9 @@ prompt is running, and nowhere else.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -26,6 +27,7 @@ from loopd.protocol.events import (
     ToolCallUpdated,
     to_wire,
 )
+from loopd.protocol.questions import Question, UserQuestions
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import McpServerConfig, Runtime
 from loopd.store.sqlite import SessionRecord, SqliteStore
@@ -55,6 +57,16 @@ class OffersTerminals(Protocol):
     def terminals(self, session_id: str) -> EditorTerminals | None: ...
 
 
+@runtime_checkable
+class AsksQuestions(Protocol):
+    """A `ClientLink` that can put the agent's questions to the person. Optional,
+    like terminals; `can_ask_user` is False where nobody would see the question."""
+
+    def can_ask_user(self) -> bool: ...
+
+    async def ask_user(self, question: Question) -> str | None: ...
+
+
 @dataclass(eq=False, slots=True)
 class LiveSession:
     record: SessionRecord
@@ -62,7 +74,7 @@ class LiveSession:
     links: list[ClientLink] = field(default_factory=list)
     asker: ClientLink | None = None  # the link whose prompt is running
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    queued: int = 0
+    waiting: int = 0  # prompts waiting for the turn slot (not the one holding it)
     turn: asyncio.Task[Any] | None = None
     generation: int = 0  # bumped by cancel: queued prompts of an older one give up
     mcp_servers: tuple[McpServerConfig, ...] = ()  # the editor's, for a runtime switch
@@ -71,6 +83,20 @@ class LiveSession:
     @property
     def id(self) -> str:
         return self.record.id
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """The session's one turn slot, held for a turn; counted in `waiting` until
+        taken. A waiter that is cancelled leaves the queue and nothing else."""
+        self.waiting += 1
+        try:
+            await self.lock.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            yield
+        finally:
+            self.lock.release()
 
     def attached(self, link: ClientLink) -> bool:
         """By identity: two connections are never "equal", whatever they hold."""
@@ -82,6 +108,13 @@ class LiveSession:
             return local
         roots = (self.record.cwd, *self.record.additional_dirs)
         return self.asker.files(self.id, roots, local)
+
+    def person(self, timeout: float) -> UserQuestions | None:
+        """Who answers the agent's questions now: the prompting link, if it can."""
+        link = self.asker
+        if isinstance(link, AsksQuestions) and link.can_ask_user():
+            return BoundedQuestions(link, timeout)
+        return None
 
     def editor_terminals(self) -> EditorTerminals | None:
         link = self.asker
@@ -142,6 +175,24 @@ class SessionEmitter:
                 await link.send_update(self.session_id, wire)
             except Exception:
                 log.exception("could not show an update on a connection; skipping it")
+
+
+@dataclass(frozen=True, slots=True)
+class BoundedQuestions:
+    """The prompting link's questions, bounded like approvals: no answer in
+    `timeout` seconds, or a failing link, is no answer (the model is told)."""
+
+    link: AsksQuestions
+    timeout: float
+
+    async def ask_user(self, question: Question) -> str | None:
+        try:
+            return await asyncio.wait_for(self.link.ask_user(question), self.timeout)
+        except TimeoutError:
+            log.warning("question %s timed out; unanswered", question.tool_call_id)
+        except Exception:
+            log.exception("question %s failed; unanswered", question.tool_call_id)
+        return None
 
 
 @dataclass(slots=True)

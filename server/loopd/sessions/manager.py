@@ -5,8 +5,12 @@ session behaves the same in every editor, and a session created from one is list
 and loadable from the others (they share the SQLite store).
 
 Turn discipline: one turn at a time per session. A prompt that arrives while a turn
-runs waits its turn (at most `MAX_QUEUED`, in order), never interleaves. `cancel`
-ends the running turn and every queued prompt of the session with `cancelled`.
+runs waits its turn (at most `MAX_QUEUED` waiting, in order; the asking editor is
+told it is queued), never interleaves; one beyond that is refused with
+`SessionBusy`. Cancelling one prompt's call (its request was cancelled) takes that
+prompt alone out of the queue, or ends its turn when it is the running one;
+`cancel` ends the running turn and every queued prompt of the session with
+`cancelled`. `steer` hands text to the running turn, read at its next step.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from loopd.sessions.live import (
     SessionEmitter,
     Unopened,
 )
+from loopd.sessions.queue import say_queued, steer_turn, title_of
 from loopd.sessions.transcript import HANDOVER, transcript, with_handover
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.reconcile import reconcile_events
@@ -55,7 +60,7 @@ from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
 
 log = logging.getLogger(__name__)
 
-MAX_QUEUED = 64
+MAX_QUEUED = 64  # prompts waiting behind the running turn (seed 001's managed input queue)
 RUNTIME_OPTION = "runtime"
 MODE_OPTION = "mode"
 APPROVALS = "approvals"  # the runtime-state key of the session's "always" answers
@@ -238,22 +243,39 @@ class SessionManager:
 
     # -- turns -------------------------------------------------------------------------
 
-    async def prompt(self, session_id: str, prompt: Prompt, link: ClientLink) -> Outcome:
+    async def prompt(
+        self,
+        session_id: str,
+        prompt: Prompt,
+        link: ClientLink,
+        on_start: Callable[[], None] | None = None,
+    ) -> Outcome:
+        """Run `prompt` as the session's next turn. `on_start` is called when it
+        leaves the queue (at once when nothing runs)."""
         live = self._require(session_id)
-        if live.queued >= MAX_QUEUED:
+        if live.waiting >= MAX_QUEUED:
             raise SessionBusy(f"{MAX_QUEUED} prompts are already waiting in this session")
         generation = live.generation
-        live.queued += 1
-        try:
-            async with live.lock:
-                if live.generation != generation:
-                    return Outcome(turn_id="", stop_reason="cancelled")
-                command = slash_command(prompt, live.runtime)
-                if command is not None:
-                    return await self._run_command(live, command, prompt)
-                return await self._run_turn(live, prompt, link)
-        finally:
-            live.queued -= 1
+        if live.lock.locked():
+            await say_queued(live, link, prompt)
+        async with live.slot():
+            if live.generation != generation:
+                return Outcome(turn_id="", stop_reason="cancelled")
+            if on_start is not None:
+                on_start()
+            command = slash_command(prompt, live.runtime)
+            if command is not None:
+                return await self._run_command(live, command, prompt)
+            return await self._run_turn(live, prompt, link)
+
+    def busy(self, session_id: str) -> bool:
+        """Whether a prompt sent now would wait for the turn slot."""
+        return self._require(session_id).lock.locked()
+
+    async def steer(self, session_id: str, text: str) -> None:
+        """Hand `text` to the session's running turn (see `loopd.sessions.queue`)."""
+        live = self._require(session_id)
+        steer_turn(live.runtime, str(live.record.runtime.get("name")), text)
 
     async def _run_turn(self, live: LiveSession, prompt: Prompt, link: ClientLink) -> Outcome:
         emitter = self._emitter(live)
@@ -261,7 +283,7 @@ class SessionManager:
         for block in prompt.blocks:
             emitter.store.append_event(live.id, _user_chunk(block, message_id))
         if live.record.title is None and prompt.text.strip():
-            title = _title_of(prompt.text)
+            title = title_of(prompt.text)
             live.record = replace(live.record, title=title)
             await emitter.emit(SessionInfoUpdated(title=title))
         live.asker = link
@@ -396,6 +418,7 @@ class SessionManager:
             state=dict(record.runtime_state),
             editor_files=functools.partial(LiveSession.editor_files, live),
             editor_terminals=functools.partial(LiveSession.editor_terminals, live),
+            person=functools.partial(LiveSession.person, live, self.approval_timeout),
         )
 
     def _identity(self, name: str, config: Mapping[str, str]) -> dict[str, Any]:
@@ -479,8 +502,3 @@ def _carried(state: Mapping[str, Any]) -> dict[str, Any]:
 
 def _user_chunk(block: ContentBlock, message_id: str) -> dict[str, Any]:
     return to_wire(UserMessageChunk(block, message_id))
-
-
-def _title_of(text: str) -> str:
-    first = text.strip().splitlines()[0]
-    return first if len(first) <= 80 else first[:77] + "..."

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loopd.engine.done import DoneChecks
 from loopd.engine.loop import EngineConfig
 from loopd.engine.ports import ToolBox
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
@@ -61,6 +62,7 @@ class ScriptedParts:
     modes: list[str] = field(default_factory=list)
     turns: int = 0
     containment: str = "scripted: nothing is contained"
+    done: DoneChecks | None = None
 
     def set_mode(self, mode: str) -> None:
         self.modes.append(mode)

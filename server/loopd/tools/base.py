@@ -10,7 +10,7 @@ validated against the schema, and the session's `ToolEnv`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
 from loopd.protocol.errors import ToolInputError
@@ -41,6 +41,13 @@ class Tool(Protocol):
         """Failures the model should read are returned with `is_error=True` or raised
         as `ToolInputError`/`OSError`; the registry turns those into results."""
         ...
+
+
+@runtime_checkable
+class Conditional(Protocol):
+    """A tool offered only when `offered(env)` holds."""
+
+    def offered(self, env: ToolEnv) -> bool: ...
 
 
 def failure(message: str) -> ToolResult:

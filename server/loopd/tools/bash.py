@@ -34,6 +34,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
+from loopd.policy.commands import is_safe_command
 from loopd.policy.grants import Grant, current_grant
 from loopd.policy.paths import SECRET_DIR_NAMES, is_secret_name
 from loopd.protocol.errors import ToolInputError
@@ -108,6 +109,8 @@ class Bash:
                 network=network,
             )
         )
+        if not is_safe_command(command, sandboxed=sandbox.tier != "none"):
+            env.changes.ledger.note()  # it may write anything: a check before it is stale
         if args.get("background", False):
             return await _start_background(prepared, command, env)
         terminals, argv = env.editor_terminals(), editor_argv(prepared)

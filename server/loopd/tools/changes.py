@@ -31,14 +31,33 @@ class Change:
 
 
 @dataclass(slots=True)
+class WriteLedger:
+    """How many writes the session has made, ever increasing (seed 000 `WriteSeq`),
+    and the paths the file tools wrote this turn. A count, not a set: rewriting a
+    file after a check is the exact case a stale seal catches. Shell commands that
+    may write count too, without a path (what they touched is unknown)."""
+
+    seq: int = 0
+    turn_paths: set[str] = field(default_factory=set)
+
+    def note(self, path: str | None = None) -> None:
+        self.seq += 1
+        if path is not None:
+            self.turn_paths.add(path)
+
+
+@dataclass(slots=True)
 class ChangeLog:
     turns: list[dict[str, Change]] = field(default_factory=list)
+    ledger: WriteLedger = field(default_factory=WriteLedger)
 
     def begin_turn(self) -> None:
+        self.ledger.turn_paths = set()
         if not self.turns or self.turns[-1]:
             self.turns.append({})
 
     def record(self, path: str, before: str | None, after: str, known: bool = True) -> None:
+        self.ledger.note(path)
         if not self.turns:
             self.turns.append({})
         first = self.turns[-1].get(path)

@@ -28,6 +28,7 @@ from loopd.policy.beneath import check_regular, read_regular
 from loopd.policy.grants import CallGrants
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import PlanEntry
+from loopd.protocol.questions import UserQuestions
 from loopd.sandbox.base import CommandSandbox, Unsandboxed
 from loopd.tools.changes import ChangeLog
 from loopd.tools.processes import BackgroundProcesses
@@ -205,6 +206,9 @@ class ToolEnv:
     on_plan: PlanListener | None = None
     # The prompting editor's terminals right now, or None (the editor has none).
     editor_terminals: Callable[[], EditorTerminals | None] = lambda: None
+    # Who can answer a question right now (the prompting editor, a terminal), or None.
+    person: Callable[[], UserQuestions | None] = lambda: None
+    session_id: str = ""
     # Where a command's full output is written when what is shown was cut (the
     # session's dir under the data dir); None: nowhere.
     outputs_dir: str | None = None

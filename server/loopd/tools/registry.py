@@ -18,7 +18,8 @@ from loopd.engine.ports import Declaration, ToolCall, ToolProgress, ToolResult
 from loopd.policy.beneath import PathEscapeError
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.model import INVALID_JSON_KEY, ToolSpec
-from loopd.tools.base import Tool, failure
+from loopd.tools.ask_user import AskUser
+from loopd.tools.base import Conditional, Tool, failure
 from loopd.tools.bash import Bash
 from loopd.tools.edit import Edit, Write
 from loopd.tools.env import RUNNING_CALL, FileTooLarge, NotText, ToolEnv
@@ -34,7 +35,7 @@ log = logging.getLogger(__name__)
 
 def builtin_tools() -> tuple[Tool, ...]:
     """The core tools, in the order they are offered to the model."""
-    return (Read(), Write(), Edit(), Bash(), Glob(), Grep(shutil.which("rg")), Plan())
+    return (Read(), Write(), Edit(), Bash(), Glob(), Grep(shutil.which("rg")), Plan(), AskUser())
 
 
 class ToolRegistry:
@@ -46,7 +47,16 @@ class ToolRegistry:
             raise ValueError("two tools share a name")
 
     def specs(self) -> Sequence[ToolSpec]:
-        return [ToolSpec(t.name, t.description, t.input_schema) for t in self._tools.values()]
+        return [
+            ToolSpec(t.name, t.description, t.input_schema)
+            for t in self._tools.values()
+            if self._offered(t)
+        ]
+
+    def _offered(self, tool: Tool) -> bool:
+        """A tool that is only sometimes usable (`ask_user` needs someone to ask)
+        says so with `offered(env)`; one that is not offered does not exist."""
+        return not isinstance(tool, Conditional) or tool.offered(self.env)
 
     async def declare(self, call: ToolCall) -> Declaration:
         return await self._checked(call).declare(call.input, self.env)
@@ -85,8 +95,8 @@ class ToolRegistry:
 
     def _checked(self, call: ToolCall) -> Tool:
         tool = self._tools.get(call.name)
-        if tool is None:
-            names = ", ".join(self._tools)
+        if tool is None or not self._offered(tool):
+            names = ", ".join(t.name for t in self._tools.values() if self._offered(t))
             raise ToolInputError(f"there is no tool named {call.name!r}; the tools are: {names}")
         if INVALID_JSON_KEY in call.input:
             raise ToolInputError(

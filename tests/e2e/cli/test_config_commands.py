@@ -56,7 +56,8 @@ def test_config_schema_is_json_schema(workspace: Path, tmp_path: Path) -> None:
     done = loopd(["config", "schema"], isolated_env(tmp_path, None), workspace)
     schema = json.loads(done.stdout)
     assert schema["$schema"].endswith("2020-12/schema")
-    assert set(schema["properties"]) == {"defaults", "providers", "runtimes", "limits", "approvals"}
+    tables = {"defaults", "providers", "runtimes", "limits", "approvals", "delegate", "done"}
+    assert set(schema["properties"]) == tables
 
 
 def test_completion_prints_a_script_bash_can_load(workspace: Path, tmp_path: Path) -> None:

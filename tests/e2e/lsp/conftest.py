@@ -61,6 +61,7 @@ class Editor:
     home: Path
     updates: list[dict[str, Any]] = field(default_factory=list)
     permission_requests: list[dict[str, Any]] = field(default_factory=list)
+    user_questions: list[dict[str, Any]] = field(default_factory=list)
     dialogs: list[types.ShowMessageRequestParams] = field(default_factory=list)
     answers: list[str] = field(default_factory=list)  # option ids / titles, in order
     withdrawn: list[str] = field(default_factory=list)
@@ -164,6 +165,12 @@ def _wire(editor: Editor, profile: str, answer_dialogs: bool) -> None:
             editor.withdrawn.append(params["toolCall"]["toolCallId"])
             raise
         return {"outcome": {"outcome": "selected", "optionId": editor.answers.pop(0)}}
+
+    @client.feature("loopd/session/askUser")
+    async def on_question(params: dict[str, Any]) -> dict[str, Any]:
+        editor.user_questions.append(params)
+        await until(lambda: editor.answers, within=60)
+        return {"answer": editor.answers.pop(0)}
 
     if answer_dialogs:
 

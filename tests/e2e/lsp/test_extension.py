@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -162,3 +163,31 @@ async def test_config_options_and_bad_params(start: Start) -> None:
             "loopd/session/prompt", {"sessionId": "nope", "prompt": text_prompt("x")}
         )
     assert (await editor.request("loopd/session/close", {"sessionId": session_id})) == {}
+
+
+async def test_steer_and_cancel_one_queued_prompt(start: Start) -> None:
+    script = {"replies": [{"text": "working", "hold": True}, {"text": "steered"}, {"text": "c"}]}
+    editor = await start(script)
+    session_id = await editor.new_session()
+
+    def prompt(text: str, msg_id: str) -> Any:
+        params = {"sessionId": session_id, "prompt": text_prompt(text)}
+        return editor.client.protocol.send_request("loopd/session/prompt", params, msg_id=msg_id)
+
+    first = prompt("a", "p1")
+    await until(lambda: "working" in editor.texts())
+    second, third = prompt("b", "p2"), prompt("c", "p3")
+    await until(lambda: "[Queued: 'c' runs after 2 turns.]" in editor.texts())
+    status = await editor.command("loopd.status")
+    assert [t["state"] for t in status["turns"]] == ["running", "queued", "queued"]
+    editor.client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="p2"))
+    with pytest.raises(Exception, match="cancel"):
+        await asyncio.wait_for(asyncio.wrap_future(second), 10)
+    steered = await editor.command("loopd.steer", {"text": "only the tests"})
+    assert steered == {"sessionId": session_id}
+    assert (await asyncio.wait_for(asyncio.wrap_future(first), 10))["stopReason"] == "end_turn"
+    assert (await asyncio.wait_for(asyncio.wrap_future(third), 10))["stopReason"] == "end_turn"
+    assert "only the tests" in editor.texts("user_message_chunk")
+    assert editor.texts().endswith("steeredc")
+    with pytest.raises(Exception, match="send it as a prompt"):
+        await editor.request("loopd/session/steer", {"sessionId": session_id, "text": "hi?"})

@@ -2,22 +2,8 @@
 -- through vim.ui.select, see the buffer edited and the chat buffer filled, cancel a
 -- turn. Run: nvim --clean --headless -l scenario.lua   (env: LOOPD_PLUGIN, LOOPD_PY,
 -- LOOPD_LAUNCHER, LOOPD_FILE). Exit status 0 and "NVIM-E2E: PASS" mean it passed.
-local out = {}
-local function log(...) table.insert(out, table.concat(vim.tbl_map(tostring, { ... }), ' ')) end
-local function finish(ok)
-  io.stderr:write(table.concat(out, '\n') .. '\n' .. (ok and 'NVIM-E2E: PASS' or 'NVIM-E2E: FAIL') .. '\n')
-  vim.cmd(ok and 'qall!' or 'cquit! 3')
-end
-local function check(cond, what)
-  if not cond then
-    log('FAILED: ' .. what)
-    finish(false)
-  end
-  log('ok: ' .. what)
-end
-local function wait(what, pred, ms)
-  check(vim.wait(ms or 15000, pred, 10), what)
-end
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'harness.lua'))
+local log, finish, check, wait = H.log, H.finish, H.check, H.wait
 
 vim.opt.runtimepath:prepend(assert(vim.env.LOOPD_PLUGIN))
 local prompts, progress = {}, {}

@@ -99,15 +99,23 @@ async def connected(
     manager: SessionManager | asyncio.Future[SessionManager],
     client: Client,
     capabilities: ClientCapabilities | None = None,
+    unstable: bool = False,
 ) -> AsyncIterator[Session]:
-    """A live, initialized connection; closing it lets `serve` finish."""
+    """A live, initialized connection; closing it lets `serve` finish. `unstable`
+    lets the client take the SDK's unstable requests (elicitation)."""
     agent_sock, client_sock = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_sock)
     client_reader, client_writer = await asyncio.open_connection(sock=client_sock)
     agent = LoopdAgent(manager)
     served = asyncio.create_task(serve(agent, agent_writer, agent_reader))
     wire = Wire()
-    conn = connect_to_agent(client, client_writer, client_reader, observers=[wire.observe])
+    conn = connect_to_agent(
+        client,
+        client_writer,
+        client_reader,
+        observers=[wire.observe],
+        use_unstable_protocol=unstable,
+    )
     await conn.initialize(
         protocol_version=PROTOCOL_VERSION,
         client_capabilities=capabilities or ClientCapabilities(),

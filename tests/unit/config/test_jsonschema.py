@@ -68,6 +68,21 @@ allow = ["read(**)"]
 ask = []
 deny = ["bash(rm -rf *)"]
 timeout_seconds = 600
+
+[delegate]
+runtime = "fast"
+model = "qwen"
+
+[done]
+enabled = true
+protected = ["tests/**"]
+timeout_seconds = 300
+max_stall_cycles = 2
+
+[[done.criteria]]
+name = "tests"
+command = "pytest -q"
+exit_code = 0
 """
 
 
@@ -104,7 +119,7 @@ def test_every_key_the_schema_names_is_used_above() -> None:
 
     walk(config_json_schema())
     used = set(re.findall(r"^(\w+) =", EVERY_KEY, re.M)) | {"aliases", "id", "providers"}
-    used |= {"runtimes", "defaults", "limits", "approvals"}
+    used |= {"runtimes", "defaults", "limits", "approvals", "delegate", "done", "criteria"}
     assert named <= used
 
 

@@ -8,6 +8,9 @@ import pytest
 
 from loopd.config import (
     ConfigFileError,
+    Delegate,
+    Done,
+    DoneCriterion,
     Harness,
     ProviderKind,
     TrustStore,
@@ -219,6 +222,19 @@ def test_explicit_paths_override_the_locations(env: dict[str, str], tmp_path: Pa
         ("[limits]\nmax_parallel = true\n", "limits.max_parallel", "whole number"),
         ("[approvals]\nallow = 'read'\n", "approvals.allow", "list"),
         ("providers = 3\n", "providers", "table"),
+        ("[done]\ntimeout_seconds = 0\n", "done.timeout_seconds", "positive"),
+        ("[done]\nenabled = 'yes'\n", "done.enabled", "true or false"),
+        ("[[done.criteria]]\nname = 't'\n", "done.criteria[0].command", "is required"),
+        (
+            "[[done.criteria]]\nname='t'\ncommand='x'\nexit_code=300\n",
+            "done.criteria[0].exit_code",
+            "0 to 255",
+        ),
+        (
+            "[done]\ncriteria = [{name='t', command='x'}, {name='t', command='y'}]\n",
+            "done.criteria[1].name",
+            "another criterion",
+        ),
     ],
 )
 def test_invalid_values_name_file_key_and_problem(
@@ -281,3 +297,46 @@ def test_the_approval_timeout_is_configurable_and_must_be_positive(tmp_path: Pat
     user.write_text("[approvals]\ntimeout_seconds = 0\n")
     with pytest.raises(ConfigError, match="timeout_seconds"):
         load_config({}, tmp_path, user_file=user, workspace_file=tmp_path / "none.toml")
+
+
+def test_the_done_table_reads_criteria_and_defaults(env: dict[str, str], cwd: Path) -> None:
+    assert load_config(env, cwd).done == Done()
+    write(
+        cwd / ".loopd" / "config.toml",
+        """
+[done]
+enabled = true
+protected = ["tests/**"]
+timeout_seconds = 60
+max_stall_cycles = 3
+
+[[done.criteria]]
+name = "tests"
+command = "pytest -q"
+
+[[done.criteria]]
+name = "lint"
+command = "ruff check"
+exit_code = 1
+""",
+    )
+    done = load_config(env, cwd).done
+    assert done == Done(
+        enabled=True,
+        protected=("tests/**",),
+        timeout_seconds=60,
+        max_stall_cycles=3,
+        criteria=(
+            DoneCriterion(name="tests", command="pytest -q"),
+            DoneCriterion(name="lint", command="ruff check", exit_code=1),
+        ),
+    )
+
+
+def test_the_delegate_table_names_a_runtime_and_model(env: dict[str, str], cwd: Path) -> None:
+    assert load_config(env, cwd).delegate == Delegate()
+    write(user_file(env), "[delegate]\nruntime = 'cheap'\nmodel = 'small'\n")
+    assert load_config(env, cwd).delegate == Delegate(runtime="cheap", model="small")
+    write(user_file(env), "[delegate]\nruntime = 'not a name!'\n")
+    with pytest.raises(ConfigFileError, match=r"delegate\.runtime"):
+        load_config(env, cwd)

@@ -79,7 +79,7 @@ async def test_prompts_queue_in_order_and_never_interleave(tmp_path: Path) -> No
     hold.set()
     assert (await first).stop_reason == "end_turn"
     assert (await second).stop_reason == "end_turn"
-    assert text_of(link) == "AB"
+    assert text_of(link) == "A\n\n[Queued: '2' runs after 1 turn.]\nB"  # told it waits
 
 
 async def test_cancel_ends_the_running_turn_and_the_queued_ones(tmp_path: Path) -> None:

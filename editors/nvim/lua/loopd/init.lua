@@ -16,7 +16,7 @@ M.config = {
 }
 
 -- What this Neovim knows about its loopd session.
-M.state = { session = nil, config_options = {}, request = nil, last_stop = nil, turns = 0 }
+M.state = { session = nil, config_options = {}, request = nil, last_stop = nil, turns = 0, verification = nil }
 
 local has011 = vim.fn.has('nvim-0.11') == 1
 
@@ -69,15 +69,14 @@ local function describe(tool_call)
   return table.concat(lines, '\n')
 end
 
-local function ask_permission(_, params)
-  local done, choice = false, nil
+-- Ask the person through a callback-style UI (`start(settle)`) from a server request
+-- handler, and wait for the answer: inside the client's coroutine by yielding, else by
+-- polling the event loop.
+local function answered(start)
+  local done, value = false, nil
   local co = coroutine.running()
-  vim.ui.select(params.options, {
-    prompt = 'loopd asks: ' .. describe(params.toolCall),
-    kind = 'loopd.permission',
-    format_item = function(o) return o.name end,
-  }, function(item)
-    choice, done = item, true
+  start(function(v)
+    value, done = v, true
     if co and coroutine.status(co) == 'suspended' then
       vim.schedule(function() coroutine.resume(co) end)
     end
@@ -89,15 +88,77 @@ local function ask_permission(_, params)
       vim.wait(600000, function() return done end, 20)
     end
   end
+  return value
+end
+
+local function ask_permission(_, params)
+  local choice = answered(function(settle)
+    vim.ui.select(params.options, {
+      prompt = 'loopd asks: ' .. describe(params.toolCall),
+      kind = 'loopd.permission',
+      format_item = function(o) return o.name end,
+    }, settle)
+  end)
   local id = choice and choice.optionId or 'reject_once'
   return { outcome = { outcome = 'selected', optionId = id } }
 end
 
+-- -- the verification seal ---------------------------------------------------------
+
+-- The seal arrives in the update stream (session_info_update, _meta.loopd.verification)
+-- and on the prompt's answer; either way it is the newest word on the session.
+local function seal_of(meta)
+  return type(meta) == 'table' and type(meta.loopd) == 'table' and meta.loopd.verification or nil
+end
+
+local function take_seal(v)
+  if not v then return end
+  M.state.verification = v
+  vim.schedule(function() pcall(vim.cmd.redrawstatus) end)
+end
+
+--- For 'statusline': "loopd: passed", "loopd: failed (tests)", "loopd: incomplete (tests)",
+--- "loopd: stale"... or '' before any seal. Protected writes add "!protected".
+function M.statusline()
+  local v = M.state.verification
+  if not v then return '' end
+  local word = v.incomplete and 'incomplete' or v.seal
+  local text = 'loopd: ' .. word
+  if (v.incomplete or v.seal == 'failed') and #(v.unmet or {}) > 0 then
+    text = text .. ' (' .. table.concat(v.unmet, ', ') .. ')'
+  end
+  if #(v.protectedWrites or {}) > 0 then text = text .. ' !protected' end
+  return text
+end
+
+-- -- the agent's questions (loopd/session/askUser) --------------------------------------
+
+local OTHER = 'Something else…'
+
+local function ask_user(_, params)
+  local prompt = 'loopd asks: ' .. tostring(params.question)
+  local items = vim.list_extend({}, params.choices or {})
+  if params.allowText and #items > 0 then table.insert(items, OTHER) end
+  local answer = answered(function(settle)
+    local function free_text() vim.ui.input({ prompt = prompt .. ' ' }, settle) end
+    if #items == 0 then return free_text() end
+    vim.ui.select(items, { prompt = prompt, kind = 'loopd.question' }, function(item)
+      if item == OTHER then return free_text() end
+      settle(item)
+    end)
+  end)
+  return { answer = answer }
+end
+
 local handlers = {
   ['loopd/session/update'] = function(_, params)
-    if params and params.sessionId == M.state.session then chat.feed(params.update) end
+    if params and params.sessionId == M.state.session then
+      take_seal(seal_of(params.update._meta))
+      chat.feed(params.update)
+    end
   end,
   ['loopd/session/requestPermission'] = ask_permission,
+  ['loopd/session/askUser'] = ask_user,
 }
 
 -- -- sessions -----------------------------------------------------------------------
@@ -143,9 +204,26 @@ function M.ask(text, range)
     M.state.request = request('loopd/session/prompt', { sessionId = id, prompt = blocks }, function(result, err)
       M.state.request = nil
       M.state.last_stop = result and result.stopReason or (err and err.code == -32800 and 'cancelled') or 'error'
-      chat.note('note', 'turn ended: ' .. M.state.last_stop)
+      local seal = seal_of(result and result._meta)
+      take_seal(seal)
+      chat.note('note', 'turn ended: ' .. M.state.last_stop .. (seal and (' · ' .. seal.summary) or ''))
     end)
   end)
+end
+
+--- Say something to the running turn; it reads it at its next step (a streaming
+--- reply is interrupted for it). With no turn running, it is sent as a prompt.
+function M.steer(text)
+  if not text or text == '' then
+    return vim.ui.input({ prompt = 'Tell loopd (mid-turn): ' }, function(input)
+      if input and input ~= '' then M.steer(input) end
+    end)
+  end
+  local client = M.client()
+  if not client or not M.state.session then return M.ask(text) end
+  call(client, 'request', 'loopd/session/steer', { sessionId = M.state.session, text = text }, function(err)
+    if err then return M.ask(text) end -- no turn is running: a plain prompt
+  end, 0)
 end
 
 function M.cancel()
@@ -211,6 +289,7 @@ end
 local subcommands = {
   ask = function(args, range) M.ask(args, range) end,
   cancel = function() M.cancel() end,
+  steer = function(args) M.steer(args) end,
   new = function() M.new_session() end,
   sessions = function() M.sessions() end,
   mode = function(args) set_option('mode', args) end,
@@ -232,7 +311,7 @@ function M.attach(bufnr)
   local ft = M.config.filetypes
   if ft and not vim.tbl_contains(ft, vim.bo[bufnr].filetype) then return end
   local capabilities = vim.tbl_deep_extend('force', vim.lsp.protocol.make_client_capabilities(), {
-    experimental = { loopd = { sessionUpdate = true, requestPermission = true } },
+    experimental = { loopd = { sessionUpdate = true, requestPermission = true, askUser = true } },
   })
   return vim.lsp.start({
     name = M.config.name,

@@ -1,0 +1,75 @@
+"""`explore` through `loopd run`: the parent on one catalog runtime, the read-only
+child on another (`[delegate]`), both at the loopback fake model on their own
+routes, with the real tools and sandbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from loopd.testing.fake_llm import FakeLLMServer
+from loopd.testing.llm_script import Reply, ScriptedCall
+from tests.e2e.conftest import isolated_env, run_loopd
+
+pytestmark = pytest.mark.e2e
+
+
+def config(fake: FakeLLMServer) -> str:
+    return f"""
+[defaults]
+runtime = "main"
+
+[providers.main]
+kind = "anthropic"
+base_url = "{fake.base_url}"
+api_key_env = "ANTHROPIC_API_KEY"
+models = ["parent-model"]
+
+[providers.cheap]
+kind = "openai_chat"
+base_url = "{fake.openai_base_url}"
+api_key_env = "OPENAI_API_KEY"
+models = ["child-model"]
+
+[delegate]
+runtime = "cheap"
+"""
+
+
+def test_explore_runs_its_child_on_the_delegate_runtime(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "a.py").write_text("def handler():\n    return 42\n")
+    question = "What does handler in a.py return?"
+    fake_llm.script(
+        "/v1/messages",
+        Reply(tool_calls=(ScriptedCall("explore", {"question": question}),)),
+        Reply(text="It returns 42."),
+    )
+    fake_llm.script(
+        "/v1/chat/completions",
+        Reply(tool_calls=(ScriptedCall("read", {"path": "a.py"}),)),
+        Reply(text="handler() returns 42 (a.py, line 2)."),
+    )
+    env = isolated_env(tmp_path, fake_llm, OPENAI_API_KEY="child-key")
+    (tmp_path / "config" / "loopd").mkdir(parents=True)
+    (tmp_path / "config" / "loopd" / "config.toml").write_text(config(fake_llm))
+    done = run_loopd(["run", "find out what handler returns"], env, workspace)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "It returns 42."
+    assert f"→ Explore: {question}" in done.stderr and f"✓ Explore: {question}" in done.stderr
+    routes = [(r.path, r.body["model"]) for r in fake_llm.requests]
+    assert routes == [
+        ("/v1/messages", "parent-model"),
+        ("/v1/chat/completions", "child-model"),
+        ("/v1/chat/completions", "child-model"),
+        ("/v1/messages", "parent-model"),
+    ]
+    parent_tools = [t["name"] for t in fake_llm.requests[0].body["tools"]]
+    child_tools = [t["function"]["name"] for t in fake_llm.requests[1].body["tools"]]
+    assert "explore" in parent_tools and "explore" not in child_tools
+    report = json.dumps(fake_llm.requests[3].body["messages"][-1])
+    assert "handler() returns 42 (a.py, line 2)." in report and "Read: a.py" in report
