@@ -14,7 +14,7 @@ import pytest
 
 from loopd.testing.fake_llm import FakeLLMServer
 from loopd.testing.llm_script import Reply, ScriptedCall
-from tests.e2e.conftest import DONE_TOML, isolated_env
+from tests.e2e.conftest import isolated_env, trusted_config
 from tests.e2e.lsp.conftest import LAUNCHER, ROOT, launcher_env
 
 pytestmark = pytest.mark.e2e
@@ -79,8 +79,7 @@ def test_ask_approve_edit_chat_and_cancel_in_neovim(tmp_path: Path) -> None:
 @needs_nvim
 def test_an_incomplete_turn_in_the_chat_and_the_statusline(tmp_path: Path) -> None:
     work = tmp_path / "work"
-    (work / ".loopd").mkdir(parents=True)
-    (work / ".loopd" / "config.toml").write_text(DONE_TOML)
+    work.mkdir()
     (work / "notes.md").write_text("notes\n")
 
     def write(content: str) -> Reply:
@@ -88,7 +87,9 @@ def test_an_incomplete_turn_in_the_chat_and_the_statusline(tmp_path: Path) -> No
 
     with FakeLLMServer() as fake:
         fake.script("*", write("bad\n"), Reply(text="Done."), write("worse\n"), Reply(text="!"))
-        run_scenario("verification.lua", isolated_env(tmp_path, fake), work, work / "notes.md")
+        env = isolated_env(tmp_path, fake)
+        trusted_config(work, env)
+        run_scenario("verification.lua", env, work, work / "notes.md")
 
 
 @needs_nvim
