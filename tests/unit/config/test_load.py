@@ -320,6 +320,9 @@ command = "ruff check"
 exit_code = 1
 """,
     )
+    assert load_config(env, cwd).done == Done()  # inert until the folder is trusted
+    workspace = cwd / ".loopd" / "config.toml"
+    TrustStore(data_dir(env)).trust(WorkspaceFile.read(cwd, workspace) or pytest.fail())
     done = load_config(env, cwd).done
     assert done == Done(
         enabled=True,
