@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -27,7 +28,8 @@ from loopd.catalog import (
     discover_catalog,
 )
 from loopd.catalog.errors import NO_RUNTIME_HELP
-from loopd.config import Config, TrustStore, data_dir, load_config
+from loopd.catalog.listing import listing_for, lists_models, no_model_help
+from loopd.config import Config, TrustStore, data_dir, load_config, user_config_file
 from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.schema import Harness
 from loopd.engine.delegate import ChildRuntime
@@ -47,13 +49,14 @@ from loopd.protocol.events import AgentMessageChunk, PlanEntry, PlanUpdated
 from loopd.protocol.turns import UndoReport
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
 from loopd.providers.factory import ClosableProvider, make_provider
+from loopd.providers.models import NoModelProvider
 from loopd.runtimes.acp_agent import AcpRuntimeFactory, AcpSettings
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
 from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
 from loopd.sandbox.base import Unsandboxed
-from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
+from loopd.sandbox.probe import NO_BOUNDARY, Boundary, SandboxProbe, probe_sandbox
 from loopd.sessions.manager import SessionManager
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.sqlite import SqliteStore, outputs_dir
@@ -235,12 +238,19 @@ def _native_wiring(
     provider = _provider(entry, env, config, providers)
     models = tuple(m.id for m in entry.models)
     default_model = entry.resolve_model(None) if entry.default_model else None
-    default_model = default_model or (models[0] if models else "default")
+    default_model = default_model or (models[0] if models else "")
+    listing = listing_for(entry, env) if lists_models(entry) else None
+    unavailable = NoModelProvider(lambda: no_model_help(entry, listing.last if listing else None))
     rules = RuleSet.from_config(_rules_table(config))
     child = _explore_child(catalog, entry, ChildRuntime(provider, default_model), config, env)
     shelf = SkillShelf(env)
+    boundary = Boundary(
+        private=_own_dirs(env),
+        home_readable=config.sandbox.home_readable,
+        unix_sockets=config.sandbox.allow_unix_sockets,
+    )
     return NativeWiring(
-        provider_for=lambda model: provider,
+        provider_for=lambda model: provider if model else unavailable,
         parts_for=functools.partial(
             GuardedParts.open,
             env=env,
@@ -249,16 +259,26 @@ def _native_wiring(
             child=child(providers),
             shelf=shelf,
             limits=_tool_limits(config),
+            boundary=boundary,
         ),
         system_for=lambda ctx: shelf.book(ctx).indexed(system_prompt(ctx.cwd, ctx.roots)),
         clock=SystemClock(),
         default_mode=config.defaults.mode or DEFAULT_MODE.value,
-        models=models or (default_model,),
+        models=models,
         default_model=default_model,
         engine=EngineConfig(model=default_model, limits=_limits(config)),
         open_models=entry.open_models,
+        listing=listing,
         resolve_model=functools.partial(_model_id, entry),
     )
+
+
+def _own_dirs(env: Mapping[str, str]) -> tuple[str, ...]:
+    """loopd's own folders: its data (the session store, which holds whole
+    conversations, and the login) and its user configuration. Commands never see them
+    and the file tools never read them."""
+    own = (data_dir(env), user_config_file(env).parent)
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in own))
 
 
 def _provider(
@@ -269,7 +289,7 @@ def _provider(
 ) -> ClosableProvider:
     ref = entry.provider
     assert ref is not None, "a native entry always has a provider"
-    api_key = env.get(ref.api_key_env, "") if ref.api_key_env else ""
+    api_key = env.get(ref.api_key_env, "") if ref.api_key_env else ""  # "": sent no auth
     provider = make_provider(
         ref.kind.value,
         base_url=ref.base_url,
@@ -401,6 +421,7 @@ class GuardedParts:
     emitter: Emitter
     done: SandboxedDone
     shelf: SkillShelf
+    boundary: Boundary
     notice: str = ""  # said at the start of the next turn
 
     @classmethod
@@ -416,6 +437,7 @@ class GuardedParts:
         child: ChildRuntime,
         shelf: SkillShelf,
         limits: ToolLimits,
+        boundary: Boundary = NO_BOUNDARY,
     ) -> GuardedParts:
         found = await asyncio.to_thread(probe.get)  # runs trial commands, once
         grant, parsed = NetworkGrant(), parse_mode(mode)
@@ -423,7 +445,8 @@ class GuardedParts:
         async def on_plan(entries: tuple[PlanEntry, ...]) -> None:
             await ctx.emitter.emit(PlanUpdated(entries))
 
-        sandbox = select_sandbox(parsed, found, ctx.roots, grant, env)
+        sandbox = boundary.sandbox(parsed, found, tuple(ctx.roots), grant, env)
+        kept = str(outputs_dir(data_dir(env), ctx.session_id))  # commands' full outputs
         policy = RulePolicy(
             mode=parsed,
             roots=ctx.roots,
@@ -431,6 +454,8 @@ class GuardedParts:
             network=grant,
             rules=rules,
             remembered=RuleSet.from_json(remembered),
+            extra_secrets=boundary.private,
+            readable=(kept,),
             grants=CallGrants(),
         )
         tool_env = ToolEnv(
@@ -444,7 +469,7 @@ class GuardedParts:
             person=ctx.person,
             session_id=ctx.session_id,
             limits=limits,
-            outputs_dir=str(outputs_dir(data_dir(env), ctx.session_id)),
+            outputs_dir=kept,
         )
         builtin = builtin_tools()
         explore = Explore(child, ToolRegistry(tool_env, builtin), policy)  # without itself
@@ -458,15 +483,14 @@ class GuardedParts:
         skill = Skill(shelf.book(ctx))
         tools = ToolRegistry(tool_env, (*builtin, explore, skill, *mcp.tools))
         done = SandboxedDone(tool_env, workspace_done(env, ctx.cwd))
-        return cls(
-            env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, done, shelf, mcp.report()
-        )
+        parts = (env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, done, shelf)
+        return cls(*parts, boundary, mcp.report())
 
     def set_mode(self, mode: str) -> None:
         parsed = parse_mode(mode)
         self.policy.mode = parsed
-        roots = self.tool_env.roots
-        self.tool_env.sandbox = select_sandbox(parsed, self.probe, roots, self.grant, self.env)
+        env, roots = self.env, self.tool_env.roots
+        self.tool_env.sandbox = self.boundary.sandbox(parsed, self.probe, roots, self.grant, env)
 
     def remembered(self) -> Mapping[str, Any]:
         return self.policy.remembered.to_json()

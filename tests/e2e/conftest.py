@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -130,12 +131,20 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-@pytest.fixture
-def home_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A state dir outside /tmp: codex refuses its sandbox helper under /tmp."""
-    base = Path.home() / ".cache" / "loopd-tests"
+CACHE_BASE = Path.home() / ".cache" / "loopd-tests"
+
+
+def private_cache_dir(base: Path = CACHE_BASE) -> Path:
+    """A new folder under `base` that no other test, and no other test run, has: made
+    by `mkdtemp`, which never reuses a name (runs side by side used to pick the same
+    `codex0` and delete each other's state)."""
     base.mkdir(parents=True, exist_ok=True)
-    path = base / tmp_path_factory.mktemp("codex").name
-    path.mkdir()
+    return Path(tempfile.mkdtemp(prefix="codex-", dir=base))
+
+
+@pytest.fixture
+def home_cache() -> Iterator[Path]:
+    """A state dir outside /tmp: codex refuses its sandbox helper under /tmp."""
+    path = private_cache_dir()
     yield path
     shutil.rmtree(path, ignore_errors=True)

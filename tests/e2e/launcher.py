@@ -1,5 +1,6 @@
 """Test-only `loopd lsp`: the real LSP server on a real SessionManager and SqliteStore,
-with a scripted model and three small tools that go through the session's file view.
+with a scripted model and three small tools that go through the session's file view
+(the editor's buffers over the real path gate and beneath-opens).
 
 Run as a script (the e2e tests spawn it like an editor spawns `loopd lsp`):
 
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from loopd.engine.ports import Declaration, ToolCall, ToolProgress, ToolResult, Verdict
 from loopd.lsp.server import serve
+from loopd.policy.paths import PathPolicy
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import DiffContent, TextBlock
 from loopd.protocol.model import ToolSpec
@@ -31,7 +33,8 @@ from loopd.runtimes.base import RuntimeContext
 from loopd.sessions.manager import SessionManager
 from loopd.testing.fakes import Reply, ScriptedPolicy, ScriptedProvider
 from loopd.testing.harness import scripted_manager
-from loopd.tools.env import FileAccess, LocalFiles, RoutedFiles
+from loopd.tools.env import FileAccess, RoutedFiles
+from loopd.tools.files import BeneathFiles
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +68,16 @@ class FileTools:
     async def _old(self, path: str) -> str | None:
         try:
             return await self.files.read_text(path)
-        except FileNotFoundError:
+        except (FileNotFoundError, PermissionError):  # as the real tools: no old text
             return None
 
     async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
+        try:
+            return await self._run(call)
+        except PermissionError as refused:  # as the real registry: a result, said
+            return ToolResult(f"Refused: {refused.strerror}", is_error=True)
+
+    async def _run(self, call: ToolCall) -> ToolResult:
         match call.name:
             case "read":
                 text = await self.files.read_text(call.input["path"])
@@ -97,7 +106,9 @@ def build(home: Path, script: dict) -> SessionManager:
     policy = ScriptedPolicy({name: Verdict.ASK for name in script.get("ask", [])})
 
     def tools_for(ctx: RuntimeContext) -> FileTools:
-        return FileTools(RoutedFiles(ctx.editor_files, LocalFiles()), home / "executed.log")
+        roots = tuple(os.path.realpath(r) for r in ctx.roots)
+        local = BeneathFiles(PathPolicy(roots, os.path.realpath(home)))
+        return FileTools(RoutedFiles(ctx.editor_files, local), home / "executed.log")
 
     manager = scripted_manager(
         home, ScriptedProvider.of(*replies), policy=policy, tools_for=tools_for

@@ -87,7 +87,6 @@ from loopd.protocol.events import (
     AgentMessageChunk,
     AvailableCommandsUpdated,
     Command,
-    ConfigOptionsChanged,
     to_wire,
 )
 from loopd.protocol.turns import Outcome
@@ -124,8 +123,15 @@ _OPENING = ("session/new", "session/load", "session/resume")
 
 
 class LoopdAgent(Agent):
-    def __init__(self, manager: SessionManager | asyncio.Future[SessionManager]) -> None:
+    """`client_answers=False`: the client cannot answer requests (see `AcpLink`)."""
+
+    def __init__(
+        self,
+        manager: SessionManager | asyncio.Future[SessionManager],
+        client_answers: bool = True,
+    ) -> None:
         self._manager = manager
+        self._client_answers = client_answers
         self.client: Client | None = None
         self.link: AcpLink | None = None
         self._opening: dict[Any, str | None] = {}  # request id -> session id (None: new)
@@ -133,7 +139,7 @@ class LoopdAgent(Agent):
 
     def on_connect(self, conn: Client) -> None:
         self.client = conn
-        self.link = AcpLink(conn)
+        self.link = AcpLink(conn, answers=self._client_answers)
 
     @property
     def started(self) -> SessionManager | None:
@@ -359,16 +365,14 @@ class LoopdAgent(Agent):
         self, session_id: str, mode_id: str, **kwargs: Any
     ) -> SetSessionModeResponse:
         """The deprecated mode API, kept in sync with the `mode` config option: it sets
-        that option, and tells this client the new option list."""
+        that option (the session then tells its clients the new mode and option list,
+        once)."""
         manager = await self.manager()
         with _mapped_errors(session_id):
             option = mode_option(manager.view(session_id).config_options)
             if option is None:
                 raise RequestError.invalid_params({"details": "this session has no modes"})
-            view = await manager.set_config(session_id, option.id, mode_id)
-        await self._link().send_update(
-            session_id, to_wire(ConfigOptionsChanged(view.config_options))
-        )
+            await manager.set_config(session_id, option.id, mode_id)
         return SetSessionModeResponse()
 
     async def set_session_model(

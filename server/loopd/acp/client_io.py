@@ -1,81 +1,78 @@
 """The editor's files and terminals, used only when the client advertised them.
 
-`AcpFiles` reads through `fs/read_text_file` (so the agent sees unsaved buffers) and
-writes through `fs/write_text_file` (so the editor's review shows the edit), for
-paths inside the session roots; anything else, or a client that did not advertise
-`fs`, goes to the local disk. `AcpTerminals` runs a command in an editor terminal
-(`terminal/create`, output streamed by the editor) and releases every terminal it
-creates, also when the run is cancelled.
+`AcpFiles` reads through `fs/read_text_file`, so the agent sees unsaved buffers, but
+only for a path it has proven, because the editor resolves the path again on its own
+and follows symlinks: a command in the sandbox swapping a directory for a symlink
+between loopd's check and the editor's read would hand the model another file. So:
 
-`TextFiles` is structurally `loopd.tools.env.FileAccess` and `AcpTerminals` is a
-`loopd.tools.env.EditorTerminals`: `AcpLink.files` / `terminals` hand them to the
-session layer, which routes them to the tools of the prompting connection.
+1. the local gate decides the path first (a secret or an unapproved path is refused
+   and the editor never hears of it);
+2. a `PathWatch` is set on the directories the path passes through, then the file is
+   read beneath its root with no symlink allowed (`BeneathFiles`), which proves the
+   path and gives the disk's text;
+3. the editor is asked; its text is used only if nothing on the path changed from
+   before step 2 until its answer arrived. Otherwise the disk's text is used.
+
+Writes always go to the disk through the same beneath-open as without an editor
+(atomic, no symlink followed). Handing the editor a write would let a swap redirect
+it, and a write cannot be taken back once it landed elsewhere; the editor picks the
+change up from the disk, and the tool call's diff shows it.
+
+`AcpTerminals` runs a command in an editor terminal (`terminal/create`, output
+streamed by the editor) and releases every terminal it creates, also when the run is
+cancelled. `AcpLink.files` / `terminals` hand these to the session layer, which
+routes them to the tools of the prompting connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import EnvVariable
 
-from loopd.tools.env import TerminalRun
+from loopd.policy.watch import PathWatch
+from loopd.tools.env import FileAccess, GatedFiles, TerminalRun
 
 log = logging.getLogger(__name__)
 
 
-class TextFiles(Protocol):
-    async def read_text(self, path: str) -> str: ...
-
-    async def write_text(self, path: str, text: str) -> None: ...
-
-
 @dataclass(frozen=True, slots=True)
 class AcpFiles:
+    """`FileAccess` for one session over the editor's `fs` (see the module
+    docstring). Over a `local` that is not a `GatedFiles`, the editor is not used."""
+
     client: Client
     session_id: str
-    roots: tuple[str, ...]
-    local: TextFiles
+    local: FileAccess
     can_read: bool = False
-    can_write: bool = False
-
-    def inside_roots(self, path: str) -> bool:
-        real = os.path.realpath(path)
-        return any(
-            os.path.commonpath([real, os.path.realpath(root)]) == os.path.realpath(root)
-            for root in self.roots
-        )
 
     async def read_text(self, path: str) -> str:
-        """The editor's view of the file when it can give one; a client that cannot
-        (it errors) falls back to the disk, which also raises the right error for a
-        missing file."""
-        if self.can_read and self.inside_roots(path):
+        local = self.local
+        if not (self.can_read and isinstance(local, GatedFiles)):
+            return await local.read_text(path)
+        admitted = local.admit(path, write=False)
+        if not admitted.inside or admitted.path != path:
+            return await local.read_text(path)
+        with PathWatch(admitted.root, path) as watch:
+            disk = await local.read_text(path)
+            if local.admit(path, write=False).path != path:
+                return disk
             try:
                 response = await self.client.read_text_file(session_id=self.session_id, path=path)
             except RequestError as err:
-                log.info("client could not read %s (%s); reading the disk", path, err)
-            else:
-                return response.content
-        return await self.local.read_text(path)
+                log.info("client could not read %s (%s); using the disk", path, err)
+                return disk
+            if watch.moved():
+                log.warning("%s changed while the editor read it; using the disk", path)
+                return disk
+        return response.content
 
     async def write_text(self, path: str, text: str) -> None:
-        """A client that refuses a write is not bypassed: the refusal is the tool's
-        error, so the person's review stays the last word."""
-        if self.can_write and self.inside_roots(path):
-            try:
-                await self.client.write_text_file(
-                    session_id=self.session_id, path=path, content=text
-                )
-            except RequestError as err:
-                raise OSError(f"the editor refused to write {path}: {err}") from err
-            return
         await self.local.write_text(path, text)
 
 

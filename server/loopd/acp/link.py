@@ -16,7 +16,7 @@ from typing import Any
 from acp.interfaces import Client
 from acp.schema import ClientCapabilities
 
-from loopd.acp.client_io import AcpFiles, AcpTerminals, TextFiles
+from loopd.acp.client_io import AcpFiles, AcpTerminals
 from loopd.acp.questions import ask_by_permission, elicit
 from loopd.acp.translate import (
     PERMISSION_OPTIONS,
@@ -26,17 +26,25 @@ from loopd.acp.translate import (
 )
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.questions import Question
+from loopd.tools.env import FileAccess
 
 
 @dataclass(eq=False, slots=True)
 class AcpLink:
+    """`answers=False` is a client that can answer no request of ours (a file of
+    requests on stdin): every question is then refused unasked, and its files and
+    terminals are never used, so nothing waits for an answer that cannot come."""
+
     client: Client
     capabilities: ClientCapabilities | None = None
+    answers: bool = True
 
     async def send_update(self, session_id: str, update: Mapping[str, Any]) -> None:
         await self.client.session_update(session_id, update_model(session_id, update))
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        if not self.answers:
+            return ApprovalDecision.REJECT_ONCE
         response = await self.client.request_permission(
             session_id=request.session_id,
             tool_call=permission_tool_call(request),
@@ -55,21 +63,16 @@ class AcpLink:
             return await elicit(self.client, question)
         return await ask_by_permission(self.client, question)
 
-    def files(self, session_id: str, roots: Sequence[str], local: TextFiles) -> AcpFiles:
-        """File access for a session's tools: the editor's buffers inside `roots`
-        when the client advertised `fs`, `local` otherwise."""
-        fs = self.capabilities.fs if self.capabilities else None
-        return AcpFiles(
-            self.client,
-            session_id,
-            tuple(roots),
-            local,
-            can_read=bool(fs and fs.read_text_file),
-            can_write=bool(fs and fs.write_text_file),
-        )
+    def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> AcpFiles:
+        """File access for a session's tools: reads of proven paths inside the
+        session's folders from the editor's buffers when the client advertised
+        `fs.readTextFile` (and can answer: a file of requests cannot), everything
+        else through `local` (see `AcpFiles`)."""
+        fs = self.capabilities.fs if self.capabilities and self.answers else None
+        return AcpFiles(self.client, session_id, local, can_read=bool(fs and fs.read_text_file))
 
     def terminals(self, session_id: str) -> AcpTerminals | None:
         """Commands in the editor's terminals, or None when the client has none."""
-        if not (self.capabilities and self.capabilities.terminal):
+        if not (self.capabilities and self.capabilities.terminal and self.answers):
             return None
         return AcpTerminals(self.client, session_id)

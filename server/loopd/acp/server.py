@@ -3,9 +3,10 @@
 stdout is the protocol channel and nothing else may reach it. `serve_stdio` first
 duplicates descriptor 1 for the protocol writer and then points descriptor 1 at
 stderr, so a stray `print` in any library lands in the editor's log instead of
-corrupting a JSON line. The stdin reader, its protocol and both transports are held
-by `_Stdio` for the life of the connection: asyncio holds them only weakly, and a
-collected reader looks to the SDK like the editor hung up.
+corrupting a JSON line. The stdin reader, its protocol and transport are held for
+the life of the connection: asyncio holds them only weakly, and a collected reader
+looks to the SDK like the editor hung up. stdin and stdout may be pipes, terminals,
+regular files or `/dev/null` (see `loopd.stdio`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from dataclasses import dataclass
-from typing import IO, Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import IO, Any, BinaryIO, cast
 
 from acp.agent.connection import AgentSideConnection
-from acp.connection import Connection
+from acp.connection import Connection, StreamDirection, StreamEvent, StreamObserver
 from acp.interfaces import Agent
 from acp.router import MessageRouter
 
@@ -25,7 +26,7 @@ from loopd.acp.agent import LoopdAgent
 from loopd.acp.models import ModelRoutes
 from loopd.acp.transport import BoundedNdjson
 from loopd.sessions.manager import SessionManager
-from loopd.stdio import protect_stdout
+from loopd.stdio import open_stdin, open_stdout, protect_stdout
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +40,19 @@ class _Routes(Agent, ModelRoutes):
 
 
 async def serve(
-    agent: LoopdAgent, writer: asyncio.StreamWriter, reader: asyncio.StreamReader
+    agent: LoopdAgent,
+    writer: asyncio.StreamWriter,
+    reader: asyncio.StreamReader,
+    observers: Sequence[StreamObserver] = (),
+    pace: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Serve one ACP connection until the peer closes it. On the way out, whatever
-    the connection was running is cancelled and sessions only it had are closed."""
+    the connection was running is cancelled and sessions only it had are closed.
+    `pace`, when given, is awaited before each message is read."""
     router = MessageRouter.from_protocol(_Routes, agent, use_unstable_protocol=True)
-    transport = BoundedNdjson(reader, writer, STDIN_LIMIT)
-    conn = Connection(router, transport, listening=False, observers=[agent.observe])
+    transport = BoundedNdjson(reader, writer, STDIN_LIMIT, pace=pace)
+    watchers = [agent.observe, *observers]
+    conn = Connection(router, transport, listening=False, observers=watchers)
     AgentSideConnection.attach(agent, conn, use_unstable_protocol=True)  # the client side
     try:
         await conn.main_loop()
@@ -62,40 +69,51 @@ async def serve_stdio(
     """`loopd acp`: one ACP connection on this process's stdin and stdout. `manager`
     may still be starting (see `LoopdAgent`). `out` is the handle `protect_stdout`
     returned, for callers that protect stdout before building the manager
-    (recommended: nothing may print first)."""
+    (recommended: nothing may print first).
+
+    stdin may be a regular file of requests (`loopd acp < requests.jsonl`): they are
+    served in order, each answered before the next is read, and all before the end
+    of the file closes the connection. Such a client cannot answer requests of ours:
+    approvals are refused unasked."""
     out = out if out is not None else protect_stdout()
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    stdio = await _Stdio.open(out)
+    stdin = await open_stdin(STDIN_LIMIT)
+    writer = await open_stdout(cast(BinaryIO, out))
+    requests = InFlight()
+    pace = requests.settled if stdin.batch else None  # one request at a time, in order
     try:
         # mypy sees the SDK's unstable routes as abstract; `agent._refuse_the_rest`
         # fills them in when the module loads.
-        agent = LoopdAgent(manager)  # type: ignore[abstract]
-        await serve(agent, stdio.writer, stdio.reader)
+        agent = LoopdAgent(manager, client_answers=not stdin.batch)  # type: ignore[abstract]
+        await serve(agent, writer, stdin.reader, [requests.observe], pace)
+        sys.stderr.write("loopd acp: stdin closed, exiting\n")
     finally:
-        stdio.close()
-
-
-@dataclass(slots=True)
-class _Stdio:
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
-    keep: tuple[Any, ...]  # strong references asyncio does not keep itself
-
-    @classmethod
-    async def open(cls, out: IO[bytes]) -> _Stdio:
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=STDIN_LIMIT)
-        reader_protocol = asyncio.StreamReaderProtocol(reader)
-        read_transport, _ = await loop.connect_read_pipe(lambda: reader_protocol, sys.stdin)
-        write_transport, write_protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, out
-        )
-        writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
-        return cls(reader, writer, (reader_protocol, read_transport, write_protocol, out))
-
-    def close(self) -> None:
-        self.writer.close()
-        for item in self.keep:
+        writer.close()
+        for item in stdin.keep:
             if isinstance(item, asyncio.BaseTransport):
                 item.close()
+
+
+class InFlight:
+    """Connection observer counting the client's requests not yet answered."""
+
+    def __init__(self) -> None:
+        self._open: set[Any] = set()
+        self._changed = asyncio.Event()
+
+    def observe(self, event: StreamEvent) -> None:
+        message = event.message
+        if "id" not in message:
+            return
+        if event.direction is StreamDirection.INCOMING and "method" in message:
+            self._open.add(message["id"])
+        elif event.direction is StreamDirection.OUTGOING and "method" not in message:
+            self._open.discard(message["id"])
+        self._changed.set()
+
+    async def settled(self) -> None:
+        """Returns once every request seen so far has its answer on the wire."""
+        while self._open:
+            self._changed.clear()
+            await self._changed.wait()

@@ -51,7 +51,7 @@ from acp.schema import (
 from acp.schema import HttpMcpServer as AcpHttpServer
 from acp.schema import McpServerStdio as AcpStdioServer
 
-from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
+from loopd.protocol.approvals import ANSWERS, ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import (
     ConfigOption,
     ContentBlock,
@@ -201,11 +201,9 @@ def update_model(session_id: str, wire: Mapping[str, Any]) -> UpdateModel:
     return note.update
 
 
-PERMISSION_OPTIONS = (
-    PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
-    PermissionOption(option_id="allow_always", name="Always allow", kind="allow_always"),
-    PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
-    PermissionOption(option_id="reject_always", name="Always reject", kind="reject_always"),
+PERMISSION_OPTIONS = tuple(
+    PermissionOption.model_validate({"optionId": d.value, "name": title, "kind": d.value})
+    for d, title in ANSWERS
 )
 
 

@@ -16,6 +16,7 @@ import asyncio
 import json
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from acp.task import MessageSender, TaskSupervisor
@@ -32,17 +33,27 @@ class BoundedNdjson:
     """An `acp` `Transport` over a byte reader and writer (see the module docstring)."""
 
     def __init__(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, max_line: int
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        max_line: int,
+        *,
+        pace: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._lines = LineReader(reader, max_line)
         self._tasks = TaskSupervisor(source="loopd.acp.transport")
         self._sender = MessageSender(writer, self._tasks)  # the SDK's ordered writer
+        self._pace = pace
 
     async def send(self, message: dict[str, Any]) -> None:
         await self._sender.send(message)
 
     async def receive(self) -> dict[str, Any] | None:
+        """The next message; `pace`, when given, is awaited before each line is read
+        (a file of requests waits for the answers to what it asked so far)."""
         while True:
+            if self._pace is not None:
+                await self._pace()
             line = await self._lines.line()
             if line is None:
                 return None

@@ -1,51 +1,82 @@
 """What `loopd catalog [--json]` and `loopd doctor` print. Both renderings come from
-the entries' secret-free projection, so neither can show a key or an env value."""
+the entries' secret-free projection, so neither can show a key or an env value.
+
+`listed` holds what the endpoints of entries without a configured model list served
+(`loopd.catalog.listing`): those models are shown, and an entry that got none says so.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from loopd.catalog.build import Skipped
 from loopd.catalog.catalog import RuntimeCatalog
 from loopd.catalog.entry import RuntimeEntry, public_url
 from loopd.catalog.errors import NO_RUNTIME_HELP
 
+if TYPE_CHECKING:
+    from loopd.providers.models import Listed
+
 _HEADERS = ("RUNTIME", "HARNESS", "SOURCE", "MODELS", "EFFORTS", "DETAILS")
 
 
-def catalog_to_json(catalog: RuntimeCatalog, skipped: Iterable[Skipped] = ()) -> dict[str, Any]:
-    """`{"default", "digest", "entries": [...], "skipped": [{"name", "reason"}]}`."""
-    return {
-        **catalog.to_json(),
-        "skipped": [{"name": item.name, "reason": item.reason} for item in skipped],
-    }
+def catalog_to_json(
+    catalog: RuntimeCatalog,
+    skipped: Iterable[Skipped] = (),
+    listed: Mapping[str, Listed] | None = None,
+) -> dict[str, Any]:
+    """`{"default", "digest", "entries": [...], "skipped": [{"name", "reason"}]}`; an
+    entry whose endpoint was asked also has `"listed_models"` (and `"listing_problem"`
+    when it could not be asked)."""
+    data = catalog.to_json()
+    for entry in data["entries"]:
+        found = (listed or {}).get(entry["name"])
+        if found is not None:
+            entry["listed_models"] = list(found.models)
+            entry |= {"listing_problem": found.problem} if found.problem else {}
+    return data | {"skipped": [{"name": item.name, "reason": item.reason} for item in skipped]}
 
 
-def catalog_to_text(catalog: RuntimeCatalog, skipped: Iterable[Skipped] = ()) -> str:
+def catalog_to_text(
+    catalog: RuntimeCatalog,
+    skipped: Iterable[Skipped] = (),
+    listed: Mapping[str, Listed] | None = None,
+) -> str:
     """A plain table, one runtime per row, the default marked with `*`; then what was
-    skipped and the digest."""
-    rows = [_row(entry, entry.name == catalog.default) for entry in catalog]
+    skipped, the entries that have no model and why, and the digest."""
+    listed = listed or {}
+    rows = [_row(entry, entry.name == catalog.default, listed.get(entry.name)) for entry in catalog]
     lines = _table([_HEADERS, *rows]) if rows else [f"no runtimes available: {NO_RUNTIME_HELP}"]
     lines += [f"skipped {item.name}: {item.reason}" for item in skipped]
+    lines += [
+        f"no model for {name}: {found.problem or 'its endpoint lists none'}; set "
+        f'models = ["..."] under [providers.{name}] in config.toml'
+        for name, found in listed.items()
+        if not found.models
+    ]
     lines.append(f"digest {catalog.digest}")
     return "\n".join(lines) + "\n"
 
 
-def _row(entry: RuntimeEntry, is_default: bool) -> tuple[str, ...]:
+def _row(entry: RuntimeEntry, is_default: bool, listed: Listed | None) -> tuple[str, ...]:
     return (
         f"{entry.name}{' *' if is_default else ''}",
         entry.harness.value,
         entry.source,
-        _models(entry),
+        _models(entry, listed),
         _efforts(entry),
         _details(entry),
     )
 
 
-def _models(entry: RuntimeEntry) -> str:
+def _models(entry: RuntimeEntry, listed: Listed | None) -> str:
     if entry.selection == "harness_managed":
         return "(chosen by the CLI)"
+    if listed is not None:  # asked of the endpoint: the first is what a session uses
+        return ", ".join(f"{m}{'*' if i == 0 else ''}" for i, m in enumerate(listed.models)) or (
+            "(none listed)"
+        )
     names = [
         f"{option.id}{'*' if option.id == entry.default_model else ''}" for option in entry.models
     ]

@@ -128,6 +128,7 @@ def lsp(args: argparse.Namespace) -> int:
 
 def catalog(args: argparse.Namespace) -> int:
     from loopd.catalog import catalog_to_json, catalog_to_text, discover_catalog
+    from loopd.catalog.listing import listed_models
     from loopd.cli.trust import tell_workspace
     from loopd.config import load_config
 
@@ -135,10 +136,11 @@ def catalog(args: argparse.Namespace) -> int:
     config = load_config(env, Path.cwd())
     tell_workspace(config)
     build = discover_catalog(config, env)
+    listed = asyncio.run(listed_models(build.catalog, env))  # what model servers serve
     if args.json:
-        print(json.dumps(catalog_to_json(build.catalog, build.skipped), indent=2))
+        print(json.dumps(catalog_to_json(build.catalog, build.skipped, listed), indent=2))
     else:
-        print(escape(catalog_to_text(build.catalog, build.skipped), multiline=True))
+        print(escape(catalog_to_text(build.catalog, build.skipped, listed), multiline=True))
     return 0
 
 

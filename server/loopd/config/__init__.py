@@ -62,6 +62,10 @@ The file format (every key optional; unknown keys are errors):
     deny = []
     timeout_seconds = 600      # an unanswered question is a rejection after this
 
+    [sandbox]
+    allow_unix_sockets = []    # socket paths commands may connect to (default: none)
+    home_readable = []         # home entries shown to commands ("~/.m2"), read-only
+
     [delegate]                 # where `explore` children run (native entries only)
     runtime = "groq"           # a catalog entry; default: the session's own runtime
     model = "llama-3.3-70b"    # a model of that entry; default: its default model
@@ -105,6 +109,7 @@ from loopd.config.schema import (
     ProviderConfig,
     ProviderKind,
     RuntimeConfig,
+    SandboxSettings,
     TrustState,
     WorkspaceStatus,
 )
@@ -129,6 +134,7 @@ __all__ = [
     "ProviderConfig",
     "ProviderKind",
     "RuntimeConfig",
+    "SandboxSettings",
     "TrustState",
     "TrustStore",
     "WorkspaceFile",

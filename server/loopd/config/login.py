@@ -3,9 +3,9 @@
 A login is a set of environment-shaped values (the same variables a person would
 export: `ANTHROPIC_API_KEY`, `OPENAI_BASE_URL`, ...) plus the defaults chosen with it
 (runtime and model). Values are kept in `<data dir>/login.json`, created 0600 in a
-0700 directory; the data dir is masked from every command the agent runs, and the
-file is never named by a config file, so a key cannot leak through `config.toml`
-or the session store.
+0700 directory; the data dir is hidden from the agent's commands in the bubblewrap
+tiers and never read by its file tools, and the file is never named by a config
+file, so a key cannot leak through `config.toml` or the session store.
 
 The environment always wins: a stored value only fills a variable the environment
 leaves unset or empty, so a key exported for one editor is never overridden by an

@@ -31,6 +31,7 @@ from loopd.config.schema import (
     ProviderConfig,
     ProviderKind,
     RuntimeConfig,
+    SandboxSettings,
 )
 from loopd.policy.modes import Mode, parse_mode
 
@@ -151,6 +152,7 @@ def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
         runtimes=runtimes,
         limits=_limits(root.table("limits")),
         approvals=_approvals(root.table("approvals")),
+        sandbox=_sandbox(root.table("sandbox")),
         done=_done(root.table("done")),
         delegate=_delegate(root.table("delegate")),
         sources=sources,
@@ -273,6 +275,20 @@ def _approvals(t: _Table) -> Approvals:
         deny=t.texts("deny") or (),
         timeout_seconds=timeout,
     )
+
+
+def _sandbox(t: _Table) -> SandboxSettings:
+    t.only(toml_keys(SandboxSettings))
+    sockets = t.texts("allow_unix_sockets") or ()
+    for path in sockets:
+        if not path.startswith("/"):
+            t.fail("allow_unix_sockets", f"{path!r} is not an absolute path")
+    readable = t.texts("home_readable") or ()
+    for entry in readable:
+        parts = [p for p in entry.removeprefix("~/").split("/") if p not in ("", ".")]
+        if entry.startswith("/") or not parts or ".." in parts:
+            t.fail("home_readable", f"{entry!r} is not an entry inside the home directory")
+    return SandboxSettings(allow_unix_sockets=sockets, home_readable=readable)
 
 
 def _delegate(t: _Table) -> Delegate:

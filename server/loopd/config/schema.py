@@ -173,6 +173,18 @@ class Approvals:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxSettings:
+    """`[sandbox]`: what commands may reach beyond the default boundary.
+    `allow_unix_sockets` names Unix socket paths commands may connect to (see the
+    README's Safety section for what a non-empty list changes); `home_readable` names
+    entries of the home directory shown (read-only) to commands besides the built-in
+    toolchain list."""
+
+    allow_unix_sockets: tuple[str, ...] = ()
+    home_readable: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DoneCriterion:
     """`[[done.criteria]]`: a command whose exit code says whether a turn is done."""
 
@@ -259,6 +271,7 @@ class Config:
     runtimes: Mapping[str, RuntimeConfig] = field(default_factory=lambda: MappingProxyType({}))
     limits: Limits = field(default_factory=Limits)
     approvals: Approvals = field(default_factory=Approvals)
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     done: Done = field(default_factory=Done)
     delegate: Delegate = field(default_factory=Delegate)
     sources: tuple[Path, ...] = ()

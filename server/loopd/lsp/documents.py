@@ -6,6 +6,14 @@ saved or not. Writing a file that is open goes to the editor as a versioned,
 labelled `workspace/applyEdit` (the buffer changes, the person's undo works, nothing
 is written under the editor's feet); files that are not open go to disk. Either way
 the changed file is revealed with `window/showDocument` when the client can.
+
+The path is decided first, by the local gate (`GatedFiles.admit`): a secret is not
+read from an open buffer either, and a protected or outside path needs its approval.
+The open document is then found by the decided canonical path, never by resolving
+the requested path again (a symlink swapped in meanwhile would select another open
+document). Buffers live in loopd's memory, so a read is not exposed to a race, and an
+edit to an open document goes to the buffer the editor already holds, not to a path
+the editor would resolve. Over a `disk` that is not a gate, no buffer is used.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
-from loopd.tools.env import FileAccess
+from loopd.tools.env import FileAccess, GatedFiles
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +52,7 @@ class EditorFiles:
     reveal: bool = True
 
     async def read_text(self, path: str) -> str:
-        doc = self._open_document(path)
+        doc = self._open_document(path, write=False)
         if doc is None:
             return await self.disk.read_text(path)
         sent = self.sent.pop(doc.uri, None)
@@ -54,7 +62,7 @@ class EditorFiles:
         return doc.source
 
     async def write_text(self, path: str, text: str) -> None:
-        doc = self._open_document(path)
+        doc = self._open_document(path, write=True)
         if doc is None:
             await self.disk.write_text(path, text)
             uri = from_fs_path(path)
@@ -65,14 +73,15 @@ class EditorFiles:
         if self.reveal and uri and self._can_show_documents():
             await self._show(uri, selection)
 
-    def is_open(self, path: str) -> bool:
-        return self._open_document(path) is not None
-
-    def _open_document(self, path: str) -> TextDocument | None:
-        target = os.path.realpath(path)
+    def _open_document(self, path: str, *, write: bool) -> TextDocument | None:
+        """The open document for `path` once the gate admitted it; None for a path
+        no document holds (the disk route then decides again)."""
+        if not isinstance(self.disk, GatedFiles):
+            return None
+        target = self.disk.admit(path, write=write).path
         for uri, doc in self.server.workspace.text_documents.items():
             local = to_fs_path(uri)
-            if local is not None and os.path.realpath(local) == target:
+            if local is not None and target in (os.path.normpath(local), os.path.realpath(local)):
                 found: TextDocument = doc
                 return found
         return None

@@ -13,6 +13,7 @@ from loopd.lsp.wire import (
     config_options_to_wire,
     field,
     mcp_servers_from_wire,
+    opened_to_wire,
     page_to_wire,
     prompt_from_wire,
     view_to_wire,
@@ -30,7 +31,7 @@ async def session_new(ls: LoopdServer, params: Any) -> dict[str, Any]:
 async def session_load(ls: LoopdServer, params: Any) -> dict[str, Any]:
     mcp = mcp_servers_from_wire(field(params, "mcpServers", list, []))
     view = await ls.load(field(params, "sessionId"), mcp)
-    return {"configOptions": config_options_to_wire(view)}
+    return opened_to_wire(view)
 
 
 @rpc

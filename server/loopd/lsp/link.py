@@ -6,7 +6,8 @@ transcript (`window/logMessage`) to the others; both also move the turn's progre
 bar. Approvals climb a ladder until something can answer:
 
 1. `loopd/session/requestPermission` (ACP params) for clients that opted in;
-2. `window/showMessageRequest` with "Allow once", "Always allow", "Reject";
+2. `window/showMessageRequest` with "Allow once", "Always allow", "Reject", "Always
+   reject";
 3. a message naming the `loopd.approve` command, for clients that have neither
    (or answered method-not-found): the question stays open for that command.
 

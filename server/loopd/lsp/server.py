@@ -44,7 +44,7 @@ from loopd.protocol.errors import ConfigError, LoopdError
 from loopd.runtimes.base import McpServerConfig
 from loopd.sessions.manager import SessionBusy, SessionManager, SessionNotFound, SessionView
 from loopd.sessions.queue import NotRunning
-from loopd.stdio import protect_stdout
+from loopd.stdio import open_stdin, protect_stdout
 
 log = logging.getLogger(__name__)
 
@@ -201,9 +201,10 @@ async def serve(
     `out` is the protocol's stdout from `loopd.stdio.protect_stdout`, for callers
     that protect it before building the manager (recommended: nothing may print)."""
     if tcp is None:
-        reader = await _stdin_reader()
+        stdin = await open_stdin(1 << 20)
         writer = StdoutWriter(out if out is not None else protect_stdout())
-        await _serve_connection(manager, reader, writer)
+        await _serve_connection(manager, stdin.reader, writer)
+        sys.stderr.write("loopd lsp: stdin closed, exiting\n")
         return
 
     async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -243,10 +244,3 @@ async def _serve_connection(
         await serve_frames(stop, lines, server.protocol)
     finally:
         await server.disconnect()
-
-
-async def _stdin_reader() -> asyncio.StreamReader:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 20)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
-    return reader

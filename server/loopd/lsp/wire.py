@@ -19,8 +19,9 @@ from pygls.protocol import (
     default_converter,
 )
 
-from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
+from loopd.protocol.approvals import ANSWERS, ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import (
+    AvailableCommandsUpdated,
     ContentBlock,
     EmbeddedResourceBlock,
     ImageBlock,
@@ -34,13 +35,6 @@ from loopd.protocol.events import (
 from loopd.runtimes.base import McpServerConfig
 from loopd.sessions.manager import SessionView
 from loopd.store.sqlite import SessionPage
-
-# ACP permission options, in the order dialogs show them.
-PERMISSION_OPTIONS: tuple[tuple[ApprovalDecision, str], ...] = (
-    (ApprovalDecision.ALLOW_ONCE, "Allow once"),
-    (ApprovalDecision.ALLOW_ALWAYS, "Always allow"),
-    (ApprovalDecision.REJECT_ONCE, "Reject"),
-)
 
 
 class BadParams(ValueError):
@@ -109,7 +103,18 @@ def _mcp_server(spec: Any) -> McpServerConfig:
 
 def view_to_wire(view: SessionView) -> dict[str, Any]:
     """The result of `loopd/session/new` (ACP NewSessionResponse)."""
-    return {"sessionId": view.id, "configOptions": config_options_to_wire(view)}
+    return {"sessionId": view.id, **opened_to_wire(view)}
+
+
+def opened_to_wire(view: SessionView) -> dict[str, Any]:
+    """What a client learns when a session opens: its config options, and under
+    `_meta.loopd.availableCommands` its slash commands (ACP sends those as an update
+    after the answer; here they come with it, so no update can precede the answer)."""
+    commands = to_wire(AvailableCommandsUpdated(view.commands))["availableCommands"]
+    return {
+        "configOptions": config_options_to_wire(view),
+        "_meta": {"loopd": {"availableCommands": commands}},
+    }
 
 
 def config_options_to_wire(view: SessionView) -> list[dict[str, Any]]:
@@ -145,9 +150,7 @@ def permission_params(request: ApprovalRequest) -> dict[str, Any]:
     )
     tool_call = to_wire(update)
     del tool_call["sessionUpdate"]
-    options = [
-        {"optionId": d.value, "name": name, "kind": d.value} for d, name in PERMISSION_OPTIONS
-    ]
+    options = [{"optionId": d.value, "name": name, "kind": d.value} for d, name in ANSWERS]
     return {"sessionId": request.session_id, "toolCall": tool_call, "options": options}
 
 
@@ -163,13 +166,11 @@ def decision_from_outcome(result: Any) -> ApprovalDecision:
 
 def decision_named(name: Any) -> ApprovalDecision:
     """An option id or a dialog title as a decision; unknown names reject."""
-    for decision, title in PERMISSION_OPTIONS:
+    for decision, title in ANSWERS:
         if name in (decision.value, title):
             return decision
-    if name == ApprovalDecision.REJECT_ALWAYS.value:
-        return ApprovalDecision.REJECT_ALWAYS
     return ApprovalDecision.REJECT_ONCE
 
 
 def option_titles() -> Sequence[str]:
-    return [title for _, title in PERMISSION_OPTIONS]
+    return [title for _, title in ANSWERS]

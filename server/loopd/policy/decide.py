@@ -72,6 +72,7 @@ class RulePolicy:
         home: str | None = None,
         sandbox_mode: SandboxMode | None = None,
         extra_secrets: Sequence[str] = (),
+        readable: Sequence[str] = (),
         grants: CallGrants | None = None,
     ) -> None:
         self.mode = mode
@@ -83,7 +84,12 @@ class RulePolicy:
         self.sandbox_override = sandbox_mode
         home = os.path.realpath(home or os.path.expanduser("~"))
         canonical_roots = tuple(os.path.realpath(r) for r in roots)
-        self.paths = PathPolicy(canonical_roots, home, tuple(extra_secrets))
+        self.paths = PathPolicy(
+            canonical_roots,
+            home,
+            tuple(extra_secrets),
+            tuple(os.path.realpath(r) for r in readable),
+        )
         self._ctx = MatchContext(canonical_roots, home)
 
     @property

@@ -169,11 +169,15 @@ def _git_reason(path: str, root: str, home: str) -> str | None:
 @dataclass(frozen=True, slots=True)
 class PathPolicy:
     """Decides file-tool paths for one session. `roots` are canonical absolute
-    directories, the first being where relative paths start."""
+    directories, the first being where relative paths start. `extra_secrets` are
+    further secret locations (loopd's own folders); `readable` are folders inside them
+    the session may still read like any folder outside its roots (its commands' kept
+    full outputs), files named like secrets excepted."""
 
     roots: tuple[str, ...]
     home: str
     extra_secrets: tuple[str, ...] = ()
+    readable: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.roots:
@@ -192,6 +196,9 @@ class PathPolicy:
 
     def check_read(self, path: str) -> PathVerdict:
         canonical = self.canonical(path)
+        kept = any(contains(r, canonical) for r in self.readable)
+        if kept and not is_secret_name(os.path.basename(canonical)):
+            return self._contained(canonical)
         reason = secret_reason(canonical, self.home, self.extra_secrets)
         if reason is not None:
             return PathVerdict(canonical, PathIssue.SECRET, reason, self.root_of(canonical))

@@ -31,6 +31,17 @@ class ApprovalDecision(StrEnum):
         return self in (ApprovalDecision.ALLOW_ALWAYS, ApprovalDecision.REJECT_ALWAYS)
 
 
+ANSWERS: tuple[tuple[ApprovalDecision, str], ...] = (
+    (ApprovalDecision.ALLOW_ONCE, "Allow once"),
+    (ApprovalDecision.ALLOW_ALWAYS, "Always allow"),
+    (ApprovalDecision.REJECT_ONCE, "Reject"),
+    (ApprovalDecision.REJECT_ALWAYS, "Always reject"),
+)
+"""The answers every dialog offers (ACP's four permission options), in the order it
+shows them, with their titles: the ACP permission request, the LSP dialog and the
+`loopd/` extension's request all offer the same four."""
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
     """One tool call that needs a person's answer. `title` names the exact command or

@@ -10,7 +10,8 @@
     │   ├── IncompleteStream     the stream closed before its terminal event
     │   ├── AuthError            401/403: fatal, shown to the person
     │   ├── BadRequest           4xx that resending will not fix
-    │   └── MissingCredentials   no key configured; names the variables to set
+    │   ├── MissingCredentials   no key configured; names the variables to set
+    │   └── NoModel              none configured and the endpoint lists none; says how
     ├── ToolInputError           the model's tool arguments are invalid
     ├── ConfigError              a config file or option is wrong
     └── RuntimeFailure           a runtime (engine or foreign CLI) could not run a turn
@@ -83,6 +84,10 @@ class BadRequest(ProviderError):
 
 
 class MissingCredentials(ProviderError):
+    pass
+
+
+class NoModel(ProviderError):
     pass
 
 

@@ -54,6 +54,7 @@ from loopd.providers.sse import (
     JsonObject,
     SseEndpoint,
     SseProvider,
+    bearer_auth,
     incomplete,
     load_event,
     parse_tool_input,
@@ -92,7 +93,7 @@ class AnthropicProvider(SseProvider):
         client: httpx.AsyncClient | None = None,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
-        auth = {"authorization": f"Bearer {api_key}"} if bearer else {"x-api-key": api_key}
+        auth = bearer_auth(api_key) if bearer else ({"x-api-key": api_key} if api_key else {})
         headers = {**auth, "anthropic-version": version}
         endpoint = SseEndpoint(base_url, headers, client=client, idle_timeout=idle_timeout)
         super().__init__(endpoint, PATH, RequestEncoder(), _Decoder)

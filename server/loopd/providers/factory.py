@@ -26,7 +26,6 @@ from loopd.providers.openai_responses import OpenAIResponsesProvider
 from loopd.providers.sse import DEFAULT_IDLE_TIMEOUT
 
 ProviderKind = Literal["anthropic", "openai_chat", "openai_responses"]
-_NO_KEY = "not-needed"  # what a keyless local server or gateway is sent
 _OLLAMA_PORT = 11434
 
 
@@ -36,7 +35,8 @@ class ClosableProvider(Provider, Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """Where a provider kind is reached and with which key."""
+    """Where a provider kind is reached and with which key ("" for none: a keyless
+    server is sent no auth header)."""
 
     kind: ProviderKind
     base_url: str
@@ -115,7 +115,7 @@ def _from_env(env: Mapping[str, str], kind: ProviderKind) -> Endpoint | None:
             url = ollama_base_url(env["OLLAMA_HOST"])
     if not (key or url):
         return None
-    return Endpoint(kind, url or default, key or _NO_KEY)
+    return Endpoint(kind, url or default, key or "")  # "": no auth header is sent
 
 
 def ollama_base_url(host: str) -> str:

@@ -46,6 +46,7 @@ from loopd.providers.sse import (
     JsonObject,
     SseEndpoint,
     SseProvider,
+    bearer_auth,
     data_url,
     incomplete,
     load_event,
@@ -70,8 +71,9 @@ class OpenAIResponsesProvider(SseProvider):
         client: httpx.AsyncClient | None = None,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
-        headers = {"authorization": f"Bearer {api_key}"}
-        endpoint = SseEndpoint(base_url, headers, client=client, idle_timeout=idle_timeout)
+        endpoint = SseEndpoint(
+            base_url, bearer_auth(api_key), client=client, idle_timeout=idle_timeout
+        )
         super().__init__(endpoint, PATH, RequestEncoder(), _Decoder)
 
 

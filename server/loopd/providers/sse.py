@@ -40,6 +40,13 @@ once, so a dead stream ends a turn in about twice this, not ten minutes."""
 JsonObject = dict[str, Any]
 
 
+def bearer_auth(api_key: str) -> dict[str, str]:
+    """The `Authorization` header for `api_key`; none without a key. A keyless local
+    server (Ollama, LM Studio, vLLM) needs no header, and `Bearer ` with nothing after
+    it is an invalid header value that httpx refuses before sending."""
+    return {"authorization": f"Bearer {api_key}"} if api_key else {}
+
+
 def new_client() -> httpx.AsyncClient:
     """The client providers share: connection pooling across requests and providers.
     Timeouts are set per request, so one client serves endpoints with different idle

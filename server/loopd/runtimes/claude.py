@@ -177,19 +177,21 @@ class ClaudeRuntime(ForeignRuntime):
     def _control_requested(self, request_id: str, message: Mapping[str, Any]) -> None:
         request = message.get("request") or {}
         if request.get("subtype") == "can_use_tool":
-            self._ask_in_background(request_id, self._permission(request_id, request))
+            refused = ct.permission_answer(ApprovalDecision.REJECT_ONCE, request)
+            refusal = ce.control_success(request_id, refused)
+            self._ask_in_background(request_id, self._permission(request_id, request), refusal)
         else:
             self._in_background(self._send_quietly(ce.control_error(request_id, "not supported")))
 
     async def _permission(self, request_id: str, request: Mapping[str, Any]) -> None:
         """Ask the person; answer unless the CLI withdrew the question meanwhile (the
-        task is cancelled then, which also withdraws the approver's dialog)."""
+        task is cancelled then, which also withdraws the approver's dialog). In
+        full_auto nobody is asked: what would ask is refused, as loopd's policy does."""
         if self._mode == "full_auto":
-            decision = ApprovalDecision.ALLOW_ONCE
+            answer = ct.refused_unasked(request, self._ctx.cwd)
         else:
             question = ct.approval_request(self._ctx.session_id, request, self._ctx.cwd)
-            decision = await self._ask_person(question)
-        answer = ct.permission_answer(decision, request)
+            answer = ct.permission_answer(await self._ask_person(question), request)
         await self._send_quietly(ce.control_success(request_id, answer))
 
 

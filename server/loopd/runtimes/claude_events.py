@@ -42,7 +42,8 @@ from loopd.protocol.turns import StopReason
 from loopd.runtimes.claude_tools import mcp_title, tool_view
 
 # loopd mode -> Claude Code permission mode. full_auto is not `bypassPermissions`
-# (refused as root): the CLI stays in acceptEdits and the host allows every prompt.
+# (refused as root, and it would run everything): the CLI stays in acceptEdits, and
+# every question it would put is refused unasked (`claude_tools.refused_unasked`).
 PERMISSION_MODES: Final = {
     "plan": "plan",
     "ask": "default",

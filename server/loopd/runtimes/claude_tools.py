@@ -18,6 +18,11 @@ from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import DiffContent, Location, TextBlock, ToolContent, ToolKind
 
 _DENY_MESSAGE: Final = "The user refused permission to run this tool."
+_UNASKED_MESSAGE: Final = (
+    "Refused without asking: this session runs in loopd's full_auto mode, where "
+    "anything that would need the user's approval is refused ({title}). Find a way "
+    "that needs no approval, or tell the user to switch to a mode that asks."
+)
 _CANCEL_MESSAGE: Final = "The user cancelled the turn."
 
 
@@ -107,6 +112,13 @@ def approval_request(session_id: str, request: Mapping[str, Any], cwd: str) -> A
         content=view.content,
         locations=view.locations,
     )
+
+
+def refused_unasked(request: Mapping[str, Any], cwd: str) -> dict[str, Any]:
+    """The `can_use_tool` response in full_auto: what would ask is refused, and the
+    model is told why (as the native engine's policy tells it)."""
+    title = tool_view(str(request.get("tool_name", "")), request.get("input") or {}, cwd).title
+    return {"behavior": "deny", "message": _UNASKED_MESSAGE.format(title=title)}
 
 
 def permission_answer(decision: ApprovalDecision, request: Mapping[str, Any]) -> dict[str, Any]:

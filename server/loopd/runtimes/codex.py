@@ -205,7 +205,11 @@ class CodexRuntime(ForeignRuntime):
 
     def _requested(self, request_id: Any, method: str, params: Mapping[str, Any]) -> None:
         if method in cx.APPROVAL_METHODS:
-            self._ask_in_background(request_id, self._approve(request_id, method, params))
+            refused = cx.codex_decision(
+                ApprovalDecision.REJECT_ONCE, params.get("availableDecisions")
+            )
+            refusal = {"id": request_id, "result": {"decision": refused}}
+            self._ask_in_background(request_id, self._approve(request_id, method, params), refusal)
         else:
             error = {"code": -32601, "message": f"loopd does not support {method}"}
             self._in_background(self._send_quietly({"id": request_id, "error": error}))
@@ -214,8 +218,8 @@ class CodexRuntime(ForeignRuntime):
         """Ask the person and answer with one of the decisions the server offered. The
         task is cancelled (withdrawing the dialog) when the server resolves it first."""
         item_id = str(params.get("itemId", ""))
-        if self._mode == "full_auto":
-            decision = ApprovalDecision.ALLOW_ONCE
+        if self._mode == "full_auto":  # `never` asks nothing; should it, refuse unasked
+            decision = ApprovalDecision.REJECT_ONCE
         else:
             item = self._translator.items.get(item_id)
             question = cx.approval_request(

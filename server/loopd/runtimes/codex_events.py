@@ -54,7 +54,9 @@ POLICIES: Final = {
     "plan": Policy("on-request", "read-only"),
     "ask": Policy("untrusted", "workspace-write"),
     "accept_edits": Policy("on-request", "workspace-write"),
-    "full_auto": Policy("never", "danger-full-access"),
+    # never asks; commands stay in codex's workspace sandbox, and what would need an
+    # approval fails back to the model (loopd's full_auto: refused, never unbounded)
+    "full_auto": Policy("never", "workspace-write"),
 }
 
 

@@ -305,9 +305,21 @@ class ForeignRuntime(ABC):
 
     # -- asking the person --------------------------------------------------------------
 
-    def _ask_in_background(self, key: Any, work: Coroutine[Any, Any, None]) -> None:
-        """Run a question to the person; `_withdraw(key)` cancels it (and its dialog)."""
-        task = asyncio.create_task(work)
+    def _ask_in_background(
+        self, key: Any, work: Coroutine[Any, Any, None], refusal: Mapping[str, Any]
+    ) -> None:
+        """Run a question to the person; `_withdraw(key)` cancels it (and its dialog).
+        Should asking fail (a bug, an update that cannot be shown), `refusal` is sent
+        instead: fail closed, and never leave the CLI waiting for an answer."""
+
+        async def guarded() -> None:
+            try:
+                await work
+            except Exception:
+                log.exception("%s: asking failed; refusing", self.CLI.product)
+                await self._send_quietly(refusal)
+
+        task = asyncio.create_task(guarded())
         self._asking[key] = task
         task.add_done_callback(lambda _: self._asking.pop(key, None))
 

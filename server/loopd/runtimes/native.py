@@ -82,6 +82,12 @@ class SessionParts(Protocol):
     async def aclose(self) -> None: ...
 
 
+class ModelSource(Protocol):
+    """Where a wiring without configured models gets them: the endpoint's list."""
+
+    async def models(self) -> tuple[str, ...]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class NativeWiring:
     """How a native session gets its parts; `loopd.app` fills it in."""
@@ -95,9 +101,17 @@ class NativeWiring:
     default_model: str
     engine: EngineConfig
     open_models: bool = False  # any model id is accepted (local servers serve unlisted ones)
+    listing: ModelSource | None = None  # asked as each session opens, when `models` is empty
     resolve_model: Callable[[str], str] = lambda model: model
     """An alias (`sonnet`) to the id the provider is sent; raises `ConfigError` for a
     model the catalog entry does not offer."""
+
+    def with_models(self, models: tuple[str, ...]) -> NativeWiring:
+        """This wiring offering `models`, the first as the default. With none the model
+        is "": the session then has no model option, and a turn says why."""
+        default = models[0] if models else ""
+        engine = replace(self.engine, model=default)
+        return replace(self, models=models, default_model=default, engine=engine, listing=None)
 
 
 @dataclass(slots=True)
@@ -121,9 +135,12 @@ class NativeRuntimeFactory:
         history = reconcile_messages(self.store.messages(context.session_id))
         mode = _pick(context.config.get("mode"), MODES, self.wiring.default_mode)
         remembered = context.state.get("approvals", {})
-        parts = await self.wiring.parts_for(context, mode, remembered)
+        wiring = self.wiring
+        if wiring.listing is not None:  # not on `initialize`: a session is opening
+            wiring = wiring.with_models(await wiring.listing.models())
+        parts = await wiring.parts_for(context, mode, remembered)
         journal = StoreJournal(self.store, context.session_id)
-        return NativeRuntime(context, self.wiring, journal, history, parts)
+        return NativeRuntime(context, wiring, journal, history, parts)
 
 
 class NativeRuntime:
@@ -201,10 +218,10 @@ class NativeRuntime:
 
     async def set_config(self, option_id: str, value: str) -> None:
         """Raises ConfigError for a value the option does not offer."""
-        self.values[option_id] = self._checked(option_id, value)
-        if option_id == "mode":
-            self.parts.set_mode(value)
-            await self.context.emitter.emit(ModeChanged(value))
+        self.values[option_id] = checked = self._checked(option_id, value)
+        if option_id == "mode":  # the canonical id: an alias is not in the mode list
+            self.parts.set_mode(checked)
+            await self.context.emitter.emit(ModeChanged(checked))
         self.engine.reconfigure(self._engine_config(), self._ports())
 
     def _checked(self, option_id: str, value: str) -> str:
@@ -226,9 +243,11 @@ class NativeRuntime:
         raise ConfigError(f"{value!r} is not offered for model")
 
     def config_options(self) -> tuple[ConfigOption, ...]:
+        model = self.values["model"]
+        models = (model_option(model, self.wiring.models),) if model else ()
         return (
             mode_option(self.values["mode"], self.parts.containment),
-            model_option(self.values["model"], self.wiring.models),
+            *models,
             ConfigOption(
                 "thought_level",
                 "Thinking",

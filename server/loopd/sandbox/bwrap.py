@@ -5,7 +5,10 @@ cover earlier ones):
 
     bwrap --new-session --die-with-parent
           --ro-bind / /  --dev /dev  [--proc /proc]  --tmpfs /tmp
+          --tmpfs HOME --tmpfs PARENT ...       hidden folders (`loopd.sandbox.hide`)
+          --ro-bind SRC DST ...                 what is shown back in them (toolchains)
           --bind ROOT ROOT ...                  writable roots (--ro-bind in plan mode)
+          --tmpfs OWN ...                       loopd's own data and config
           --bind PIN PIN ...                    git dirs and parents, pinned (`protect`)
           --ro-bind P P ...                     protected paths inside them (.git/config...)
           --tmpfs D --remount-ro D ...          missing protected folders, empty, frozen
@@ -13,7 +16,8 @@ cover earlier ones):
           --tmpfs D --remount-ro D ...          secret folders read as empty
           --unshare-pid --unshare-ipc --unshare-user[-try] [--disable-userns]
           [--unshare-net]                       unless the network is granted
-          --chdir CWD -- ARGV
+          [--seccomp 3]                         unless Unix sockets are listed
+          --chdir CWD -- [HELPER CONFIG --] ARGV
 
 `--unshare-pid` makes the command's process tree die with it: when the command exits,
 its pid namespace is torn down, so a background process cannot outlive it.
@@ -23,16 +27,21 @@ late if the spawning thread is already gone. `--new-session` stops the command
 from pushing keystrokes into a terminal (TIOCSTI). `/tmp` is a private, throwaway
 tmpfs, so sockets of other programs (ssh-agent, X11) are not reachable there.
 
-With `landlock=True` the command is started through the Landlock helper *inside* the
-sandbox (see `landlock_syscalls`), which restricts itself and execs ARGV: the second
-layer must come after bwrap, because a Landlock-restricted process cannot set up
-namespaces.
+Unless `unix_sockets` lists sockets to allow, commands cannot create Unix sockets
+(`loopd.sandbox.seccomp`): bwrap loads the filter itself (`--seccomp 3`), from a private
+file that a `sh` in front opens as fd 3, so the argv stays self-contained (no file
+descriptor to pass) and an editor terminal can run it as is. With `landlock=True` the
+command is started through the helper *inside* the sandbox (see `landlock_syscalls`),
+which applies Landlock and the filter and execs ARGV: that layer must come after bwrap,
+because a Landlock-restricted process cannot set up namespaces.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,8 +50,10 @@ from loopd.policy.network import NetworkGrant
 from loopd.policy.paths import contains
 from loopd.sandbox import landlock_syscalls
 from loopd.sandbox.base import CommandSpec, PreparedCommand, sanitized_env
+from loopd.sandbox.hide import Hidden, covered_by, hidden_view
 from loopd.sandbox.protect import protection
 from loopd.sandbox.scan import Masks, scan
+from loopd.sandbox.seccomp import filter_file, unix_socket_filter
 from loopd.sandbox.tiers import Tier
 
 SANDBOX_TMP = "/tmp"
@@ -62,7 +73,9 @@ class BwrapFeatures:
 class BwrapSandbox:
     """`roots` are canonical; `read_only` is plan mode (roots mounted read-only).
     `network` is read at every `prepare`, so a grant given mid-turn applies to the next
-    command."""
+    command. `extra_secrets` are loopd's own folders (hidden); `home_readable` adds to
+    what is shown of the home directory; `unix_sockets` lists sockets commands may
+    connect to (non-empty: the socket filter is off, see `loopd.sandbox.hide`)."""
 
     base_env: Mapping[str, str]
     roots: tuple[str, ...]
@@ -73,6 +86,8 @@ class BwrapSandbox:
     features: BwrapFeatures = field(default_factory=BwrapFeatures)
     landlock: bool = False
     extra_secrets: tuple[str, ...] = ()
+    home_readable: tuple[str, ...] = ()
+    unix_sockets: tuple[str, ...] = ()
 
     @property
     def tier(self) -> str:
@@ -82,23 +97,41 @@ class BwrapSandbox:
         writable = () if self.read_only else tuple(dict.fromkeys(self.roots + spec.writable_roots))
         network = spec.network or self.network.granted
         masks = scan((*self.roots, spec.cwd), writable, self.home, self.extra_secrets)
-        argv = [self.bwrap, *self._mounts(writable, spec.cwd, masks), *self._namespaces(network)]
+        hidden = hidden_view(
+            self.home, self.roots, self.extra_secrets, self.home_readable, self.unix_sockets
+        )
+        mounts = self._mounts(writable, spec.cwd, masks, hidden)
+        argv = [self.bwrap, *mounts, *self._namespaces(network)]
+        by_bwrap = not self.unix_sockets and not self.landlock  # else the helper filters
+        argv += ["--seccomp", "3"] if by_bwrap else []
         argv += ["--chdir", spec.cwd, "--", *self._inner(spec.argv, writable, network)]
+        if by_bwrap:
+            argv = [shutil.which("sh") or "/bin/sh", "-c", 'exec "$@" 3<"$0"', filter_file(), *argv]
         env = sanitized_env(self.base_env)
         env["TMPDIR"] = SANDBOX_TMP
         return PreparedCommand(tuple(argv), env, spec.cwd, landlock_syscalls.die_with_parent)
 
-    def _mounts(self, writable: tuple[str, ...], cwd: str, masks: Masks) -> list[str]:
+    def _mounts(
+        self, writable: tuple[str, ...], cwd: str, masks: Masks, hidden: Hidden
+    ) -> list[str]:
         args = ["--new-session", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev"]
         args += ["--proc", "/proc"] if self.features.proc else []
         args += ["--tmpfs", SANDBOX_TMP]
+        for path in hidden.tmpfs:
+            args += ["--tmpfs", path]
+        for source, target in hidden.shown:
+            args += ["--ro-bind", source, target]
         for root in writable:
             args += ["--bind", root, root]
-        needed = (*self.roots, cwd, *(_helper_files() if self.landlock else ()))
-        for path in dict.fromkeys(needed):
-            # Paths under /tmp were hidden by the tmpfs: show them again, read-only.
-            if contains(SANDBOX_TMP, path) and not any(contains(w, path) for w in writable):
+        for path in dict.fromkeys((*self.roots, cwd, *(_helper_paths() if self.landlock else ()))):
+            # Paths under /tmp or a hidden folder were covered: show them again, read-only.
+            covered = contains(SANDBOX_TMP, path) or covered_by(hidden, path)
+            if covered and not any(contains(w, path) for w in writable):
                 args += ["--ro-bind", path, path]
+        for path in hidden.private:
+            args += ["--tmpfs", path]
+        for path in hidden.masked:
+            args += ["--ro-bind", "/dev/null", path]
         args += protection(writable, masks.protected, self.home).mounts()
         for path in (*masks.secret_files, *_existing(DOCKER_SOCKETS)):
             args += ["--ro-bind", "/dev/null", path]
@@ -115,7 +148,11 @@ class BwrapSandbox:
     def _inner(self, argv: tuple[str, ...], writable: tuple[str, ...], network: bool) -> list[str]:
         if not self.landlock:
             return list(argv)
-        config = {"writable": [*writable, SANDBOX_TMP, "/dev/null"], "deny_network": not network}
+        config = {
+            "writable": [*writable, SANDBOX_TMP, "/dev/null"],
+            "deny_network": not network,
+            "seccomp": None if self.unix_sockets else _filter_text(),
+        }
         python, helper = _helper_files()
         return [python, "-I", "-S", helper, json.dumps(config), "--", *argv]
 
@@ -123,6 +160,18 @@ class BwrapSandbox:
 def _helper_files() -> tuple[str, str]:
     """The interpreter and the script that apply Landlock inside the sandbox."""
     return os.path.realpath(sys.executable), os.path.realpath(landlock_syscalls.__file__)
+
+
+def _helper_paths() -> tuple[str, ...]:
+    """What the helper needs to be visible: the interpreter with its standard library
+    (its prefix), and the script."""
+    python, helper = _helper_files()
+    return python, os.path.realpath(sys.base_prefix), helper
+
+
+def _filter_text() -> str:
+    """The Unix-socket filter for this machine, as the helper's config carries it."""
+    return base64.b64encode(unix_socket_filter()).decode()
 
 
 def _existing(paths: tuple[str, ...]) -> tuple[str, ...]:

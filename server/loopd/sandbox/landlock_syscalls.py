@@ -1,7 +1,9 @@
 """Landlock through ctypes: read everywhere, write only under given paths, and (ABI 4+)
-no TCP connect or bind. Standard library only, on purpose: this file is also the helper
-that runs *inside* bubblewrap to stack Landlock under it, started as
-`python3 -I -S landlock_syscalls.py CONFIG -- ARGV...`, where loopd is not importable.
+no TCP connect or bind; and the installer of a seccomp filter program. Standard
+library only, on purpose: this file is also the helper that runs *inside* bubblewrap to
+stack Landlock and the Unix-socket filter (`loopd.sandbox.seccomp`) under it, started
+as `python3 -I -S landlock_syscalls.py CONFIG -- ARGV...`, where loopd is not
+importable.
 
 Why inside bwrap and never before: bwrap must write `/proc/self/uid_map` and mount its
 new root, and a Landlock-restricted process can do neither. So bwrap builds the mount
@@ -14,6 +16,7 @@ helper: it restricts the calling thread, and the restriction is irreversible.
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import json
 import os
@@ -27,6 +30,7 @@ _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_PDEATHSIG = 1
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 
 _FS_WRITE_FILE = 1 << 1
 # write_file, remove_dir, remove_file, make_char, make_dir, make_reg, make_sock,
@@ -42,6 +46,10 @@ class _RulesetAttr(ctypes.Structure):
         ("handled_access_net", ctypes.c_uint64),
         ("scoped", ctypes.c_uint64),
     )
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_char_p))
 
 
 class _PathBeneath(ctypes.Structure):
@@ -121,18 +129,31 @@ def _allow_writes(ruleset: int, path: str, write: int, abi: int) -> None:
         os.close(fd)
 
 
+def install_filter(program: bytes) -> None:
+    """Confine the calling thread (and what it execs) with a classic BPF seccomp
+    `program` (8-byte `sock_filter` entries). Irreversible; raises OSError on failure,
+    so callers fail closed."""
+    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+    prog = _SockFprog(len(program) // 8, program)
+    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0))
+
+
 def die_with_parent() -> None:
     """SIGKILL this process when the thread that spawned it exits."""
     _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0))
 
 
 def main(argv: Sequence[str]) -> NoReturn:
-    """`CONFIG -- ARGV...`: CONFIG is JSON {"writable": [...], "deny_network": bool}."""
+    """`CONFIG -- ARGV...`: CONFIG is JSON {"writable": [...] or null (no Landlock),
+    "deny_network": bool, "seccomp": base64 filter program or null}."""
     if len(argv) < 3 or argv[1] != "--":
         sys.stderr.write("usage: landlock_syscalls.py CONFIG -- ARGV...\n")
         sys.exit(2)
     config = json.loads(argv[0])
-    restrict(config["writable"], bool(config["deny_network"]))
+    if config.get("writable") is not None:
+        restrict(config["writable"], bool(config["deny_network"]))
+    if config.get("seccomp"):
+        install_filter(base64.b64decode(config["seccomp"]))
     os.execvp(argv[2], list(argv[2:]))
 
 

@@ -117,7 +117,7 @@ def _probe_bwrap(
 
 
 def _describe(f: BwrapFeatures) -> str:
-    parts = ["read-only root", "pid+net namespaces"]
+    parts = ["read-only root", "home and neighbours hidden", "pid+net namespaces"]
     parts.append("user namespace" if f.unshare_user else "user namespace if possible")
     parts += ["nested user namespaces disabled"] if f.disable_userns else []
     parts += [] if f.proc else ["no /proc"]
@@ -182,6 +182,8 @@ def select_sandbox(
     *,
     home: str | None = None,
     extra_secrets: Sequence[str] = (),
+    home_readable: Sequence[str] = (),
+    unix_sockets: Sequence[str] = (),
 ) -> CommandSandbox:
     """The sandbox for a session: the probe's best tier, configured for the mode
     (plan mounts the roots read-only; full access runs commands unsandboxed). `env` is
@@ -204,10 +206,50 @@ def select_sandbox(
                 features=probe.bwrap_features or BwrapFeatures(),
                 landlock=best is Tier.BWRAP_LANDLOCK,
                 extra_secrets=tuple(extra_secrets),
+                home_readable=tuple(home_readable),
+                unix_sockets=tuple(unix_sockets),
             )
         case Tier.LANDLOCK:
-            return LandlockSandbox(dict(env), canonical, network_grant, read_only=read_only)
+            return LandlockSandbox(
+                dict(env),
+                canonical,
+                network_grant,
+                read_only=read_only,
+                unix_sockets=tuple(unix_sockets),
+            )
         case Tier.NETNS:
             return NetnsSandbox(dict(env), network_grant)
         case Tier.NONE:
             return Unsandboxed(dict(env))
+
+
+@dataclass(frozen=True, slots=True)
+class Boundary:
+    """What a session's sandbox hides and lets through beyond its defaults: loopd's
+    own folders (`private`), home entries shown to commands, Unix sockets allowed."""
+
+    private: tuple[str, ...] = ()
+    home_readable: tuple[str, ...] = ()
+    unix_sockets: tuple[str, ...] = ()
+
+    def sandbox(
+        self,
+        mode: Mode | SandboxMode,
+        probe: SandboxProbe,
+        roots: tuple[str, ...],
+        grant: NetworkGrant,
+        env: Mapping[str, str],
+    ) -> CommandSandbox:
+        return select_sandbox(
+            mode,
+            probe,
+            roots,
+            grant,
+            env,
+            extra_secrets=self.private,
+            home_readable=self.home_readable,
+            unix_sockets=self.unix_sockets,
+        )
+
+
+NO_BOUNDARY = Boundary()

@@ -1,10 +1,14 @@
 """What a command sandbox must hide or freeze in the workspace, found before each run.
 
 The lists come from `loopd.policy.paths`, so the file tools and the OS sandbox agree on
-what a secret and a protected path are. The scan is bounded (depth, entry count, and a
-few directories known to be huge and harmless) because it runs before every command;
-a file created *during* a command is not masked by it. The file tools' own deny-read
-check still applies to such files.
+what a secret and a protected path are. The walk covers the whole tree under every root
+and skips nothing: a limit on depth or on the number of entries, or a folder left out
+because it is usually harmless (`node_modules`), is a place to hide a secret from the
+masks, or a way to push the real one past the limit by creating files. Symlinks are
+not followed (a secret-named symlink masks what it points to). Only past
+`MAX_ENTRIES` does the scan give up, and then the command is refused
+(`TreeTooLarge`), never run unmasked. A file created *during* a command is not masked
+by it; the file tools' own deny-read check still applies to such files.
 """
 
 from __future__ import annotations
@@ -22,20 +26,13 @@ from loopd.policy.paths import (
     is_secret_name,
 )
 
-MAX_DEPTH = 6
-MAX_ENTRIES = 20_000
-SKIP_DIRS = frozenset(
-    {
-        "node_modules",
-        ".venv",
-        "venv",
-        "__pycache__",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".tox",
-        ".ruff_cache",
-    }
-)
+MAX_ENTRIES = 5_000_000
+
+
+class TreeTooLarge(OSError):
+    """The workspace has more entries than the scan checks: the command is refused."""
+
+
 _PROTECTED_NAMES = frozenset(PROTECTED_DIRS + PROTECTED_FILES)
 
 
@@ -58,16 +55,22 @@ class _Found:
 
 
 def scan(
-    roots: Iterable[str], writable: Iterable[str], home: str, extra_secrets: Iterable[str] = ()
+    roots: Iterable[str],
+    writable: Iterable[str],
+    home: str,
+    extra_secrets: Iterable[str] = (),
+    *,
+    limit: int = MAX_ENTRIES,
 ) -> Masks:
     """Secrets under the roots and the home directory; protected paths under the
-    writable roots (only those need freezing: everything else is read-only already)."""
+    writable roots (only those need freezing: everything else is read-only already).
+    `TreeTooLarge` past `limit` entries under one root."""
     found = _Found({}, {}, {})
     writable = tuple(writable)
     for path in (*(os.path.join(home, h) for h in HOME_SECRETS), *extra_secrets):
         _add_secret(found, path)
     for root in dict.fromkeys((*roots, *writable)):
-        _walk(found, root, writable)
+        _walk(found, root, writable, limit)
     return Masks(tuple(found.secret_files), tuple(found.secret_dirs), tuple(found.protected))
 
 
@@ -87,12 +90,16 @@ def _add_protected(found: _Found, path: str, writable: tuple[str, ...]) -> None:
         found.protected[real] = None
 
 
-def _walk(found: _Found, root: str, writable: tuple[str, ...]) -> None:
+def _walk(found: _Found, root: str, writable: tuple[str, ...], limit: int) -> None:
     guarded = any(contains(w, root) for w in writable)
     seen = 0
     for current, dirs, files in os.walk(root):
-        depth = current[len(root) :].count("/")
         seen += len(dirs) + len(files)
+        if seen > limit:
+            raise TreeTooLarge(
+                f"{root} holds more than {limit} files and folders: too many to check "
+                "for secrets before running a command, so the command was not run"
+            )
         for name in files:
             path = os.path.join(current, name)
             if is_secret_name(name):
@@ -108,6 +115,3 @@ def _walk(found: _Found, root: str, writable: tuple[str, ...]) -> None:
             else:
                 continue
             dirs.remove(name)
-        dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
-        if depth >= MAX_DEPTH or seen >= MAX_ENTRIES:
-            dirs.clear()

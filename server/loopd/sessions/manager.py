@@ -44,6 +44,7 @@ from loopd.runtimes.base import (
     RuntimeContext,
     RuntimeFactory,
 )
+from loopd.runtimes.options import check_mode
 from loopd.sessions.commands import FileUndoing, commands_for, run_command, slash_command
 from loopd.sessions.live import (
     ClientLink,
@@ -359,6 +360,8 @@ class SessionManager:
         else:
             if option_id not in {o.id for o in live.runtime.config_options()}:
                 raise ConfigError(f"unknown config option {option_id!r}")
+            if option_id == MODE_OPTION:  # `accept-edits` is `accept_edits` from here on
+                value = check_mode(value)
             await live.runtime.set_config(option_id, value)  # validates the value
         config = {o.id: o.current_value for o in live.runtime.config_options()}
         identity = self._identity(str(live.record.runtime.get("name")), config)

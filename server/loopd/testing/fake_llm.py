@@ -8,9 +8,11 @@
     POST /v1/messages/count_tokens  Anthropic token counting (answered from the size)
     GET  /v1/models             the model list (`models`; 401 unless a key in `keys`)
 
-from a queue of scripted steps per route (see `loopd.testing.llm_script`), falling
-back to the shared queue `"*"`, whose steps are rendered in the format of whichever
-route asked: one script drives any provider. Every request is recorded (path,
+The POST routes answer from a queue of scripted steps per route (see
+`loopd.testing.llm_script`), falling back to the shared queue `"*"`, whose steps are
+rendered in the format of whichever route asked: one script drives any provider.
+`models = []` makes the model list empty, as a server with nothing loaded answers.
+Every request is recorded (path,
 lower-cased headers, JSON body) so tests assert what was sent. An exhausted queue
 answers 400 with a message saying so. Point providers at `base_url` (Anthropic) or
 `base_url + "/v1"` (OpenAI).
@@ -115,6 +117,11 @@ class FakeLLMServer:
         with self._lock:
             self._queues[route].extend(steps)
 
+    def model_list(self) -> dict[str, Any]:
+        """The `GET /v1/models` body, in OpenAI's shape (which Ollama and vLLM copy)."""
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
+        return {"object": "list", "data": data}
+
     def load(self, script: Mapping[str, Sequence[Step]]) -> None:
         for route, steps in script.items():
             self.script(route, *steps)
@@ -183,14 +190,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         fake = self.server_fake
-        if self.path == "/v1/models":
+        if self.path.split("?", 1)[0] == "/v1/models":
             fake.record(
                 RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, {})
             )
             if fake.keys is not None and self._key() not in fake.keys:
                 self._json(401, {"error": {"type": "authentication_error", "message": "bad key"}})
                 return
-            self._json(200, {"object": "list", "data": [{"id": m} for m in fake.models]})
+            self._json(200, fake.model_list())
             return
         if self.path != "/_fake/requests":
             self._json(404, {"error": {"message": f"no route {self.path}"}})

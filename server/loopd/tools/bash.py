@@ -101,14 +101,8 @@ class Bash:
             return failure("Running outside the sandbox was not approved for this call.")
         sandbox = env.outside if unsandboxed else env.sandbox
         network = bool(args.get("network", False)) and grant.network
-        prepared = sandbox.prepare(
-            CommandSpec(
-                argv=("bash", "-c", command),
-                cwd=env.cwd,
-                writable_roots=env.roots,
-                network=network,
-            )
-        )
+        spec = CommandSpec(("bash", "-c", command), env.cwd, env.roots, network)
+        prepared = await asyncio.to_thread(sandbox.prepare, spec)  # walks the tree for masks
         if not is_safe_command(command, sandboxed=sandbox.tier != "none"):
             env.changes.ledger.note()  # it may write anything: a check before it is stale
         if args.get("background", False):
@@ -252,6 +246,7 @@ _NET_DENIALS = re.compile(
     r"|(?:connect\w*|/dev/(?:tcp|udp)/\S+):? (?:permission denied|operation not permitted)",
     re.I,
 )
+_SOCKETS = re.compile(r"\bsocket|\.sock\b|AF_UNIX", re.I)
 _CONTAINING_TIERS = ("bwrap", "bwrap+landlock", "landlock", "netns")
 _MASKING_TIERS = ("bwrap", "bwrap+landlock")
 
@@ -267,7 +262,16 @@ def _sandbox_notes(
     network = [line for line in lines if _NET_DENIALS.search(line)]
     files = [line for line in lines if _FS_DENIALS.search(line) and line not in network]
     notes: list[str] = []
-    if finished.exit_code not in (0, None):
+    unix = any(_SOCKETS.search(line) for line in lines) and any(
+        "operation not permitted" in line.lower() for line in lines
+    )
+    if finished.exit_code not in (0, None) and unix and tier != "netns":
+        notes.append(
+            f"The {tier} sandbox refuses Unix sockets (databases, Docker, agents). The "
+            "user can allow one in their config ([sandbox] allow_unix_sockets); do not "
+            "work around it."
+        )
+    elif finished.exit_code not in (0, None):
         if network and not grant.network:
             notes.append(
                 f"The {tier} sandbox has the network off. If the command needs it, run it "

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from loopd.engine.ports import Clock
 from loopd.policy.beneath import FileTooLarge as BeneathTooLarge
@@ -61,6 +61,29 @@ class FileAccess(Protocol):
     async def read_text(self, path: str) -> str: ...
 
     async def write_text(self, path: str, text: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A path the policy let the running call use: `path` is canonical, `root` the
+    directory it opens beneath; `inside` is False for an approved path outside the
+    session's folders (opened beneath `/`)."""
+
+    path: str
+    root: str
+    inside: bool
+
+
+@runtime_checkable
+class GatedFiles(FileAccess, Protocol):
+    """`FileAccess` that decides a path before it is used. An editor's file route
+    (`loopd.acp.client_io`, `loopd.lsp.documents`) asks `admit` first, so the editor
+    is never asked for a path the policy refuses (a secret, an unapproved one), and
+    it serves the editor only over a gate: over anything else it uses `local`."""
+
+    def admit(self, path: str, *, write: bool) -> Admitted:
+        """The decided path, or `PermissionError` saying why it may not be used."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from loopd.policy.beneath import FileTooLarge as BeneathTooLarge
 from loopd.policy.beneath import read_bytes_beneath, write_text_beneath
 from loopd.policy.grants import current_grant
 from loopd.policy.paths import PathIssue, PathPolicy, PathVerdict
-from loopd.tools.env import FileTooLarge, NotText, decode_text
+from loopd.tools.env import Admitted, FileTooLarge, NotText, decode_text
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 
@@ -48,12 +48,21 @@ class BeneathFiles:
     max_read_bytes: int = MAX_FILE_BYTES
     max_write_bytes: int = MAX_FILE_BYTES
 
-    async def read_text(self, path: str) -> str:
-        verdict = self.paths.check_read(path)
+    def admit(self, path: str, *, write: bool) -> Admitted:
+        """The policy's decision for `path` now (steps 1 to 3 above)."""
+        verdict = self.paths.check_write(path) if write else self.paths.check_read(path)
         root = self._root_for(verdict)
+        return Admitted(verdict.path, root, verdict.root is not None)
+
+    async def read_text(self, path: str) -> str:
+        admitted = self.admit(path, write=False)
         try:
             data = await asyncio.to_thread(
-                read_bytes_beneath, root, verdict.path, max_bytes=self.max_read_bytes, exact=True
+                read_bytes_beneath,
+                admitted.root,
+                admitted.path,
+                max_bytes=self.max_read_bytes,
+                exact=True,
             )
         except BeneathTooLarge as e:
             raise FileTooLarge(path, e.size, e.limit) from None
@@ -62,13 +71,12 @@ class BeneathFiles:
         return decode_text(data, path)
 
     async def write_text(self, path: str, text: str) -> None:
-        verdict = self.paths.check_write(path)
-        root = self._root_for(verdict)
+        admitted = self.admit(path, write=True)
         try:
             await asyncio.to_thread(
                 write_text_beneath,
-                root,
-                verdict.path,
+                admitted.root,
+                admitted.path,
                 text,
                 max_bytes=self.max_write_bytes,
                 exact=True,

@@ -4,13 +4,20 @@ Results are sorted so two identical calls give identical text (the loop's repeat
 detection and a person comparing turns both rely on that), capped so a `**` over a
 dependency tree cannot flood the context, and `.git` is skipped because its contents
 are never what the model is looking for.
+
+The search stays beneath the declared directory, which is what the policy judged: a
+pattern may not climb with `..` (the directory to search is `path`, declared and
+decided like any other read), and the walk never enters a symlinked directory. It
+walks with directory descriptors (`os.fwalk`), so a directory swapped for a symlink
+while it runs is not followed either. A symlink inside is listed by its own name.
 """
 
 from __future__ import annotations
 
 import asyncio
+import fnmatch
+import functools
 import os
-from pathlib import Path
 from typing import Any, ClassVar
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
@@ -79,14 +86,50 @@ def _pattern(args: Args) -> str:
     pattern: str = args["pattern"]
     if os.path.isabs(pattern):
         raise ToolInputError("`pattern` must be relative; pass the directory to search as `path`")
+    if ".." in pattern.split("/"):
+        raise ToolInputError(
+            "`pattern` may not climb with `..`; pass the directory to search as `path`"
+        )
     return pattern
 
 
 def _glob(root: str, pattern: str) -> list[tuple[str, bool]]:
-    base = Path(root)
-    found = [
-        (str(p), p.is_dir())
-        for p in base.glob(pattern)
-        if p != base and ".git" not in p.relative_to(base).parts
-    ]
+    """(path, is a directory) for every entry under `root` whose relative path
+    matches `pattern`, without following a symlink to a directory."""
+    parts: tuple[str, ...] = ()
+    for part in (p for p in pattern.split("/") if p not in ("", ".")):
+        if not (part == "**" and parts[-1:] == ("**",)):
+            parts += (part,)
+    found: list[tuple[str, bool]] = []
+    for current, dirs, files, _ in os.fwalk(root, follow_symlinks=False):
+        rel = os.path.relpath(current, root)
+        here = () if rel == "." else tuple(rel.split("/"))
+        dirs[:] = [d for d in dirs if d != ".git" and _may_hold(parts, (*here, d))]
+        entries = [(d, True) for d in dirs] + [(f, False) for f in files]
+        for name, is_dir in entries:
+            if _matches(parts, (*here, name)):
+                found.append((os.path.join(current, name), is_dir))
     return sorted(found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _matches(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    """Whether path components match pattern components (`**` spans any number)."""
+    if not pattern:
+        return not path
+    if pattern[0] == "**":
+        return any(_matches(pattern[1:], path[i:]) for i in range(len(path) + 1))
+    return (
+        bool(path) and fnmatch.fnmatchcase(path[0], pattern[0]) and _matches(pattern[1:], path[1:])
+    )
+
+
+def _may_hold(pattern: tuple[str, ...], directory: tuple[str, ...]) -> bool:
+    """Whether something below `directory` could still match (prunes the walk)."""
+    if not directory:
+        return True
+    if not pattern:
+        return False
+    if pattern[0] == "**":
+        return True
+    return fnmatch.fnmatchcase(directory[0], pattern[0]) and _may_hold(pattern[1:], directory[1:])

@@ -191,8 +191,10 @@ async def _rg_search(rg: str, query: Query, want: int) -> list[Match]:
                 proc.kill()
         code = await proc.wait()
         message = (await errors).decode("utf-8", "replace").strip()
-    if code == 2 and not found:
-        raise GrepFailed(message or "ripgrep exited with status 2")
+    # 1 is "no match"; 2 (or a signal) with nothing found is a failure, while 2 after
+    # matches means some file could not be read, and the matches stand.
+    if read_all and code not in (0, 1) and not found:
+        raise GrepFailed(message or f"ripgrep exited with status {code}")
     return found
 
 

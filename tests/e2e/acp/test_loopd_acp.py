@@ -68,7 +68,12 @@ async def test_an_edit_asks_with_its_diff_and_the_answer_decides(home: Home, ans
     assert final["status"] == ("completed" if answer == "allow_once" else "failed")
 
 
-async def test_the_editors_buffers_are_read_and_written_through_fs(home: Home) -> None:
+async def test_the_editors_buffers_are_read_through_fs_and_edits_land_on_disk(
+    home: Home,
+) -> None:
+    """The buffer is read through the editor (its path proven, nothing moved); the
+    edit is written to the disk beneath the workspace, never handed to the editor to
+    write (it would resolve the path again, where a swapped symlink could lead it)."""
     target = home.work / "a.py"
     target.write_text("on disk\n")
     edit = {"path": "a.py", "old_string": "unsaved buffer", "new_string": "edited buffer"}
@@ -84,8 +89,8 @@ async def test_the_editors_buffers_are_read_and_written_through_fs(home: Home) -
         await conn.prompt(session_id=new.session_id, prompt=text("edit it"))
     assert str(target) in client.reads
     assert "unsaved buffer" in sent_to_model(home, 1)  # the model saw the buffer
-    assert client.writes == [(str(target), "edited buffer\n")]
-    assert target.read_text() == "on disk\n"  # the editor saves, not loopd
+    assert client.writes == []
+    assert target.read_text() == "edited buffer\n"  # the buffer's text, edited
 
 
 async def test_commands_run_in_the_editors_terminal_without_its_secrets(home: Home) -> None:

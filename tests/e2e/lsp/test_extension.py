@@ -70,6 +70,7 @@ async def test_approvals_through_request_permission(
         "allow_once",
         "allow_always",
         "reject_once",
+        "reject_always",
     ]
     assert editor.executed() == ran
     statuses = [u["update"].get("status") for u in editor.updates if "toolCallId" in u["update"]]

@@ -5,6 +5,7 @@ and the editor's buffers as the agent's files, for every client."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 
@@ -32,7 +33,9 @@ def log_text(editor: Editor) -> str:
     return "\n".join(m.message for m in editor.client.log_messages)
 
 
-@pytest.mark.parametrize(("answer", "ran"), [("Allow once", ["make test"]), ("Reject", [])])
+@pytest.mark.parametrize(
+    ("answer", "ran"), [("Allow once", ["make test"]), ("Reject", []), ("Always reject", [])]
+)
 async def test_approvals_through_show_message_request(
     start: Start, answer: str, ran: list[str]
 ) -> None:
@@ -47,7 +50,12 @@ async def test_approvals_through_show_message_request(
     assert (await wait_turn(editor, reply["turnId"]))["stopReason"] == "end_turn"
     (dialog,) = editor.dialogs
     assert "make test" in dialog.message
-    assert [a.title for a in dialog.actions] == ["Allow once", "Always allow", "Reject"]
+    assert [a.title for a in dialog.actions] == [
+        "Allow once",
+        "Always allow",
+        "Reject",
+        "Always reject",
+    ]
     assert editor.executed() == ran
     assert editor.updates == []  # no extension for this client: the log tells the story
     transcript = log_text(editor)
@@ -138,6 +146,42 @@ async def test_the_agent_reads_the_unsaved_buffer(tmp_path: Path, start: Start) 
         for c in u["update"].get("content", [])
     ]
     assert results == ["edited\nbut unsaved\n"]
+
+
+async def test_an_open_secret_is_refused_before_its_buffer_is_read(
+    tmp_path: Path, start: Start
+) -> None:
+    """`.env` open in the editor with unsaved text: the diff preview of a write, a
+    read and an edit through a symlink all ask the gate first, which refuses a secret
+    whatever buffer holds it."""
+    secret = tmp_path / ".env"
+    secret.write_text("TOKEN=on-disk\n")
+    (tmp_path / "alias.txt").symlink_to(secret)
+    script = {
+        "replies": [
+            {
+                "tools": [
+                    ["w1", "write", {"path": str(secret), "text": "TOKEN=new\n"}],
+                    ["r1", "read", {"path": str(secret)}],
+                    ["r2", "read", {"path": str(tmp_path / "alias.txt")}],
+                ]
+            },
+            {"text": "done"},
+        ]
+    }
+    editor = await start(script)
+    uri = editor.open(secret, "TOKEN=on-disk\n")
+    editor.change(uri, None, "TOKEN=unsaved-buffer-s3cret\n")
+    session_id = await editor.new_session()
+    await editor.request(
+        "loopd/session/prompt",
+        {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]},
+    )
+    shown = json.dumps(editor.updates)
+    assert "never reads it" in shown
+    assert "unsaved-buffer-s3cret" not in shown
+    assert "on-disk" not in shown
+    assert editor.edits == []
 
 
 async def test_cancel_by_command_and_by_progress_bar(start: Start) -> None:

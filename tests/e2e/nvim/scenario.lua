@@ -1,73 +1,175 @@
--- A real Neovim driving loopd through editors/nvim: start, ask, approve an edit
--- through vim.ui.select, see the buffer edited and the chat buffer filled, cancel a
--- turn. Run: nvim --clean --headless -l scenario.lua   (env: LOOPD_PLUGIN, LOOPD_PY,
--- LOOPD_LAUNCHER, LOOPD_FILE). Exit status 0 and "NVIM-E2E: PASS" mean it passed.
-local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'harness.lua'))
-local log, finish, check, wait = H.log, H.finish, H.check, H.wait
+-- A real Neovim driving loopd through editors/nvim, in two projects at once:
+--   A: ask; answer the floating approval (its diff highlighted) with `a`; see the
+--      buffer edited and the chat filled, its winbar showing title, mode and usage;
+--      complete a slash command and send from the chat's input area with Enter;
+--      cancel that turn.
+--   B: a session of its own, started by the server (as a code action starts one);
+--      answer its approval with `R` (Always reject).
+--   Then :checkhealth loopd.
+-- Run: nvim --clean --headless -l scenario.lua (env: LOOPD_PLUGIN, LOOPD_PY,
+-- LOOPD_LAUNCHER, LOOPD_FILE, LOOPD_FILE_B). Exit 0 and "NVIM-E2E: PASS" mean it passed.
+local out = {}
+local function log(...) table.insert(out, table.concat(vim.tbl_map(tostring, { ... }), ' ')) end
+local function finish(ok)
+  io.stderr:write(table.concat(out, '\n') .. '\n' .. (ok and 'NVIM-E2E: PASS' or 'NVIM-E2E: FAIL') .. '\n')
+  vim.cmd(ok and 'qall!' or 'cquit! 3')
+end
+local function check(cond, what)
+  if not cond then
+    log('FAILED: ' .. what)
+    finish(false)
+  end
+  log('ok: ' .. what)
+end
+local function wait(what, pred, ms)
+  check(vim.wait(ms or 15000, pred, 10), what)
+end
+local function text_of(buf) return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n') end
+local function has(haystack, needle) return haystack:find(needle, 1, true) ~= nil end
 
 vim.opt.runtimepath:prepend(assert(vim.env.LOOPD_PLUGIN))
-local prompts, progress = {}, {}
-vim.ui.select = function(items, opts, on_choice)
-  table.insert(prompts, opts.prompt)
-  for i, item in ipairs(items) do
-    if type(item) == 'table' and item.optionId == 'allow_once' then return on_choice(item, i) end
-  end
-  on_choice(nil, nil)
-end
+local progress = {}
 vim.api.nvim_create_autocmd('LspProgress', {
   callback = function(ev) table.insert(progress, ev.data.params.value.kind) end,
 })
 
 local loopd = require('loopd')
 loopd.setup({ cmd = { assert(vim.env.LOOPD_PY), assert(vim.env.LOOPD_LAUNCHER) } })
+
+local function approval_window()
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.w[win].loopd_approval then return win end
+  end
+end
+
+local function answer_approval(key, expect)
+  wait('the approval window opened', function() return approval_window() ~= nil end)
+  local win = approval_window()
+  local buf = vim.api.nvim_win_get_buf(win)
+  local config = vim.api.nvim_win_get_config(win)
+  check(config.relative == 'editor', 'it floats')
+  check(vim.api.nvim_get_current_win() == win, 'it has the focus')
+  check(vim.bo[buf].filetype == 'diff', 'it is highlighted as a diff')
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  check(has(lines[1], 'Write'), 'it names the write')
+  local added
+  for i, l in ipairs(lines) do if l == expect then added = i end end
+  check(added ~= nil, 'it shows the diff line ' .. expect)
+  local marks = vim.api.nvim_buf_get_extmarks(buf, -1, { added - 1, 0 }, { added - 1, -1 }, { details = true })
+  check(#marks > 0 and marks[1][4].hl_group == 'DiffAdd', 'the added line is highlighted DiffAdd')
+  local footer = vim.inspect(config.footer)
+  check(has(footer, '[a] Allow once') and has(footer, '[R] Always reject'), 'the footer names the keys')
+  for _, k in ipairs({ 'a', 'A', 'r', 'R', 'q' }) do
+    check(vim.fn.maparg(k, 'n', false, true).buffer == 1, 'key ' .. k .. ' answers')
+  end
+  vim.api.nvim_feedkeys(key, 'x', false)
+  check(not vim.api.nvim_win_is_valid(win), 'answering closes the window')
+end
+
+-- A ---------------------------------------------------------------------------------
 vim.cmd('edit ' .. assert(vim.env.LOOPD_FILE))
-local buf = vim.api.nvim_get_current_buf()
-wait('the loopd client attached', function() return loopd.client(buf) ~= nil and loopd.client(buf).initialized end)
+local buf_a = vim.api.nvim_get_current_buf()
+local root_a = loopd.root_of(buf_a)
+wait('the loopd client attached (A)', function()
+  local c = loopd.client(buf_a)
+  return c ~= nil and c.initialized and c.root_dir == root_a
+end)
 
--- 1. ask; the agent edits the open buffer after an approval through vim.ui.select
 vim.cmd('Loopd ask make x two')
-wait('the turn ended', function() return loopd.state.last_stop ~= nil end)
-check(loopd.state.last_stop == 'end_turn', 'it ended with end_turn (got ' .. tostring(loopd.state.last_stop) .. ')')
-check(#prompts == 1 and prompts[1]:find('Write', 1, true) ~= nil, 'one approval, naming the write')
-check(prompts[1]:find('+x = 2', 1, true) ~= nil, 'the approval shows the diff')
-check(vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == 'x = 2', 'the buffer was edited')
-check(vim.bo[buf].modified, 'the edit is unsaved, in the buffer (undo works)')
-local chat_buf = require('loopd.chat').state.buf
-wait('the chat shows the reply', function()
-  local text = table.concat(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false), '\n')
-  return text:find('I changed x', 1, true) ~= nil
-end)
-local chat = table.concat(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false), '\n')
-check(chat:find('## You', 1, true) and chat:find('make x two', 1, true), 'the chat shows the prompt')
-check(chat:find('**completed** `Write', 1, true) ~= nil, 'the chat shows the tool call and its status')
-check(chat:find('```diff', 1, true) ~= nil, 'the chat shows the diff')
-check(chat:find('> let me see', 1, true) ~= nil, 'the chat shows the thought')
+answer_approval('a', '+x = 2')
+local a = loopd.project(root_a)
+wait('the turn ended', function() return a.last_stop ~= nil end)
+check(a.last_stop == 'end_turn', 'it ended with end_turn (got ' .. tostring(a.last_stop) .. ')')
+check(vim.api.nvim_buf_get_lines(buf_a, 0, 1, false)[1] == 'x = 2', 'the buffer was edited')
+check(vim.bo[buf_a].modified, 'the edit is unsaved, in the buffer (undo works)')
+wait('the chat shows the reply', function() return has(text_of(a.chat.buf), 'I changed x') end)
+local chat = text_of(a.chat.buf)
+check(has(chat, '## You') and has(chat, 'make x two'), 'the chat shows the prompt')
+check(has(chat, '**completed** `Write'), 'the chat shows the tool call and its status')
+check(has(chat, '```diff'), 'the chat shows the diff')
+check(has(chat, '> let me see'), 'the chat shows the thought')
+check(has(chat, '_Allow once: Write'), 'the chat notes the answer given')
 check(vim.tbl_contains(progress, 'begin') and vim.tbl_contains(progress, 'end'), 'LSP progress began and ended')
+local log_win = vim.fn.bufwinid(a.chat.buf)
+local winbar = vim.wo[log_win].winbar
+check(has(winbar, 'make x two') and has(winbar, 'ask') and has(winbar, 'tokens'),
+  'the winbar shows title, mode and usage: ' .. winbar)
 
--- 2. a long turn, cancelled with :Loopd cancel ($/cancelRequest)
-vim.cmd('Loopd ask take your time')
-wait('the long turn streams', function()
-  return table.concat(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false), '\n'):find('thinking hard', 1, true) ~= nil
-end)
+-- the input area: slash commands complete, Enter sends
+local input_win = vim.fn.bufwinid(a.chat.input)
+check(input_win ~= -1, 'the input area is open below the chat')
+vim.api.nvim_set_current_win(input_win)
+vim.api.nvim_buf_set_lines(a.chat.input, 0, -1, false, { '/c' })
+vim.api.nvim_win_set_cursor(input_win, { 1, 2 })
+local omni = require('loopd.chat').omnifunc
+check(omni(1, '') == 0, 'a slash command completes from the start of the line')
+local words = vim.tbl_map(function(i) return i.word end, omni(0, '/c'))
+check(vim.deep_equal(words, { '/clear', '/compact' }), 'the session offers /clear and /compact: ' .. vim.inspect(words))
+check(#omni(0, '/') == 3, 'and /undo')
+vim.api.nvim_buf_set_lines(a.chat.input, 0, -1, false, { 'take your time' })
+vim.api.nvim_feedkeys(vim.keycode('<CR>'), 'x', false)
+check(text_of(a.chat.input) == '', 'Enter sent the input and emptied it')
+wait('the long turn streams', function() return has(text_of(a.chat.buf), 'thinking hard') end)
+check(has(text_of(a.chat.buf), 'take your time'), 'the sent text is the prompt')
 vim.cmd('Loopd cancel')
-wait('the plugin saw the cancel', function() return loopd.state.last_stop == 'cancelled' end)
-local function exec(command)
+wait('the plugin saw the cancel', function() return a.last_stop == 'cancelled' end)
+local function exec(client, command)
   local answer
-  loopd.client(buf):request('workspace/executeCommand', { command = command, arguments = {} },
-    function(_, r) answer = r end, buf)
+  client:request('workspace/executeCommand', { command = command, arguments = {} },
+    function(_, r) answer = r end, buf_a)
   wait(command .. ' answered', function() return answer ~= nil end)
   return answer
 end
+local client_a = loopd.client(buf_a)
 wait('the server cancelled the turn', function()
-  local turns = exec('loopd.status').turns
+  local turns = exec(client_a, 'loopd.status').turns
   return #turns == 2 and turns[2].stopReason == 'cancelled'
 end)
 
--- 3. the session is listed, with its title
-local listed
-loopd.client(buf):request('loopd/session/list', { cwd = vim.fn.getcwd() }, function(_, r) listed = r end, buf)
-wait('sessions listed', function() return listed ~= nil end)
-check(#listed.sessions == 1 and listed.sessions[1].sessionId == loopd.state.session, 'the session is listed')
+-- B: another project root, another server and session --------------------------------
+vim.cmd('wincmd t')
+vim.cmd('edit ' .. assert(vim.env.LOOPD_FILE_B))
+local buf_b = vim.api.nvim_get_current_buf()
+local root_b = loopd.root_of(buf_b)
+check(root_b ~= root_a, 'B is another project root')
+wait('the loopd client attached (B)', function()
+  local c = loopd.client(buf_b)
+  return c ~= nil and c.initialized and c.root_dir == root_b
+end)
+check(loopd.client(buf_b).id ~= client_a.id, 'B has its own server')
+-- the turn starts the way a code action starts it: the server opens the session
+local started
+loopd.client(buf_b):request('workspace/executeCommand',
+  { command = 'loopd.ask', arguments = { { prompt = 'hello from b', uri = vim.uri_from_bufnr(buf_b) } } },
+  function(_, r) started = r end, buf_b)
+answer_approval('R', '+x = 2')
+wait('the server answered the command', function() return started ~= nil end)
+local b = loopd.project(root_b)
+check(b.session == started.sessionId and b.session ~= a.session, "B's own session, started by the server, is B's")
+wait('B chat shows the refusal and the reply', function()
+  local shown = b.chat.buf and text_of(b.chat.buf) or ''
+  return has(shown, '**failed** `Write') and has(shown, 'I changed x')
+end)
+check(has(text_of(b.chat.buf), '_Always reject: Write'), 'B chat notes Always reject')
+check(vim.api.nvim_buf_get_lines(buf_a, 0, 1, false)[1] == 'x = 2', 'the rejected write changed nothing')
+check(not has(text_of(a.chat.buf), 'hello from b'), "A's chat shows nothing of B")
+check(b.chat.buf ~= a.chat.buf, 'each project has its own chat buffer')
 
-loopd.client(buf):stop()
+-- sessions are listed with their titles
+local listed
+client_a:request('loopd/session/list', { cwd = root_a }, function(_, r) listed = r end, buf_a)
+wait('sessions listed', function() return listed ~= nil end)
+check(#listed.sessions == 1 and listed.sessions[1].title == 'make x two', 'A lists its session, titled')
+
+-- :checkhealth loopd
+vim.cmd('checkhealth loopd')
+local report = text_of(vim.api.nvim_get_current_buf())
+check(has(report, 'setup() called; approvals: float'), 'health: setup')
+check(has(report, 'server command:'), 'health: the command')
+check(has(report, 'server for ' .. root_a) and has(report, 'server for ' .. root_b), 'health: both servers')
+check(has(report, 'extension v1, session ' .. a.session), 'health: the extension and the session')
+check(not has(report, 'ERROR'), 'health: no errors')
+
+client_a:stop()
+loopd.client(buf_b):stop()
 finish(true)

@@ -19,7 +19,7 @@ from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
 from tests.e2e.conftest import anthropic_texts
 
-from .conftest import approver_of, open_runtime, pinned_binary, say
+from .conftest import approver_of, one_turn, open_runtime, pinned_binary, say
 
 pytestmark = pytest.mark.e2e
 MODEL = "claude-sonnet-4-5"
@@ -111,6 +111,42 @@ async def test_a_rejected_tool_does_not_run(
         if b.get("type") == "tool_result"
     ]
     assert results and results[-1]["is_error"] is True
+
+
+async def test_full_auto_refuses_what_would_ask_without_asking(
+    fake_llm: FakeLLMServer, workdir: Path, tmp_path: Path
+) -> None:
+    """loopd's full_auto under Claude Code (which runs in its acceptEdits mode): nobody
+    is asked; what it does unasked in the workspace runs, and what it would ask about
+    (a write outside the workspace) is refused with the reason, as loopd's policy
+    refuses it under the native engine."""
+    inside, outside = workdir / "made.txt", tmp_path / "outside.txt"
+    calls = [
+        ScriptedCall("Bash", {"command": f"touch {path}", "description": "make it"}, id=name)
+        for name, path in (("in", inside), ("out", outside))
+    ]
+    fake_llm.script("*", Reply(tool_calls=(calls[0],)), Reply(tool_calls=(calls[1],)))
+    fake_llm.script("*", Reply(text="done"))
+    approver = approver_of(ApprovalDecision.ALLOW_ONCE)
+    factory = ClaudeRuntimeFactory(settings(fake_llm, tmp_path))
+    runtime, emitter = await open_runtime(factory, workdir, approver, mode="full_auto")
+    outcome = await one_turn(runtime, "make both files")
+    assert outcome.stop_reason == "end_turn"
+    assert approver.requests == [], "full_auto never asks"
+    assert inside.exists()
+    assert not outside.exists()
+    statuses = {u.tool_call_id: u.status for u in emitter.of(ToolCallUpdated) if u.status}
+    assert statuses == {"in": "completed", "out": "failed"}
+    results = [
+        b
+        for m in fake_llm.requests[-1].body["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
+    told = str(results[-1]["content"])
+    assert results[-1]["is_error"] is True
+    assert "full_auto mode" in told and f"touch {outside}" in told
 
 
 async def test_cancel_mid_stream_then_the_next_turn_works(

@@ -20,7 +20,7 @@ from loopd.runtimes.codex import CodexProvider, CodexRuntimeFactory, CodexSettin
 from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
 from tests.e2e.conftest import responses_texts
 
-from .conftest import approver_of, open_runtime, pinned_binary, say
+from .conftest import BrokenEmitter, approver_of, one_turn, open_runtime, pinned_binary, say
 
 pytestmark = pytest.mark.e2e
 MODEL = "gpt-5.5"  # a slug from codex's own catalog, or it drops apply_patch and warns
@@ -98,6 +98,48 @@ async def test_a_rejected_command_does_not_run(
     assert not (workdir / "made.txt").exists()
     assert outcome.stop_reason in ("end_turn", "cancelled")
     assert [u.status for u in emitter.of(ToolCallUpdated) if u.status][-1] == "failed"
+
+
+async def test_an_approval_that_fails_midway_refuses_and_never_leaves_codex_waiting(
+    fake_llm: FakeLLMServer, workdir: Path, home_cache: Path
+) -> None:
+    """The person allowed the command, but showing that failed before the answer went
+    out: codex is told no (fail closed) at once, instead of waiting for an answer
+    until the stall timeout ends the turn."""
+    _touch_turn(fake_llm)
+    approver = approver_of(ApprovalDecision.ALLOW_ONCE)
+    s = settings(fake_llm.openai_base_url, home_cache, stall_timeout=120.0)
+    factory = CodexRuntimeFactory(s)
+    runtime, _ = await open_runtime(factory, workdir, approver, emitter=BrokenEmitter())
+    outcome = await one_turn(runtime, "make the file", within=60)
+    assert len(approver.requests) == 1
+    assert not (workdir / "made.txt").exists()
+    assert outcome.error is None
+    assert outcome.stop_reason in ("end_turn", "cancelled")  # codex offered only `cancel`
+
+
+async def test_full_auto_never_asks_and_stays_inside_the_workspace_sandbox(
+    fake_llm: FakeLLMServer, workdir: Path, home_cache: Path
+) -> None:
+    """loopd's full_auto under Codex: approval `never` with the workspace-write
+    sandbox. A command inside the workspace runs unasked; one writing outside it is
+    refused by the sandbox, also unasked, and never runs with full access."""
+    outside = home_cache / "outside.txt"
+    calls = (
+        ScriptedCall("exec_command", {"cmd": "touch made.txt"}, id="in"),
+        ScriptedCall("exec_command", {"cmd": f"touch {outside}"}, id="out"),
+    )
+    fake_llm.script("*", Reply(tool_calls=calls[:1]), Reply(tool_calls=calls[1:]), Reply(text="ok"))
+    approver = approver_of(ApprovalDecision.ALLOW_ONCE)
+    s = settings(fake_llm.openai_base_url, home_cache)
+    runtime, _ = await open_runtime(CodexRuntimeFactory(s), workdir, approver, mode="full_auto")
+    outcome = await one_turn(runtime, "make both files")
+    assert outcome.stop_reason == "end_turn"
+    assert approver.requests == [], "full_auto never asks"
+    assert (workdir / "made.txt").exists()
+    assert not outside.exists(), "outside the workspace: refused, not run with full access"
+    turn = fake_llm.requests[0].body
+    assert turn.get("model") == MODEL
 
 
 async def test_cancel_mid_stream_then_the_next_turn_works(

@@ -21,9 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import PROTOCOL_VERSION, spawn_agent_process
-from acp.interfaces import Agent, Client
-from acp.schema import ClientCapabilities, Implementation
+from acp import PROTOCOL_VERSION, Client, spawn_agent_process
+from acp.interfaces import Agent
+from acp.schema import (
+    ClientCapabilities,
+    FileSystemCapabilities,
+    Implementation,
+    TextContentBlock,
+)
 
 from loopd.sandbox.probe import probe_sandbox
 from loopd.sandbox.tiers import Tier
@@ -196,8 +201,9 @@ def trusted_folders(box: Box) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def loopd_acp(box: Box, client: Client, base_url: str) -> AsyncIterator[Agent]:
-    """`loopd acp` in `box.ws`, initialized, against the model at `base_url`."""
+async def acp_connection(box: Box, client: Client, base_url: str) -> AsyncIterator[Agent]:
+    """`loopd acp` in `box.ws`, initialized, against the model at `base_url`, for
+    cases that open several sessions (`loopd_acp` runs one prompt)."""
     env = box.env(base_url)
     async with spawn_agent_process(
         client, sys.executable, "-m", "loopd", "acp", env=env, cwd=box.ws
@@ -302,3 +308,47 @@ def processes_with(marker: str) -> list[str]:
         if marker in cmdline and "pytest" not in cmdline:
             found.append(cmdline)
     return found
+
+
+@dataclass
+class AcpRun:
+    """What one prompt through `loopd acp` left: its stop reason and the requests the
+    model got."""
+
+    stop_reason: str
+    requests: list[dict[str, Any]]
+
+    @property
+    def bodies(self) -> str:
+        return json.dumps(self.requests)
+
+
+async def loopd_acp(
+    box: Box,
+    client: Client,
+    replies: Sequence[Reply],
+    *,
+    fs: FileSystemCapabilities | None = None,
+    mode: str | None = None,
+    prompt: str = "go",
+) -> AcpRun:
+    """One prompt through `loopd acp` in `box.ws`, driven by `client` (the Python SDK
+    over the child's stdio), against a model that answers `replies`."""
+    with FakeLLMServer() as fake:
+        fake.script("*", *replies)
+        async with spawn_agent_process(
+            client, sys.executable, "-m", "loopd", "acp", env=box.env(fake.base_url), cwd=box.ws
+        ) as (conn, _):
+            await conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(fs=fs) if fs else ClientCapabilities(),
+                client_info=Implementation(name="escape-suite", version="0"),
+            )
+            session = await conn.new_session(cwd=str(box.ws), mcp_servers=[])
+            if mode is not None:
+                await conn.set_session_mode(session_id=session.session_id, mode_id=mode)
+            result = await conn.prompt(
+                session_id=session.session_id, prompt=[TextContentBlock(type="text", text=prompt)]
+            )
+        requests = [r.body for r in fake.requests]
+    return AcpRun(result.stop_reason, requests)

@@ -5,13 +5,17 @@ call updates."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
-from acp.schema import TextContentBlock
+from acp.schema import (
+    FileSystemCapabilities,
+)
 
-from loopd.testing.fake_llm import FakeLLMServer, Reply
+from loopd.testing.fake_llm import Reply
 from tests.e2e.safety.conftest import (
+    DOTENV,
     PLANTED,
     PLANTED_FILES,
     SECRETS,
@@ -24,7 +28,7 @@ from tests.e2e.safety.conftest import (
     needs_bwrap,
     planting,
 )
-from tests.unit.acp.conftest import RecordingClient
+from tests.unit.acp.conftest import EditorClient, RecordingClient
 
 pytestmark = pytest.mark.e2e
 
@@ -55,16 +59,10 @@ async def test_acp_escapes_are_blocked_and_reported(tmp_path: Path, listener: Li
         Reply(text="done"),
     ]
     client = RecordingClient(answers=["reject_once", "reject_once"])
-    with FakeLLMServer() as fake:
-        fake.script("*", *script)
-        async with loopd_acp(box, client, fake.base_url) as conn:
-            session = await conn.new_session(cwd=str(box.ws), mcp_servers=[])
-            result = await conn.prompt(
-                session_id=session.session_id, prompt=[TextContentBlock(type="text", text="go")]
-            )
-        bodies = json.dumps([r.body for r in fake.requests])
+    run = await loopd_acp(box, client, script)
+    bodies = run.bodies
 
-    assert result.stop_reason == "end_turn"
+    assert run.stop_reason == "end_turn"
     asked = [tool_call.title for tool_call, _ in client.permissions]
     assert asked == ["Create .git/hooks/pre-commit", f"Write {box.outside / 'x.txt'}"]
     failed = tool_texts(client, "failed")
@@ -88,18 +86,45 @@ async def test_acp_full_auto_cannot_plant_code_for_later(tmp_path: Path) -> None
     box = Box.make(tmp_path)
     git_repo(box)
     client = RecordingClient()
-    with FakeLLMServer() as fake:
-        fake.script("*", calls(*planting(box)), Reply(text="done"))
-        async with loopd_acp(box, client, fake.base_url) as conn:
-            session = await conn.new_session(cwd=str(box.ws), mcp_servers=[])
-            await conn.set_session_mode(mode_id="full_auto", session_id=session.session_id)
-            result = await conn.prompt(
-                session_id=session.session_id, prompt=[TextContentBlock(type="text", text="go")]
-            )
-    assert result.stop_reason == "end_turn"
+    run = await loopd_acp(
+        box, client, [calls(*planting(box)), Reply(text="done")], mode="full_auto"
+    )
+    assert run.stop_reason == "end_turn"
     assert client.permissions == []  # full auto asks nothing: it refuses
     failed = tool_texts(client, "failed")
     for rel in (*PLANTED, *PLANTED_FILES):
         assert not (box.ws / rel).exists(), rel
         assert rel.split("/")[0] + "/ is protected" in failed or f"{rel} is protected" in failed
     assert_nothing_planted(box)
+
+
+async def test_a_secret_is_decided_before_it_is_read_through_the_editor(tmp_path: Path) -> None:
+    """`write .env` in full auto: refused, and the editor's buffer of `.env` is never
+    read for the diff preview, so it reaches neither the editor's diff, the store,
+    nor the model."""
+    box = Box.make(tmp_path)
+    buffers = {
+        str(box.ws / ".env"): "TOKEN=unsaved-buffer-s3cret-93",
+        str(box.ws / "notes.txt"): "notes-buffer-77\n",
+    }
+    client = EditorClient(buffers=buffers)
+    script = [
+        calls(
+            ("write", {"path": ".env", "content": "TOKEN=new\n"}),
+            ("edit", {"path": ".env", "old_string": "TOKEN", "new_string": "X"}),
+            ("read", {"path": "notes.txt"}),
+        ),
+        Reply(text="done"),
+    ]
+    fs = FileSystemCapabilities(read_text_file=True, write_text_file=True)
+    bodies = (await loopd_acp(box, client, script, fs=fs, mode="full_auto")).bodies
+    assert client.read_paths == [str(box.ws / "notes.txt")]  # .env never asked for
+    assert client.writes == []
+    assert (box.ws / ".env").read_text() == DOTENV + "\n"
+    db = sqlite3.connect(box.base / "data" / "sessions.db")
+    stored = json.dumps(db.execute("SELECT * FROM events").fetchall())
+    db.close()
+    assert "notes-buffer-77" in stored  # the store holds what was read through the editor
+    for text in (json.dumps(client.updates), bodies, stored):
+        for secret in (*SECRETS, "unsaved-buffer-s3cret-93"):
+            assert secret not in text

@@ -14,7 +14,7 @@ import pytest
 from acp.schema import TextContentBlock
 
 from loopd.testing.fake_llm import FakeLLMServer, Reply
-from tests.e2e.safety.conftest import Box, loopd_acp, plant, trusted_folders
+from tests.e2e.safety.conftest import Box, acp_connection, plant, trusted_folders
 from tests.unit.acp.conftest import RecordingClient
 
 pytestmark = pytest.mark.e2e
@@ -26,7 +26,7 @@ async def acp_turns(box: Box, client: RecordingClient, sessions: int) -> list[li
     offered: list[list[str]] = []
     with FakeLLMServer() as fake:
         fake.script("*", *[Reply(text="hi")] * sessions)
-        async with loopd_acp(box, client, fake.base_url) as conn:
+        async with acp_connection(box, client, fake.base_url) as conn:
             for _ in range(sessions):
                 session = await conn.new_session(cwd=str(box.ws), mcp_servers=[])
                 runtime = next(o for o in session.config_options or [] if o.id == "runtime")
@@ -76,7 +76,7 @@ async def test_acp_trust_given_in_a_terminal_meanwhile_applies_without_asking(
     client = RecordingClient()
     with FakeLLMServer() as fake:
         fake.script("*", Reply(text="hi"))
-        async with loopd_acp(box, client, fake.base_url) as conn:
+        async with acp_connection(box, client, fake.base_url) as conn:
             first = await conn.new_session(cwd=str(box.ws), mcp_servers=[])
             trusting = await asyncio.create_subprocess_exec(
                 sys.executable,

@@ -10,18 +10,23 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp import PROTOCOL_VERSION, Client, connect_to_agent
+from acp import PROTOCOL_VERSION, Client, RequestError, connect_to_agent
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
     DeniedOutcome,
     Implementation,
     PermissionOption,
+    ReadTextFileResponse,
     RequestPermissionResponse,
+    TerminalOutputResponse,
     TextContentBlock,
     ToolCallUpdate,
+    WaitForTerminalExitResponse,
+    WriteTextFileResponse,
 )
 
 from loopd.acp.agent import LoopdAgent
@@ -131,3 +136,50 @@ async def connected(
 
 def text(value: str) -> list[TextContentBlock]:
     return [TextContentBlock(type="text", text=value)]
+
+
+@dataclass
+class EditorClient(RecordingClient):
+    """Unsaved buffers in memory, writes recorded, terminals that exit when told."""
+
+    buffers: dict[str, str] = field(default_factory=dict)
+    writes: list[tuple[str, str]] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
+    read_paths: list[str] = field(default_factory=list)
+    created: list[dict[str, Any]] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
+    exit: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def read_text_file(self, session_id: str, path: str, **kw: Any) -> ReadTextFileResponse:
+        self.calls.append("read")
+        self.read_paths.append(path)
+        if path not in self.buffers:
+            raise RequestError.resource_not_found(path)
+        return ReadTextFileResponse(content=self.buffers[path])
+
+    async def write_text_file(
+        self, session_id: str, path: str, content: str, **kw: Any
+    ) -> WriteTextFileResponse:
+        self.calls.append("write")
+        self.writes.append((path, content))
+        return WriteTextFileResponse()
+
+    async def create_terminal(
+        self, session_id: str, command: str, **kw: Any
+    ) -> CreateTerminalResponse:
+        self.created.append({"command": command, **kw})
+        return CreateTerminalResponse(terminal_id=f"t{len(self.created)}")
+
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kw: Any
+    ) -> WaitForTerminalExitResponse:
+        await self.exit.wait()
+        return WaitForTerminalExitResponse(exit_code=3)
+
+    async def terminal_output(
+        self, session_id: str, terminal_id: str, **kw: Any
+    ) -> TerminalOutputResponse:
+        return TerminalOutputResponse(output="hello\n", truncated=False)
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kw: Any) -> None:
+        self.released.append(terminal_id)

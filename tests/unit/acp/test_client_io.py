@@ -4,16 +4,18 @@ buffers in memory and runs nothing; and the pure translations."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+import contextlib
+import ctypes
+import os
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import RequestError
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
-    CreateTerminalResponse,
     DeniedOutcome,
     EnvVariable,
     FileSystemCapabilities,
@@ -23,101 +25,172 @@ from acp.schema import (
     ReadTextFileResponse,
     RequestPermissionResponse,
     SseMcpServer,
-    TerminalOutputResponse,
-    WaitForTerminalExitResponse,
-    WriteTextFileResponse,
 )
 
 from loopd.acp.link import AcpLink
 from loopd.acp.translate import decision_of, mcp_configs, permission_tool_call
+from loopd.policy.paths import PathPolicy
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import DiffContent, Location
 from loopd.runtimes.base import McpServerConfig
 from loopd.testing.fakes import ScriptedProvider
 from loopd.testing.harness import scripted_manager
-from tests.unit.acp.conftest import RecordingClient, connected
-
-
-@dataclass
-class EditorClient(RecordingClient):
-    """Unsaved buffers in memory, writes recorded, terminals that exit when told."""
-
-    buffers: dict[str, str] = field(default_factory=dict)
-    writes: list[tuple[str, str]] = field(default_factory=list)
-    calls: list[str] = field(default_factory=list)
-    created: list[dict[str, Any]] = field(default_factory=list)
-    released: list[str] = field(default_factory=list)
-    exit: asyncio.Event = field(default_factory=asyncio.Event)
-
-    async def read_text_file(self, session_id: str, path: str, **kw: Any) -> ReadTextFileResponse:
-        self.calls.append("read")
-        if path not in self.buffers:
-            raise RequestError.resource_not_found(path)
-        return ReadTextFileResponse(content=self.buffers[path])
-
-    async def write_text_file(
-        self, session_id: str, path: str, content: str, **kw: Any
-    ) -> WriteTextFileResponse:
-        self.calls.append("write")
-        self.writes.append((path, content))
-        return WriteTextFileResponse()
-
-    async def create_terminal(
-        self, session_id: str, command: str, **kw: Any
-    ) -> CreateTerminalResponse:
-        self.created.append({"command": command, **kw})
-        return CreateTerminalResponse(terminal_id=f"t{len(self.created)}")
-
-    async def wait_for_terminal_exit(
-        self, session_id: str, terminal_id: str, **kw: Any
-    ) -> WaitForTerminalExitResponse:
-        await self.exit.wait()
-        return WaitForTerminalExitResponse(exit_code=3)
-
-    async def terminal_output(
-        self, session_id: str, terminal_id: str, **kw: Any
-    ) -> TerminalOutputResponse:
-        return TerminalOutputResponse(output="hello\n", truncated=False)
-
-    async def release_terminal(self, session_id: str, terminal_id: str, **kw: Any) -> None:
-        self.released.append(terminal_id)
-
-
-@dataclass
-class DiskFiles:
-    written: dict[str, str] = field(default_factory=dict)
-
-    async def read_text(self, path: str) -> str:
-        return await asyncio.to_thread(Path(path).read_text)
-
-    async def write_text(self, path: str, text: str) -> None:
-        self.written[path] = text
-
+from loopd.tools.files import BeneathFiles, PathRefused
+from tests.unit.acp.conftest import EditorClient, RecordingClient, connected
 
 EDITOR = ClientCapabilities(
     fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
 )
 
 
-async def test_reads_and_writes_inside_the_roots_go_through_the_editor(tmp_path: Path) -> None:
+def gate(*roots: Path, home: Path | None = None) -> BeneathFiles:
+    """The local files a session's tools get: the path policy, then beneath-opens."""
+    canonical = tuple(os.path.realpath(r) for r in roots)
+    return BeneathFiles(PathPolicy(canonical, os.path.realpath(home or roots[0])))
+
+
+async def test_reads_of_proven_paths_come_from_the_editor_and_writes_go_to_disk(
+    tmp_path: Path,
+) -> None:
     inside, outside = tmp_path / "w" / "a.py", tmp_path / "elsewhere.txt"
     inside.parent.mkdir()
     inside.write_text("on disk")
     outside.write_text("outside")
     client = EditorClient(buffers={str(inside): "unsaved buffer"})
     manager = scripted_manager(tmp_path, ScriptedProvider.of())
-    disk = DiskFiles()
     async with connected(manager, client, EDITOR) as s:
         assert s.agent.link is not None
-        files = s.agent.link.files("s1", [str(inside.parent)], disk)
+        files = s.agent.link.files("s1", [str(inside.parent)], gate(inside.parent))
         assert await files.read_text(str(inside)) == "unsaved buffer"
-        assert await files.read_text(str(outside)) == "outside"
+        with pytest.raises(PathRefused, match="outside the session"):
+            await files.read_text(str(outside))  # unapproved: neither disk nor editor
         await files.write_text(str(inside), "new")
-        await files.write_text(str(outside), "new outside")
         with pytest.raises(FileNotFoundError):
             await files.read_text(str(inside.parent / "missing.py"))
-    assert client.writes == [(str(inside), "new")]
-    assert disk.written == {str(outside): "new outside"}
+    assert client.writes == []  # the editor never resolves a path to write
+    assert inside.read_text() == "new"
+    assert client.calls == ["read"]
+
+
+async def test_a_secret_is_never_asked_of_the_editor(tmp_path: Path) -> None:
+    """The diff preview of `write .env` reads the old text: the gate refuses it before
+    the editor could hand its buffer over."""
+    secret = tmp_path / ".env"
+    secret.write_text("API_KEY=on-disk")
+    client = EditorClient(buffers={str(secret): "API_KEY=in-the-buffer"})
+    manager = scripted_manager(tmp_path, ScriptedProvider.of())
+    async with connected(manager, client, EDITOR) as s:
+        assert s.agent.link is not None
+        files = s.agent.link.files("s1", [str(tmp_path)], gate(tmp_path))
+        with pytest.raises(PathRefused, match="never reads it"):
+            await files.read_text(str(secret))
+    assert client.calls == []
+
+
+@dataclass
+class DiskEditor(EditorClient):
+    """An editor without unsaved buffers: it reads and writes the path it is given
+    on its own, following symlinks, as Zed does for a file it has not opened."""
+
+    async def read_text_file(self, session_id: str, path: str, **kw: Any) -> ReadTextFileResponse:
+        self.calls.append("read")
+        text = await asyncio.to_thread(Path(path).read_text)
+        return ReadTextFileResponse(content=text + EDITOR_MARK)
+
+
+EDITOR_MARK = "(as the editor has it)\n"  # tells the editor's text from the disk's
+
+
+def exchange(a: bytes, b: bytes) -> None:
+    """Swap two names atomically (`renameat2(RENAME_EXCHANGE)`)."""
+    if ctypes.CDLL(None, use_errno=True).renameat2(-100, a, -100, b, 2) != 0:
+        raise OSError(ctypes.get_errno(), "renameat2")
+
+
+@dataclass
+class UnluckyEditor(DiskEditor):
+    """The race won every time: the directory is swapped for a symlink just before
+    the editor opens the path, and swapped back just after, so any check loopd makes
+    before or after the read sees the real directory."""
+
+    swap: tuple[bytes, bytes] = (b"", b"")
+
+    async def read_text_file(self, session_id: str, path: str, **kw: Any) -> ReadTextFileResponse:
+        exchange(*self.swap)
+        try:
+            return await super().read_text_file(session_id, path, **kw)
+        finally:
+            exchange(*self.swap)
+
+
+class Swapper(threading.Thread):
+    """Exchanges `real` (a directory) with a symlink to `target` every `period`
+    seconds, atomically (`renameat2(RENAME_EXCHANGE)`), as a background command in the
+    sandbox could: the path is always either the real directory or the symlink, each
+    for about as long as a check and an editor round trip take."""
+
+    def __init__(self, real: Path, target: Path, period: float = 0.0005) -> None:
+        super().__init__(daemon=True)
+        self.period = period
+        self.real, self.link = os.fsencode(real), os.fsencode(real.with_name("swap-link"))
+        os.symlink(target, self.link)
+        self.halt = threading.Event()
+        self.flips = 0
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            exchange(self.real, self.link)
+            self.flips += 1
+            self.halt.wait(self.period)
+
+
+async def test_a_swap_around_the_editor_read_gives_the_disk_text(tmp_path: Path) -> None:
+    ws, private = tmp_path / "ws", tmp_path / "home" / ".aws"
+    (ws / "d").mkdir(parents=True)
+    private.mkdir(parents=True)
+    (ws / "d" / "config").write_text("public\n")
+    (private / "config").write_text("SECRET\n")
+    os.symlink(private, ws / "swap-link")
+    client = UnluckyEditor(swap=(os.fsencode(ws / "d"), os.fsencode(ws / "swap-link")))
+    manager = scripted_manager(tmp_path, ScriptedProvider.of())
+    async with connected(manager, client, EDITOR) as s:
+        assert s.agent.link is not None
+        files = s.agent.link.files("s1", [str(ws)], gate(ws, home=tmp_path / "home"))
+        texts = [await files.read_text(str(ws / "d" / "config")) for _ in range(20)]
+    assert texts == ["public\n"] * 20
+    assert client.calls == ["read"] * 20  # the editor did read the secret; it was not used
+
+
+async def test_a_racing_symlink_swap_never_leaks_through_the_editor(tmp_path: Path) -> None:
+    """The attack that read ~/.aws/credentials through Zed: the path is checked, then
+    swapped before the editor opens it. The editor is asked again and again while a
+    thread flips the folder; not once does its answer carry the secret."""
+    ws, private = tmp_path / "ws", tmp_path / "home" / ".aws"
+    (ws / "d").mkdir(parents=True)
+    private.mkdir(parents=True)
+    (ws / "d" / "config").write_text("public\n")
+    (private / "config").write_text("SECRET\n")
+    client = DiskEditor()
+    manager = scripted_manager(tmp_path, ScriptedProvider.of())
+    tries, leaks, asked_under_race = 0, 0, 30
+    async with connected(manager, client, EDITOR) as s:
+        assert s.agent.link is not None
+        files = s.agent.link.files("s1", [str(ws)], gate(ws, home=tmp_path / "home"))
+        target = str(ws / "d" / "config")
+        assert await files.read_text(target) == "public\n" + EDITOR_MARK  # the route works
+        before = client.calls.count("read")
+        swapper = Swapper(ws / "d", private)
+        swapper.start()
+        try:
+            while client.calls.count("read") - before < asked_under_race and tries < 20_000:
+                tries += 1
+                with contextlib.suppress(OSError):  # the path led outside at the check
+                    leaks += "SECRET" in await files.read_text(target)
+        finally:
+            swapper.halt.set()
+            swapper.join()
+    assert client.calls.count("read") - before >= asked_under_race, tries
+    assert leaks == 0, f"{leaks} leaks out of {tries}"
 
 
 async def test_a_client_without_fs_or_terminal_is_never_asked(tmp_path: Path) -> None:
@@ -125,15 +198,14 @@ async def test_a_client_without_fs_or_terminal_is_never_asked(tmp_path: Path) ->
     target.write_text("disk")
     client = EditorClient(buffers={str(target): "buffer"})
     manager = scripted_manager(tmp_path, ScriptedProvider.of())
-    disk = DiskFiles()
     async with connected(manager, client, ClientCapabilities()) as s:
         assert s.agent.link is not None
-        files = s.agent.link.files("s1", [str(tmp_path)], disk)
+        files = s.agent.link.files("s1", [str(tmp_path)], gate(tmp_path))
         assert await files.read_text(str(target)) == "disk"
         await files.write_text(str(target), "x")
         assert s.agent.link.terminals("s1") is None
     assert client.calls == []
-    assert disk.written == {str(target): "x"}
+    assert target.read_text() == "x"
 
 
 async def test_a_terminal_run_reports_its_exit_and_is_released(tmp_path: Path) -> None:

@@ -212,3 +212,31 @@ async def test_modes_and_config_options_stay_in_sync(tmp_path: Path) -> None:
             else:
                 raise AssertionError(f"{method} {params} was accepted")
     assert manager.store.get(new.session_id).config["mode"] == "plan"  # type: ignore[union-attr]
+
+
+async def test_a_mode_alias_is_echoed_journaled_and_replayed_as_its_canonical_id(
+    tmp_path: Path,
+) -> None:
+    manager = scripted_manager(tmp_path, ScriptedProvider.of())
+    client = RecordingClient()
+    async with connected(manager, client) as s:
+        new = await s.conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        await s.conn.set_session_mode(session_id=new.session_id, mode_id="accept-edits")
+    mode = next(o for o in new.config_options or [] if o.id == "mode")
+    modes = [o.value for o in mode.options]  # type: ignore[union-attr]
+    changes = [k for k in client.kinds() if k in ("current_mode_update", "config_option_update")]
+    assert changes == ["current_mode_update", "config_option_update"], "each sent once"
+    [echo] = client.of("current_mode_update")
+    assert echo["currentModeId"] == "accept_edits" in modes
+    [update] = client.of("config_option_update")
+    assert {o["id"]: o["currentValue"] for o in update["configOptions"]}["mode"] == "accept_edits"
+    await manager.shutdown()
+
+    replayed = RecordingClient()
+    second = scripted_manager(tmp_path, ScriptedProvider.of())
+    async with connected(second, replayed) as s:
+        loaded = await s.conn.load_session(
+            session_id=new.session_id, cwd=str(tmp_path), mcp_servers=[]
+        )
+    assert [u["currentModeId"] for u in replayed.of("current_mode_update")] == ["accept_edits"]
+    assert loaded.modes is not None and loaded.modes.current_mode_id == "accept_edits"

@@ -69,6 +69,10 @@ ask = []
 deny = ["bash(rm -rf *)"]
 timeout_seconds = 600
 
+[sandbox]
+allow_unix_sockets = ["/run/postgresql/.s.PGSQL.5432"]
+home_readable = ["~/.m2"]
+
 [delegate]
 runtime = "fast"
 model = "qwen"
@@ -120,6 +124,7 @@ def test_every_key_the_schema_names_is_used_above() -> None:
     walk(config_json_schema())
     used = set(re.findall(r"^(\w+) =", EVERY_KEY, re.M)) | {"aliases", "id", "providers"}
     used |= {"runtimes", "defaults", "limits", "approvals", "delegate", "done", "criteria"}
+    used |= {"sandbox"}
     assert named <= used
 
 

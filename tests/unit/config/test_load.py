@@ -299,6 +299,34 @@ def test_the_approval_timeout_is_configurable_and_must_be_positive(tmp_path: Pat
         load_config({}, tmp_path, user_file=user, workspace_file=tmp_path / "none.toml")
 
 
+def test_the_sandbox_table_lists_sockets_and_home_entries(tmp_path: Path) -> None:
+    from loopd.protocol.errors import ConfigError
+
+    user = tmp_path / "user.toml"
+    none = tmp_path / "none.toml"
+    user.write_text(
+        '[sandbox]\nallow_unix_sockets = ["/run/pg.sock"]\nhome_readable = ["~/.m2", ".ivy2"]\n'
+    )
+    config = load_config({}, tmp_path, user_file=user, workspace_file=none)
+    assert config.sandbox.allow_unix_sockets == ("/run/pg.sock",)
+    assert config.sandbox.home_readable == ("~/.m2", ".ivy2")
+    assert (
+        load_config({}, tmp_path, user_file=none, workspace_file=none).sandbox.home_readable == ()
+    )
+    bad_values = (
+        'allow_unix_sockets = ["pg.sock"]',
+        'home_readable = ["/etc"]',
+        'home_readable = ["~/"]',
+        'home_readable = ["./."]',
+        'home_readable = ["../other"]',
+        "other = 1",
+    )
+    for bad in bad_values:
+        user.write_text(f"[sandbox]\n{bad}\n")
+        with pytest.raises(ConfigError, match="sandbox"):
+            load_config({}, tmp_path, user_file=user, workspace_file=none)
+
+
 def test_the_done_table_reads_criteria_and_defaults(env: dict[str, str], cwd: Path) -> None:
     assert load_config(env, cwd).done == Done()
     write(

@@ -43,6 +43,7 @@ def test_permission_params_are_acp_request_permission_params() -> None:
             {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
             {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
             {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+            {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
         ],
     }
 
@@ -66,6 +67,7 @@ def test_dialog_titles_map_to_decisions() -> None:
     assert decision_named("Allow once") is ApprovalDecision.ALLOW_ONCE
     assert decision_named("Always allow") is ApprovalDecision.ALLOW_ALWAYS
     assert decision_named("Reject") is ApprovalDecision.REJECT_ONCE
+    assert decision_named("Always reject") is ApprovalDecision.REJECT_ALWAYS
     assert decision_named(None) is ApprovalDecision.REJECT_ONCE
 
 

@@ -172,3 +172,19 @@ def test_the_hooks_path_git_runs_from_is_protected(tmp_path: Path) -> None:
     included = policy.check_write("project.gitconfig")  # included, not there yet
     assert included.issue is PathIssue.PROTECTED and "included by git" in included.reason
     assert policy.check_write("tools/build.sh").ok
+
+
+def test_kept_outputs_read_like_any_outside_folder_inside_loopds_own(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    kept = data / "outputs" / "s1"
+    kept.mkdir(parents=True)
+    (kept / "call.log").write_text("output")
+    (kept / ".env").write_text("x")
+    (data / "sessions.db").write_text("")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    policy = PathPolicy((str(ws),), str(tmp_path / "home"), (str(data),), (str(kept),))
+    assert policy.check_read(str(kept / "call.log")).issue is PathIssue.OUTSIDE_ROOTS
+    assert policy.check_read(str(kept / ".env")).issue is PathIssue.SECRET
+    assert policy.check_read(str(data / "sessions.db")).issue is PathIssue.SECRET
+    assert policy.check_write(str(kept / "call.log")).issue is PathIssue.OUTSIDE_ROOTS

@@ -101,7 +101,7 @@ def test_missing_credentials_names_the_variables() -> None:
         (
             {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"},
             None,
-            Endpoint("anthropic", "http://127.0.0.1:9", "not-needed"),
+            Endpoint("anthropic", "http://127.0.0.1:9", ""),
         ),
         ({"OPENAI_API_KEY": "o"}, None, Endpoint("openai_chat", "https://api.openai.com/v1", "o")),
         (
@@ -112,7 +112,7 @@ def test_missing_credentials_names_the_variables() -> None:
         (
             {"OLLAMA_HOST": "0.0.0.0:11500"},
             None,
-            Endpoint("openai_chat", "http://127.0.0.1:11500/v1", "not-needed"),
+            Endpoint("openai_chat", "http://127.0.0.1:11500/v1", ""),
         ),
     ],
 )

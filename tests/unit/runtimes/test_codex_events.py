@@ -207,7 +207,7 @@ def test_modes_map_to_policy_and_sandbox() -> None:
         "plan": ("on-request", "read-only"),
         "ask": ("untrusted", "workspace-write"),
         "accept_edits": ("on-request", "workspace-write"),
-        "full_auto": ("never", "danger-full-access"),
+        "full_auto": ("never", "workspace-write"),
     }
     assert cx.sandbox_policy("workspace-write", ["/extra"]) == {
         "type": "workspaceWrite",

@@ -96,6 +96,17 @@ async def test_a_denial_looking_failure_names_the_retry(
     assert "sandbox" not in ok.output
 
 
+async def test_a_refused_unix_socket_points_at_the_allow_list_not_an_escalation(
+    rig: tuple[ToolRegistry, RecordingSandbox, RecordingSandbox],
+) -> None:
+    python = "echo 'dial unix /var/run/docker.sock: connect: operation not permitted' >&2; exit 1"
+    result = await run(rig[0], command=python)
+    assert "refuses Unix sockets" in result.output
+    assert "allow_unix_sockets" in result.output
+    assert '"sandbox": false' not in result.output
+    assert '"network": true' not in result.output
+
+
 async def test_commands_naming_secrets_are_told_they_are_hidden(
     rig: tuple[ToolRegistry, RecordingSandbox, RecordingSandbox],
 ) -> None:

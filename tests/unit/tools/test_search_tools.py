@@ -5,6 +5,7 @@ import pytest
 from tooltest import Call, RecordingProgress
 
 from loopd.engine.ports import ToolCall, ToolResult
+from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import Location
 from loopd.tools import ToolEnv, ToolLimits, ToolRegistry
 from loopd.tools.grep import Grep
@@ -148,3 +149,49 @@ async def test_grep_withholds_matches_in_secret_files(grep: ToolRegistry, tree: 
     assert "PRIVATE" not in result.output
     assert "a.txt:1: alpha" in result.output
     assert result.output.endswith("matches in files that look like secrets are withheld.]")
+
+
+async def test_a_ripgrep_failure_is_reported_even_when_it_exits_after_closing_stdout(
+    env: ToolEnv, tree: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The end of rg's stdout comes before its exit status: its status must be waited
+    for, not killed away (a bad regex was once shown as "No matches")."""
+    slow = tmp_path_factory.mktemp("bin") / "rg"
+    slow.write_text(
+        "#!/bin/sh\nexec 1>&-\necho 'regex parse error: unclosed group' >&2\nsleep 0.3\nexit 2\n"
+    )
+    slow.chmod(0o755)
+    result = await run_grep(ToolRegistry(env, [Grep(str(slow))]), pattern="(unclosed")
+    assert result.is_error
+    assert "grep failed: regex parse error: unclosed group" in result.output
+
+
+@pytest.fixture
+def linked(tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder outside the tree, reachable from it through the symlink `link`."""
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "private-name.txt").write_text("x")
+    (outside / "notes.txt").write_text("alpha from outside\n")
+    (tree / "link").symlink_to(outside, target_is_directory=True)
+    return outside
+
+
+async def test_glob_never_lists_names_outside_the_searched_directory(
+    call: Call, linked: Path
+) -> None:
+    for climbing in ("../*", "sub/../../*"):
+        with pytest.raises(ToolInputError, match="may not climb"):
+            await call("glob", pattern=climbing)
+    for pattern in ("link/*", "**/*", "*/*.txt", "**/private-name.txt"):
+        out = await call("glob", pattern=pattern)
+        assert "link/private-name.txt" not in out.result.output, pattern
+    listed = await call("glob", pattern="*")
+    assert "link/" in listed.result.output.splitlines()  # the symlink itself is a name here
+
+
+async def test_grep_does_not_follow_a_symlinked_directory_or_a_climbing_glob(
+    grep: ToolRegistry, linked: Path
+) -> None:
+    for extra in ({}, {"glob": "../*"}, {"glob": "link/*"}):
+        result = await run_grep(grep, pattern="alpha", **extra)
+        assert "from outside" not in result.output, extra

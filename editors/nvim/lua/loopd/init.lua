@@ -1,8 +1,10 @@
--- loopd for Neovim (>= 0.10): starts `loopd lsp` with the built-in client, opts into
--- the loopd extension (ACP-shaped session methods), renders the session in a chat
--- buffer and answers approvals with vim.ui.select. Progress is plain LSP progress,
--- so fidget-style plugins and `vim.lsp.status()` show it.
-local chat = require('loopd.chat')
+-- loopd for Neovim (>= 0.10): starts `loopd lsp` with the built-in client, one per
+-- project root, opts into the loopd extension (ACP-shaped session methods), keeps one
+-- session per project root, renders it in that project's chat (an input area where
+-- Enter sends) and answers approvals in a floating window. Progress is plain LSP
+-- progress, so fidget-style plugins and `vim.lsp.status()` show it.
+local approval = require('loopd.approval')
+local Chat = require('loopd.chat')
 
 local M = {}
 
@@ -13,10 +15,15 @@ M.config = {
   root_markers = { '.loopd', '.git' },
   filetypes = nil, -- nil: every file buffer
   open_chat = true, -- open the chat window on :Loopd ask
+  approval = 'float', -- 'float' (a window with the diff and a key per answer) or 'select'
 }
 
--- What this Neovim knows about its loopd session.
-M.state = { session = nil, config_options = {}, request = nil, last_stop = nil, turns = 0, verification = nil }
+M.configured = false
+-- root -> { root, session, config_options, request, last_stop, turns, chat }
+M.projects = {}
+local by_session = {} -- session id -> project
+local early = {} -- session id -> updates that arrived before the session's answer
+local EARLY_LIMIT = 200 -- per session: sessions started elsewhere (code actions) never bind
 
 local has011 = vim.fn.has('nvim-0.11') == 1
 
@@ -25,16 +32,45 @@ local function call(client, method, ...)
   return client[method](...)
 end
 
-function M.client(bufnr)
-  local clients = vim.lsp.get_clients({ name = M.config.name, bufnr = bufnr })
-  if #clients == 0 then clients = vim.lsp.get_clients({ name = M.config.name }) end
+local function notify(msg, level) vim.notify('loopd: ' .. msg, level or vim.log.levels.INFO) end
+
+--- The project root of a buffer: the one a chat or input buffer belongs to, else
+--- found from `root_markers`, else the file's folder, else the working directory.
+function M.root_of(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  if vim.b[bufnr].loopd_root then return vim.b[bufnr].loopd_root end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  local found = vim.fs.root and vim.fs.root(bufnr, M.config.root_markers)
+  if not found and name ~= '' and vim.bo[bufnr].buftype == '' then found = vim.fs.dirname(name) end
+  return found or vim.fn.getcwd()
+end
+
+--- The loopd client serving `root` (the current buffer's project by default).
+function M.client(bufnr, root)
+  root = root or M.root_of(bufnr)
+  local clients = vim.lsp.get_clients({ name = M.config.name })
+  for _, c in ipairs(clients) do
+    if c.root_dir == root then return c end
+  end
   return clients[1]
 end
 
-local function notify(msg, level) vim.notify('loopd: ' .. msg, level or vim.log.levels.INFO) end
+--- The project of `root` (the current buffer's by default), made on first use.
+function M.project(root)
+  root = root or M.root_of(0)
+  local p = M.projects[root]
+  if not p then
+    p = { root = root, session = nil, config_options = {}, request = nil, last_stop = nil, turns = 0 }
+    p.left = {} -- sessions this project moved away from (:Loopd new, :Loopd sessions)
+    p.send = function(text) M.ask(text, nil, p) end
+    p.chat = Chat.new(p)
+    M.projects[root] = p
+  end
+  return p
+end
 
-local function request(method, params, on_result)
-  local client = M.client()
+local function request(project, method, params, on_result)
+  local client = M.client(nil, project.root)
   if not client then return notify('not running (open a file first)', vim.log.levels.ERROR) end
   local _, id = call(client, 'request', method, params, function(err, result)
     if err then
@@ -46,147 +82,84 @@ local function request(method, params, on_result)
   return id
 end
 
-local function root_of(bufnr)
-  local name = vim.api.nvim_buf_get_name(bufnr)
-  local found = vim.fs.root and vim.fs.root(bufnr, M.config.root_markers)
-  if not found and name ~= '' then found = vim.fs.dirname(name) end
-  return found or vim.fn.getcwd()
-end
-
--- -- approvals (loopd/session/requestPermission: ACP session/request_permission) --
-
-local function describe(tool_call)
-  local lines = { tostring(tool_call.title) }
-  local raw = tool_call.rawInput or {}
-  if raw.command then table.insert(lines, '$ ' .. tostring(raw.command)) end
-  for _, c in ipairs(tool_call.content or {}) do
-    if c.type == 'diff' then
-      local ok, d = pcall(vim.diff, c.oldText or '', c.newText or '', { result_type = 'unified' })
-      table.insert(lines, '--- ' .. tostring(c.path))
-      if ok and d then vim.list_extend(lines, vim.split(d, '\n', { trimempty = true })) end
-    end
+local function bind(project, session_id)
+  if project.session then
+    by_session[project.session] = nil
+    project.left[project.session] = true
   end
-  return table.concat(lines, '\n')
+  project.session = session_id
+  if not session_id then return end
+  by_session[session_id] = project
+  for _, update in ipairs(early[session_id] or {}) do project.chat:feed(update) end
+  early[session_id] = nil
 end
 
--- Ask the person through a callback-style UI (`start(settle)`) from a server request
--- handler, and wait for the answer: inside the client's coroutine by yielding, else by
--- polling the event loop.
-local function answered(start)
-  local done, value = false, nil
-  local co = coroutine.running()
-  start(function(v)
-    value, done = v, true
-    if co and coroutine.status(co) == 'suspended' then
-      vim.schedule(function() coroutine.resume(co) end)
-    end
-  end)
-  if not done then
-    if co and coroutine.isyieldable() then
-      coroutine.yield()
-    else
-      vim.wait(600000, function() return done end, 20)
-    end
-  end
-  return value
-end
+-- -- approvals ------------------------------------------------------------------------
 
 local function ask_permission(_, params)
-  local choice = answered(function(settle)
-    vim.ui.select(params.options, {
-      prompt = 'loopd asks: ' .. describe(params.toolCall),
-      kind = 'loopd.permission',
-      format_item = function(o) return o.name end,
-    }, settle)
-  end)
+  local project = by_session[params.sessionId] or M.project()
+  local choice = approval.ask(params, M.config.approval)
   local id = choice and choice.optionId or 'reject_once'
+  local name = choice and choice.name or 'Reject'
+  project.chat:note('note', string.format('%s: %s', name, tostring(params.toolCall.title)))
   return { outcome = { outcome = 'selected', optionId = id } }
 end
 
--- -- the verification seal ---------------------------------------------------------
-
--- The seal arrives in the update stream (session_info_update, _meta.loopd.verification)
--- and on the prompt's answer; either way it is the newest word on the session.
-local function seal_of(meta)
-  return type(meta) == 'table' and type(meta.loopd) == 'table' and meta.loopd.verification or nil
-end
-
-local function take_seal(v)
-  if not v then return end
-  M.state.verification = v
-  vim.schedule(function() pcall(vim.cmd.redrawstatus) end)
-end
-
---- For 'statusline': "loopd: passed", "loopd: failed (tests)", "loopd: incomplete (tests)",
---- "loopd: stale"... or '' before any seal. Protected writes add "!protected".
-function M.statusline()
-  local v = M.state.verification
-  if not v then return '' end
-  local word = v.incomplete and 'incomplete' or v.seal
-  local text = 'loopd: ' .. word
-  if (v.incomplete or v.seal == 'failed') and #(v.unmet or {}) > 0 then
-    text = text .. ' (' .. table.concat(v.unmet, ', ') .. ')'
-  end
-  if #(v.protectedWrites or {}) > 0 then text = text .. ' !protected' end
-  return text
-end
-
--- -- the agent's questions (loopd/session/askUser) --------------------------------------
-
-local OTHER = 'Something else…'
-
-local function ask_user(_, params)
-  local prompt = 'loopd asks: ' .. tostring(params.question)
-  local items = vim.list_extend({}, params.choices or {})
-  if params.allowText and #items > 0 then table.insert(items, OTHER) end
-  local answer = answered(function(settle)
-    local function free_text() vim.ui.input({ prompt = prompt .. ' ' }, settle) end
-    if #items == 0 then return free_text() end
-    vim.ui.select(items, { prompt = prompt, kind = 'loopd.question' }, function(item)
-      if item == OTHER then return free_text() end
-      settle(item)
-    end)
-  end)
-  return { answer = answer }
-end
-
 local handlers = {
-  ['loopd/session/update'] = function(_, params)
-    if params and params.sessionId == M.state.session then
-      take_seal(seal_of(params.update._meta))
-      chat.feed(params.update)
+  ['loopd/session/update'] = function(_, params, ctx)
+    if not params then return end
+    local project = by_session[params.sessionId]
+    if not project then
+      -- A session the server started for this project (a code action's turn) becomes
+      -- the project's session when it has none; one it left stays left.
+      local client = ctx and vim.lsp.get_client_by_id(ctx.client_id)
+      local candidate = client and client.root_dir and M.project(client.root_dir)
+      if candidate and not candidate.session and not candidate.opening and not candidate.left[params.sessionId] then
+        bind(candidate, params.sessionId)
+        project = candidate
+      end
     end
+    if project then return project.chat:feed(params.update) end
+    -- a session this Neovim has not bound (yet): kept until its answer binds it
+    local kept = early[params.sessionId] or {}
+    early[params.sessionId] = kept
+    if #kept < EARLY_LIMIT then table.insert(kept, params.update) end
   end,
   ['loopd/session/requestPermission'] = ask_permission,
-  ['loopd/session/askUser'] = ask_user,
 }
 
--- -- sessions -----------------------------------------------------------------------
+-- -- sessions (one per project root) ---------------------------------------------
 
-local function remember(result)
-  if result and result.configOptions then M.state.config_options = result.configOptions end
+local function remember(project, result)
+  if not result then return end
+  if result.configOptions then project.config_options = result.configOptions end
+  project.chat:opened(result)
 end
 
-local function with_session(fn)
-  if M.state.session then return fn(M.state.session) end
-  request('loopd/session/new', { cwd = root_of(0), mcpServers = {} }, function(result)
+local function with_session(project, fn)
+  if project.session then return fn(project.session) end
+  project.opening = true
+  request(project, 'loopd/session/new', { cwd = project.root, mcpServers = {} }, function(result)
+    project.opening = false
     if not result then return end
-    M.state.session = result.sessionId
-    remember(result)
+    bind(project, result.sessionId)
+    remember(project, result)
     fn(result.sessionId)
   end)
 end
 
-function M.new_session()
-  M.state.session = nil
-  chat.reset()
-  with_session(function(id) notify('new session ' .. id) end)
+function M.new_session(project)
+  project = project or M.project()
+  bind(project, nil)
+  project.chat:reset()
+  with_session(project, function(id) notify('new session ' .. id) end)
 end
 
-function M.ask(text, range)
+function M.ask(text, range, project)
+  project = project or M.project()
   if not text or text == '' then
     return vim.ui.input({ prompt = 'Ask loopd: ' }, function(input)
-      if input and input ~= '' then M.ask(input, range) end
+      if input and input ~= '' then M.ask(input, range, project) end
     end)
   end
   local blocks = { { type = 'text', text = text } }
@@ -196,75 +169,64 @@ function M.ask(text, range)
     local uri = vim.uri_from_bufnr(buf) .. string.format('#L%d-%d', range[1], range[2])
     table.insert(blocks, { type = 'resource', resource = { uri = uri, text = table.concat(lines, '\n') } })
   end
-  with_session(function(id)
-    if M.config.open_chat then chat.open() end
-    chat.note('user', text)
-    M.state.turns = M.state.turns + 1
-    M.state.last_stop = nil
-    M.state.request = request('loopd/session/prompt', { sessionId = id, prompt = blocks }, function(result, err)
-      M.state.request = nil
-      M.state.last_stop = result and result.stopReason or (err and err.code == -32800 and 'cancelled') or 'error'
-      local seal = seal_of(result and result._meta)
-      take_seal(seal)
-      chat.note('note', 'turn ended: ' .. M.state.last_stop .. (seal and (' · ' .. seal.summary) or ''))
+  with_session(project, function(id)
+    if M.config.open_chat then project.chat:open() end
+    project.chat:note('user', text)
+    project.turns = project.turns + 1
+    project.last_stop = nil
+    project.request = request(project, 'loopd/session/prompt', { sessionId = id, prompt = blocks }, function(result, err)
+      project.request = nil
+      project.last_stop = result and result.stopReason or (err and err.code == -32800 and 'cancelled') or 'error'
+      project.chat:note('note', 'turn ended: ' .. project.last_stop)
     end)
   end)
 end
 
---- Say something to the running turn; it reads it at its next step (a streaming
---- reply is interrupted for it). With no turn running, it is sent as a prompt.
-function M.steer(text)
-  if not text or text == '' then
-    return vim.ui.input({ prompt = 'Tell loopd (mid-turn): ' }, function(input)
-      if input and input ~= '' then M.steer(input) end
-    end)
-  end
-  local client = M.client()
-  if not client or not M.state.session then return M.ask(text) end
-  call(client, 'request', 'loopd/session/steer', { sessionId = M.state.session, text = text }, function(err)
-    if err then return M.ask(text) end -- no turn is running: a plain prompt
-  end, 0)
-end
-
-function M.cancel()
-  local client = M.client()
-  if client and M.state.request then
+function M.cancel(project)
+  project = project or M.project()
+  local client = M.client(nil, project.root)
+  if client and project.request then
     -- $/cancelRequest cancels the turn; Neovim drops the -32800 answer, so note it here.
-    call(client, 'cancel_request', M.state.request)
-    M.state.request, M.state.last_stop = nil, 'cancelled'
-    chat.note('note', 'turn ended: cancelled')
-  elseif client and M.state.session then
-    call(client, 'notify', 'loopd/session/cancel', { sessionId = M.state.session })
+    call(client, 'cancel_request', project.request)
+    project.request, project.last_stop = nil, 'cancelled'
+    project.chat:note('note', 'turn ended: cancelled')
+  elseif client and project.session then
+    call(client, 'notify', 'loopd/session/cancel', { sessionId = project.session })
   end
 end
 
-function M.sessions()
-  request('loopd/session/list', { cwd = root_of(0) }, function(result)
+function M.sessions(project)
+  project = project or M.project()
+  request(project, 'loopd/session/list', { cwd = project.root }, function(result)
     if not result or #result.sessions == 0 then return notify('no sessions here') end
     vim.ui.select(result.sessions, {
       prompt = 'Load a loopd session',
       format_item = function(s) return (s.title or s.sessionId) .. '  ' .. (s.updatedAt or '') end,
     }, function(s)
       if not s then return end
-      M.state.session = s.sessionId
-      chat.reset()
-      if M.config.open_chat then chat.open() end
-      request('loopd/session/load', { sessionId = s.sessionId, cwd = s.cwd, mcpServers = {} }, remember)
+      bind(project, s.sessionId)
+      project.chat:reset()
+      project.chat.title = s.title
+      if M.config.open_chat then project.chat:open() end
+      request(project, 'loopd/session/load', { sessionId = s.sessionId, cwd = s.cwd, mcpServers = {} }, function(r)
+        remember(project, r)
+      end)
     end)
   end)
 end
 
 local function set_option(option, value)
-  with_session(function(id)
+  local project = M.project()
+  with_session(project, function(id)
     local function apply(v)
       if not v then return end
-      request('loopd/session/setConfigOption', { sessionId = id, configId = option, value = v }, function(r)
-        remember(r)
+      request(project, 'loopd/session/setConfigOption', { sessionId = id, configId = option, value = v }, function(r)
+        remember(project, r)
         if r then notify(option .. ' = ' .. v) end
       end)
     end
     if value and value ~= '' then return apply(value) end
-    for _, o in ipairs(M.state.config_options) do
+    for _, o in ipairs(project.config_options) do
       if o.id == option then
         return vim.ui.select(o.options, {
           prompt = 'loopd ' .. option,
@@ -289,13 +251,12 @@ end
 local subcommands = {
   ask = function(args, range) M.ask(args, range) end,
   cancel = function() M.cancel() end,
-  steer = function(args) M.steer(args) end,
   new = function() M.new_session() end,
   sessions = function() M.sessions() end,
   mode = function(args) set_option('mode', args) end,
   model = function(args) set_option('model', args) end,
   undo = function() M.undo() end,
-  chat = function() chat.open() end,
+  chat = function() M.project().chat:open({ focus = true }) end,
 }
 
 local function command(opts)
@@ -311,13 +272,13 @@ function M.attach(bufnr)
   local ft = M.config.filetypes
   if ft and not vim.tbl_contains(ft, vim.bo[bufnr].filetype) then return end
   local capabilities = vim.tbl_deep_extend('force', vim.lsp.protocol.make_client_capabilities(), {
-    experimental = { loopd = { sessionUpdate = true, requestPermission = true, askUser = true } },
+    experimental = { loopd = { sessionUpdate = true, requestPermission = true } },
   })
   return vim.lsp.start({
     name = M.config.name,
     cmd = M.config.cmd,
     cmd_env = M.config.cmd_env,
-    root_dir = root_of(bufnr),
+    root_dir = M.root_of(bufnr),
     capabilities = capabilities,
     handlers = handlers,
   }, { bufnr = bufnr })
@@ -325,6 +286,7 @@ end
 
 function M.setup(opts)
   M.config = vim.tbl_deep_extend('force', M.config, opts or {})
+  M.configured = true
   vim.api.nvim_create_user_command('Loopd', command, {
     nargs = '+',
     range = true,
