@@ -57,6 +57,7 @@ def test_config_schema_is_json_schema(workspace: Path, tmp_path: Path) -> None:
     schema = json.loads(done.stdout)
     assert schema["$schema"].endswith("2020-12/schema")
     tables = {"defaults", "providers", "runtimes", "limits", "approvals", "delegate", "done"}
+    tables.add("sandbox")
     assert set(schema["properties"]) == tables
 
 
