@@ -56,8 +56,16 @@ def test_config_schema_is_json_schema(workspace: Path, tmp_path: Path) -> None:
     done = loopd(["config", "schema"], isolated_env(tmp_path, None), workspace)
     schema = json.loads(done.stdout)
     assert schema["$schema"].endswith("2020-12/schema")
-    tables = {"defaults", "providers", "runtimes", "limits", "approvals", "delegate", "done"}
-    tables.add("sandbox")
+    tables = {
+        "defaults",
+        "providers",
+        "runtimes",
+        "limits",
+        "approvals",
+        "delegate",
+        "done",
+        "sandbox",
+    }
     assert set(schema["properties"]) == tables
 
 
