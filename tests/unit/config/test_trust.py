@@ -216,3 +216,24 @@ def test_an_invalid_value_of_a_tightening_key_is_still_named(env: dict[str, str]
     (ws / ".loopd" / "config.toml").write_text('[defaults]\nmode = "yolo"\n')
     with pytest.raises(ConfigFileError, match=r"defaults\.mode: unknown mode 'yolo'"):
         load_config(env, ws)
+
+
+def test_what_widens_the_sandbox_or_runs_commands_needs_trust(
+    env: dict[str, str], ws: Path
+) -> None:
+    """`[sandbox]` reaches sockets and home files, `[done]` runs criteria commands:
+    neither applies from an untrusted file."""
+    (ws / ".loopd" / "config.toml").write_text(
+        '[sandbox]\nallow_unix_sockets = ["/run/docker.sock"]\nhome_readable = [".ssh"]\n'
+        '[done]\nenabled = true\n[[done.criteria]]\nname = "x"\ncommand = "touch /tmp/x"\n'
+    )
+    config = load_config(env, ws)
+    assert config.sandbox.allow_unix_sockets == () and config.sandbox.home_readable == ()
+    assert config.done.criteria == () and not config.done.enabled
+    assert config.workspace is not None
+    assert set(config.workspace.ignored) == {
+        "sandbox.allow_unix_sockets",
+        "sandbox.home_readable",
+        "done.enabled",
+        "done.criteria",
+    }
