@@ -1,13 +1,17 @@
 # The two commands a newcomer needs: `make demo` and `make test`.
 # Both set everything up first (scripts/setup.sh is idempotent). Only `make test`
-# installs the npm test clients, and only when tests/clients/package-lock.json changed.
-.PHONY: setup test-clients demo test lint bench
+# installs the npm test clients (only when tests/clients/package-lock.json changed)
+# and what the VS Code extension's tests need (chromium, Node 24, code-server).
+.PHONY: setup test-clients vscode-deps demo test test-vscode lint bench
 
 setup:
 	@scripts/setup.sh
 
 test-clients: setup
 	@scripts/setup.sh --test-clients
+
+vscode-deps: setup
+	@scripts/setup.sh --vscode
 
 demo: setup
 	@.venv/bin/loopd demo
@@ -17,8 +21,14 @@ lint: setup
 	.venv/bin/ruff format --check server tests benchmarks
 	.venv/bin/mypy
 
-test: lint test-clients
+test: lint test-clients vscode-deps
 	.venv/bin/pytest -q
+	@vscode-extension/scripts/test.sh
+
+# The VS Code extension alone: type check, lint, unit, protocol and browser tests,
+# then the packaged .vsix in a real VS Code (code-server).
+test-vscode: vscode-deps
+	@vscode-extension/scripts/test.sh
 
 bench: setup
 	.venv/bin/python -m benchmarks

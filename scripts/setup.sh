@@ -3,6 +3,10 @@
 # tools (ripgrep, bubblewrap), uv, and the locked Python environment (.venv).
 # `scripts/setup.sh --test-clients` also installs the npm packages the cross-client
 # tests use (tests/clients), only when their lock file changed since the last install.
+# `scripts/setup.sh --vscode` installs what the VS Code extension's tests use:
+# Debian's chromium and the build packages code-server expects (apt), Node 24 and
+# code-server from npm (cached under ~/.cache/loopd), and the extension's npm
+# packages (npm ci only when vscode-extension/package-lock.json changed).
 # Idempotent: a second run changes nothing.
 #
 # uv is never pip-installed into the system Python (Debian marks it
@@ -107,6 +111,20 @@ test_clients() {
   echo "$want" >"$CLIENTS_STAMP"
 }
 
+vscode_deps() {
+  local missing=() pkg
+  command -v chromium >/dev/null || missing+=(chromium)
+  # code-server's native modules: kerberos fails to install without libkrb5-dev.
+  for pkg in build-essential pkg-config libx11-dev libxkbfile-dev libsecret-1-dev libkrb5-dev; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    apt_install "${missing[@]}" || die "the VS Code extension's tests need: ${missing[*]} (apt-get install them)"
+  fi
+  command -v npm >/dev/null || apt_install nodejs npm || die "the VS Code extension's tests need npm (Node.js 20+)"
+  vscode-extension/scripts/deps.sh >/dev/null
+}
+
 case "${1:-}" in
   "")
     system_tools
@@ -116,7 +134,10 @@ case "${1:-}" in
   --test-clients)
     test_clients
     ;;
+  --vscode)
+    vscode_deps
+    ;;
   *)
-    die "usage: scripts/setup.sh [--test-clients]"
+    die "usage: scripts/setup.sh [--test-clients | --vscode]"
     ;;
 esac

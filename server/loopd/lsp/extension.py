@@ -62,6 +62,17 @@ async def session_close(ls: LoopdServer, params: Any) -> dict[str, Any]:
 
 
 @rpc
+async def session_delete(ls: LoopdServer, params: Any) -> dict[str, Any]:
+    """Delete a stored session (ACP has no delete; `loopd sessions delete` does the
+    same). An open one is closed first, on every connection that has it."""
+    session_id = field(params, "sessionId")
+    if session_id in ls.opened:
+        await ls.close(session_id)
+    await ls.manager.delete_session(session_id)
+    return {}
+
+
+@rpc
 async def session_set_config_option(ls: LoopdServer, params: Any) -> dict[str, Any]:
     session_id = ls.require_open(field(params, "sessionId"))
     view = await ls.manager.set_config(
@@ -91,6 +102,7 @@ def register(server: LoopdServer) -> None:
         ("loopd/session/list", session_list),
         ("loopd/session/prompt", session_prompt),
         ("loopd/session/close", session_close),
+        ("loopd/session/delete", session_delete),
         ("loopd/session/setConfigOption", session_set_config_option),
         ("loopd/session/steer", session_steer),
         ("loopd/session/cancel", session_cancel),

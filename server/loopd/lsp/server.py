@@ -48,7 +48,16 @@ from loopd.stdio import open_stdin, protect_stdout
 
 log = logging.getLogger(__name__)
 
-SESSION_REQUESTS = ("new", "load", "list", "prompt", "close", "setConfigOption", "steer")
+SESSION_REQUESTS = (
+    "new",
+    "load",
+    "list",
+    "prompt",
+    "close",
+    "delete",
+    "setConfigOption",
+    "steer",
+)
 R = TypeVar("R")
 
 

@@ -57,13 +57,7 @@ def test_config_schema_is_json_schema(workspace: Path, tmp_path: Path) -> None:
     schema = json.loads(done.stdout)
     assert schema["$schema"].endswith("2020-12/schema")
     tables = {
-        "defaults",
-        "providers",
-        "runtimes",
-        "limits",
-        "approvals",
-        "delegate",
-        "done",
+        *("defaults", "providers", "runtimes", "limits", "approvals", "delegate", "done"),
         "sandbox",
     }
     assert set(schema["properties"]) == tables

@@ -166,6 +166,27 @@ async def test_config_options_and_bad_params(start: Start) -> None:
     assert (await editor.request("loopd/session/close", {"sessionId": session_id})) == {}
 
 
+async def test_delete_removes_a_session_from_the_store_and_the_connection(
+    tmp_path: Path, start: Start
+) -> None:
+    editor = await start({"replies": [{"text": "hello"}]})
+    kept, gone = await editor.new_session(), await editor.new_session()
+    await editor.request("loopd/session/prompt", {"sessionId": gone, "prompt": text_prompt("hi")})
+    assert (await editor.request("loopd/session/delete", {"sessionId": gone})) == {}
+    listed = await editor.request("loopd/session/list", {"cwd": str(tmp_path)})
+    assert [s["sessionId"] for s in listed["sessions"]] == [kept]
+    with pytest.raises(Exception, match="not open"):
+        await editor.request(
+            "loopd/session/prompt", {"sessionId": gone, "prompt": text_prompt("x")}
+        )
+    with pytest.raises(Exception, match="no session"):
+        await editor.request("loopd/session/delete", {"sessionId": gone})
+    with pytest.raises(Exception, match="no session"):
+        await editor.request(
+            "loopd/session/load", {"sessionId": gone, "cwd": str(tmp_path), "mcpServers": []}
+        )
+
+
 async def test_steer_and_cancel_one_queued_prompt(start: Start) -> None:
     script = {"replies": [{"text": "working", "hold": True}, {"text": "steered"}, {"text": "c"}]}
     editor = await start(script)

@@ -8,22 +8,8 @@
 --   Then :checkhealth loopd.
 -- Run: nvim --clean --headless -l scenario.lua (env: LOOPD_PLUGIN, LOOPD_PY,
 -- LOOPD_LAUNCHER, LOOPD_FILE, LOOPD_FILE_B). Exit 0 and "NVIM-E2E: PASS" mean it passed.
-local out = {}
-local function log(...) table.insert(out, table.concat(vim.tbl_map(tostring, { ... }), ' ')) end
-local function finish(ok)
-  io.stderr:write(table.concat(out, '\n') .. '\n' .. (ok and 'NVIM-E2E: PASS' or 'NVIM-E2E: FAIL') .. '\n')
-  vim.cmd(ok and 'qall!' or 'cquit! 3')
-end
-local function check(cond, what)
-  if not cond then
-    log('FAILED: ' .. what)
-    finish(false)
-  end
-  log('ok: ' .. what)
-end
-local function wait(what, pred, ms)
-  check(vim.wait(ms or 15000, pred, 10), what)
-end
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'harness.lua'))
+local finish, check, wait = H.finish, H.check, H.wait
 local function text_of(buf) return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n') end
 local function has(haystack, needle) return haystack:find(needle, 1, true) ~= nil end
 

@@ -1,7 +1,9 @@
--- Approvals (loopd/session/requestPermission: exactly ACP session/request_permission
--- params). By default a floating window shows what the agent wants to do, with the
--- diff highlighted, and one key per answer; `approval = 'select'` in setup() uses
--- vim.ui.select instead (for picker plugins). Closing the window, or no answer, rejects.
+-- Asking the person: approvals (loopd/session/requestPermission, exactly ACP
+-- session/request_permission params) and the agent's questions (loopd/session/askUser).
+-- By default an approval opens a floating window showing what the agent wants to do,
+-- with the diff highlighted, and one key per answer; `approval = 'select'` in setup()
+-- uses vim.ui.select instead (for picker plugins). Closing the window, or no answer,
+-- rejects. Questions go to vim.ui.select / vim.ui.input.
 local M = {}
 
 -- One key per ACP option kind, shown in the window's footer.
@@ -114,14 +116,14 @@ function M.select(params, on_choice)
   }, on_choice)
 end
 
---- The handler's answer: waits (yielding the LSP coroutine) for the person, then
---- returns ACP's RequestPermissionResponse. Anything but a chosen option rejects.
-function M.ask(params, how)
-  local done, choice = false, nil
+--- Wait, from a server request handler, for the person to answer through a
+--- callback-style UI (`start(settle)` calls `settle(value)` once): inside the LSP
+--- client's coroutine by yielding, else by polling the event loop. Returns the value.
+function M.answered(start)
+  local done, value = false, nil
   local co = coroutine.running()
-  local ask = how == 'select' and M.select or M.float
-  ask(params, function(option)
-    choice, done = option, true
+  start(function(v)
+    value, done = v, true
     if co and coroutine.status(co) == 'suspended' then
       vim.schedule(function() coroutine.resume(co) end)
     end
@@ -133,7 +135,35 @@ function M.ask(params, how)
       vim.wait(600000, function() return done end, 20)
     end
   end
-  return choice
+  return value
+end
+
+--- The handler's answer to an approval: the chosen option, or nil (which rejects).
+function M.ask(params, how)
+  local ask = how == 'select' and M.select or M.float
+  return M.answered(function(settle) ask(params, settle) end)
+end
+
+-- -- the agent's questions (loopd/session/askUser) --------------------------------------
+
+M.OTHER = 'Something else…'
+
+--- Put the agent's question (`{question, choices, allowText}`) with vim.ui.select,
+--- plus "Something else…" opening vim.ui.input when it takes free text (and
+--- vim.ui.input alone when it has no choices). Returns the answer, or nil when the
+--- person dismissed it.
+function M.question(params)
+  local prompt = 'loopd asks: ' .. tostring(params.question)
+  local items = vim.list_extend({}, params.choices or {})
+  if params.allowText and #items > 0 then table.insert(items, M.OTHER) end
+  return M.answered(function(settle)
+    local function free_text() vim.ui.input({ prompt = prompt .. ' ' }, settle) end
+    if #items == 0 then return free_text() end
+    vim.ui.select(items, { prompt = prompt, kind = 'loopd.question' }, function(item)
+      if item == M.OTHER then return free_text() end
+      settle(item)
+    end)
+  end)
 end
 
 return M

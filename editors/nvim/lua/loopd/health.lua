@@ -43,7 +43,9 @@ local function check_clients(loopd)
     if caps.loopd then
       local project = loopd.projects[client.root_dir]
       local session = project and project.session or 'none yet'
-      health.ok(what .. ': extension v' .. tostring(caps.loopd.version) .. ', session ' .. session)
+      local sealed = require('loopd.seal').line(project and project.verification)
+      health.ok(what .. ': extension v' .. tostring(caps.loopd.version) .. ', session ' .. session
+        .. (sealed ~= '' and (', last seal: ' .. (sealed:gsub('^loopd: ', ''))) or ''))
     else
       health.warn(what .. ': no loopd extension; the chat and approval window need it', {
         'Is `cmd` a loopd new enough to speak `loopd/session/*`? Run `loopd doctor`',

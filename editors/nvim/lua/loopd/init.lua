@@ -1,10 +1,13 @@
 -- loopd for Neovim (>= 0.10): starts `loopd lsp` with the built-in client, one per
 -- project root, opts into the loopd extension (ACP-shaped session methods), keeps one
 -- session per project root, renders it in that project's chat (an input area where
--- Enter sends) and answers approvals in a floating window. Progress is plain LSP
--- progress, so fidget-style plugins and `vim.lsp.status()` show it.
+-- Enter sends), answers approvals in a floating window and the agent's questions with
+-- vim.ui.select, and keeps each project's verification seal for the statusline.
+-- Progress is plain LSP progress, so fidget-style plugins and `vim.lsp.status()` show it.
 local approval = require('loopd.approval')
 local Chat = require('loopd.chat')
+local login = require('loopd.login')
+local seal = require('loopd.seal')
 
 local M = {}
 
@@ -16,10 +19,11 @@ M.config = {
   filetypes = nil, -- nil: every file buffer
   open_chat = true, -- open the chat window on :Loopd ask
   approval = 'float', -- 'float' (a window with the diff and a key per answer) or 'select'
+  login_cmd = nil, -- nil: `cmd` with `lsp` replaced by `login`
 }
 
 M.configured = false
--- root -> { root, session, config_options, request, last_stop, turns, chat }
+-- root -> { root, session, config_options, request, last_stop, turns, verification, chat }
 M.projects = {}
 local by_session = {} -- session id -> project
 local early = {} -- session id -> updates that arrived before the session's answer
@@ -61,6 +65,7 @@ function M.project(root)
   local p = M.projects[root]
   if not p then
     p = { root = root, session = nil, config_options = {}, request = nil, last_stop = nil, turns = 0 }
+    p.verification = nil -- the newest seal (`_meta.loopd.verification`) of the session
     p.left = {} -- sessions this project moved away from (:Loopd new, :Loopd sessions)
     p.send = function(text) M.ask(text, nil, p) end
     p.chat = Chat.new(p)
@@ -82,6 +87,29 @@ local function request(project, method, params, on_result)
   return id
 end
 
+-- -- the verification seal ---------------------------------------------------------
+
+-- The seal arrives in the update stream and on the prompt's answer; either way it is
+-- the newest word on the project's session.
+local function take_seal(project, v)
+  if not v then return end
+  project.verification = v
+  vim.schedule(function() pcall(vim.cmd.redrawstatus, { bang = true }) end)
+end
+
+--- For 'statusline': the seal of the project of `bufnr` (by default the buffer of
+--- the window being drawn), '' before any.
+function M.statusline(bufnr)
+  local project = M.projects[M.root_of(bufnr)]
+  return seal.line(project and project.verification)
+end
+
+--- One update of the project's session: its seal, then the chat.
+local function deliver(project, update)
+  take_seal(project, seal.of(update._meta))
+  project.chat:feed(update)
+end
+
 local function bind(project, session_id)
   if project.session then
     by_session[project.session] = nil
@@ -90,7 +118,7 @@ local function bind(project, session_id)
   project.session = session_id
   if not session_id then return end
   by_session[session_id] = project
-  for _, update in ipairs(early[session_id] or {}) do project.chat:feed(update) end
+  for _, update in ipairs(early[session_id] or {}) do deliver(project, update) end
   early[session_id] = nil
 end
 
@@ -103,6 +131,16 @@ local function ask_permission(_, params)
   local name = choice and choice.name or 'Reject'
   project.chat:note('note', string.format('%s: %s', name, tostring(params.toolCall.title)))
   return { outcome = { outcome = 'selected', optionId = id } }
+end
+
+-- loopd/session/askUser: the question goes to the person, the answer (nil when
+-- dismissed) back to the agent, and the chat of the session's project notes it.
+local function ask_user(_, params)
+  local project = by_session[params.sessionId] or M.project()
+  local answer = approval.question(params)
+  local said = answer and ('answered: ' .. answer) or 'not answered'
+  project.chat:note('note', string.format('%s (%s)', said, tostring(params.question)))
+  return { answer = answer }
 end
 
 local handlers = {
@@ -119,13 +157,14 @@ local handlers = {
         project = candidate
       end
     end
-    if project then return project.chat:feed(params.update) end
+    if project then return deliver(project, params.update) end
     -- a session this Neovim has not bound (yet): kept until its answer binds it
     local kept = early[params.sessionId] or {}
     early[params.sessionId] = kept
     if #kept < EARLY_LIMIT then table.insert(kept, params.update) end
   end,
   ['loopd/session/requestPermission'] = ask_permission,
+  ['loopd/session/askUser'] = ask_user,
 }
 
 -- -- sessions (one per project root) ---------------------------------------------
@@ -177,9 +216,28 @@ function M.ask(text, range, project)
     project.request = request(project, 'loopd/session/prompt', { sessionId = id, prompt = blocks }, function(result, err)
       project.request = nil
       project.last_stop = result and result.stopReason or (err and err.code == -32800 and 'cancelled') or 'error'
-      project.chat:note('note', 'turn ended: ' .. project.last_stop)
+      local v = seal.of(result and result._meta)
+      take_seal(project, v)
+      project.chat:note('note', 'turn ended: ' .. project.last_stop .. (v and (' · ' .. v.summary) or ''))
     end)
   end)
+end
+
+--- Say something to the project's running turn: it reads it at its next step (a
+--- reply being written is interrupted for it). With no turn running (the server
+--- refuses the steer), it is sent as a prompt.
+function M.steer(text, project)
+  project = project or M.project()
+  if not text or text == '' then
+    return vim.ui.input({ prompt = 'Tell loopd (mid-turn): ' }, function(input)
+      if input and input ~= '' then M.steer(input, project) end
+    end)
+  end
+  local client = M.client(nil, project.root)
+  if not client or not project.session then return M.ask(text, nil, project) end
+  call(client, 'request', 'loopd/session/steer', { sessionId = project.session, text = text }, function(err)
+    if err then return M.ask(text, nil, project) end -- no turn is running: a plain prompt
+  end, 0)
 end
 
 function M.cancel(project)
@@ -237,6 +295,26 @@ local function set_option(option, value)
   end)
 end
 
+--- Log in: `loopd login` in a terminal split, then ask the project's server whether a
+--- runtime is usable now, and say so.
+function M.login(project)
+  project = project or M.project()
+  local cmd = M.config.login_cmd or login.command(M.config.cmd)
+  if not cmd then
+    return notify('cannot tell the login command from `cmd`: set `login_cmd` in setup()', vim.log.levels.ERROR)
+  end
+  login.run(cmd, M.config.cmd_env, function(code)
+    local exited = string.format('`%s` exited with %d', table.concat(cmd, ' '), code)
+    local client = M.client(nil, project.root)
+    if not client then return notify(exited, code == 0 and vim.log.levels.INFO or vim.log.levels.WARN) end
+    call(client, 'request', 'workspace/executeCommand', { command = 'loopd.login', arguments = {} }, function(err, r)
+      if err then return notify('loopd.login: ' .. tostring(err.message), vim.log.levels.ERROR) end
+      if not r.loggedIn then return notify('still no model provider (' .. exited .. ')', vim.log.levels.WARN) end
+      notify(code == 0 and 'logged in: a model provider is ready' or (exited .. '; a model provider is ready anyway'))
+    end, 0)
+  end)
+end
+
 function M.undo()
   local client = M.client()
   if not client then return end
@@ -251,11 +329,13 @@ end
 local subcommands = {
   ask = function(args, range) M.ask(args, range) end,
   cancel = function() M.cancel() end,
+  steer = function(args) M.steer(args) end,
   new = function() M.new_session() end,
   sessions = function() M.sessions() end,
   mode = function(args) set_option('mode', args) end,
   model = function(args) set_option('model', args) end,
   undo = function() M.undo() end,
+  login = function() M.login() end,
   chat = function() M.project().chat:open({ focus = true }) end,
 }
 
@@ -272,7 +352,7 @@ function M.attach(bufnr)
   local ft = M.config.filetypes
   if ft and not vim.tbl_contains(ft, vim.bo[bufnr].filetype) then return end
   local capabilities = vim.tbl_deep_extend('force', vim.lsp.protocol.make_client_capabilities(), {
-    experimental = { loopd = { sessionUpdate = true, requestPermission = true } },
+    experimental = { loopd = { sessionUpdate = true, requestPermission = true, askUser = true } },
   })
   return vim.lsp.start({
     name = M.config.name,

