@@ -37,9 +37,9 @@ class Limits:
     where the model's price is known: one warning at 80%, a stop past it.
 
     Zero turns a check off: `max_iterations`, `max_tool_calls`, `max_result_bytes`,
-    `max_turn_tokens`, `max_turn_cost_usd` and `max_identical_calls` (one identical
-    call is not a repeat, so 1 is off too). `max_parallel` is at least 1 whatever it
-    says.
+    `max_turn_tokens`, `max_turn_cost_usd` and `max_identical_calls`; every other
+    value is a bound, lower is tighter (one identical call is not a repeat, so 1 acts
+    as 2). `max_parallel` is at least 1 whatever it says.
     """
 
     max_iterations: int = 25
@@ -59,7 +59,7 @@ def guard_options(limits: Limits) -> LoopGuardOptions:
     a limit set to 0 is off."""
     identical = limits.max_identical_calls
     return LoopGuardOptions(
-        repeat_cap=identical if identical >= 2 else None,
+        repeat_cap=max(2, identical) if identical else None,
         max_actions=limits.max_tool_calls or None,
         max_cost_usd=limits.max_turn_cost_usd or None,
     )

@@ -93,7 +93,7 @@ REPEATS = {
     "five is honoured above three": (Limits(max_identical_calls=5), [A] * 4, "ok"),
     "and stops at five": (Limits(max_identical_calls=5), [A] * 5, "stop"),
     "zero turns the check off": (Limits(max_identical_calls=0), [A] * 12, "ok"),
-    "one is no repeat, so off": (Limits(max_identical_calls=1), [A] * 12, "ok"),
+    "one is no repeat, so it acts as two": (Limits(max_identical_calls=1), [A, A], "stop"),
     "two": (Limits(max_identical_calls=2), [B, A, A], "stop"),
 }
 
