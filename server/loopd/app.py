@@ -388,9 +388,9 @@ class GuardedParts:
     a path the person approved outside them opens only for the call approved).
 
     The editor's MCP servers are connected while the session opens; their tools join
-    the built-in ones. What did not start is said at the first turn, not at open:
-    an update naming the session must not reach the client before the session/new
-    answer does."""
+    the built-in ones and follow the servers' changed lists. What did not start is
+    said at the first turn, not at open: an update naming the session must not reach
+    the client before the session/new answer does."""
 
     env: Mapping[str, str]
     probe: SandboxProbe
@@ -463,6 +463,7 @@ class GuardedParts:
         )
         skill = Skill(shelf.book(ctx))
         tools = ToolRegistry(tool_env, (*builtin, explore, skill, *mcp.tools))
+        mcp.on_change = tools.swap
         done = SandboxedDone(tool_env, workspace_done(env, ctx.cwd))
         parts = (env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, done, shelf)
         return cls(*parts, boundary, mcp.report())
@@ -483,6 +484,7 @@ class GuardedParts:
 
     async def begin_turn(self) -> None:
         self.tool_env.changes.begin_turn()
+        await self.mcp.settled()  # a tool list changed between turns is in
         if self.notice:
             notice, self.notice = self.notice, ""
             await self.emitter.emit(AgentMessageChunk(notice, random_id("msg")))

@@ -6,13 +6,21 @@ missing command, a crash, no answer, an HTTP error) is left out and said in
 `problems`: the session works without it. So is a tool whose namespaced name is
 taken, by a built-in tool or by an earlier MCP tool: it is refused, never shadows.
 `report()` is the message the person reads.
+
+A server may change its tools while the session lives: on its
+`notifications/tools/list_changed` its tools are listed again (a task, since the
+notice arrives in the transport's reader) and `on_change` hears which went and
+which came, under the same naming rules. A call whose answer followed such a notice
+returns only once the new list is in (`McpTool.run` awaits `settled`), as does the
+start of a turn: the model's next request offers the new set.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from loopd.engine.ports import Clock
@@ -23,12 +31,22 @@ from loopd.runtimes.base import McpServerConfig
 
 log = logging.getLogger(__name__)
 
+LIST_CHANGED = "notifications/tools/list_changed"
+ToolsChanged = Callable[[Sequence[McpTool], Sequence[McpTool]], None]  # (gone, added)
+
+
+def _unheard(gone: Sequence[McpTool], added: Sequence[McpTool]) -> None:
+    pass
+
 
 @dataclass(eq=False)
 class McpServers:
     clients: list[McpClient] = field(default_factory=list)
     tools: tuple[McpTool, ...] = ()
     problems: tuple[str, ...] = ()
+    reserved: frozenset[str] = frozenset()
+    on_change: ToolsChanged = _unheard
+    _relisting: dict[str, asyncio.Task[None]] = field(default_factory=dict)
 
     @classmethod
     async def connect(
@@ -55,8 +73,39 @@ class McpServers:
             else:
                 clients.append(result[0])
                 listed.append(result)
-        tools, refused = _offered(listed, set(reserved))
-        return cls(clients, tools, (*problems, *refused))
+        servers = cls(clients, reserved=frozenset(reserved))
+        servers.tools, refused = servers._offered(listed, set(reserved))
+        servers.problems = (*problems, *refused)
+        for client in clients:
+            client.peer.on_notice = functools.partial(servers._noticed, client)
+        return servers
+
+    def _noticed(self, client: McpClient, method: str) -> None:
+        if method != LIST_CHANGED:
+            return
+        before = self._relisting.get(client.name)  # lists run one after another
+        self._relisting[client.name] = asyncio.create_task(self._relist(client, before))
+
+    async def _relist(self, client: McpClient, before: asyncio.Task[None] | None) -> None:
+        if before is not None:
+            await asyncio.gather(before, return_exceptions=True)
+        try:
+            infos = await client.list_tools()
+        except McpError as err:
+            log.warning("mcp %s: listing its changed tools failed: %s", client.name, err)
+            return
+        gone = tuple(t for t in self.tools if t.client is client)
+        kept = tuple(t for t in self.tools if t.client is not client)
+        added, refused = self._offered([(client, infos)], {*self.reserved, *(t.name for t in kept)})
+        for problem in refused:
+            log.warning("mcp %s", problem)
+        self.tools = (*kept, *added)
+        self.on_change(gone, added)
+
+    async def settled(self) -> None:
+        """Returns once every re-listing under way (and any it led to) is done."""
+        while pending := [t for t in self._relisting.values() if not t.done()]:
+            await asyncio.gather(*pending, return_exceptions=True)
 
     def report(self) -> str:
         """What the person is told ("" when every server and tool is there)."""
@@ -66,8 +115,29 @@ class McpServers:
         return f"Some MCP servers or tools are not available in this session:\n{lines}\n"
 
     async def aclose(self) -> None:
+        for task in self._relisting.values():
+            task.cancel()
+        await asyncio.gather(*self._relisting.values(), return_exceptions=True)
         await asyncio.gather(*(c.aclose() for c in self.clients), return_exceptions=True)
         self.clients = []
+
+    def _offered(
+        self, listed: Sequence[tuple[McpClient, list[McpToolInfo]]], taken: set[str]
+    ) -> tuple[tuple[McpTool, ...], list[str]]:
+        tools: list[McpTool] = []
+        refused: list[str] = []
+        for client, infos in listed:
+            for info in infos:
+                name = tool_name(client.name, info.name)
+                if name in taken:
+                    whose = "a built-in tool" if name in self.reserved else "another MCP tool"
+                    refused.append(
+                        f"{client.name}: tool {info.name!r} is not offered: {whose} is named {name}"
+                    )
+                    continue
+                taken.add(name)
+                tools.append(McpTool(name, client, info, self.settled))
+        return tuple(tools), refused
 
 
 def _unique_names(configs: Sequence[McpServerConfig]) -> tuple[list[McpServerConfig], list[str]]:
@@ -109,23 +179,3 @@ async def _start(
     except BaseException:  # the session's open was cancelled: leave nothing running
         await client.aclose()
         raise
-
-
-def _offered(
-    listed: Sequence[tuple[McpClient, list[McpToolInfo]]], taken: set[str]
-) -> tuple[tuple[McpTool, ...], list[str]]:
-    tools: list[McpTool] = []
-    refused: list[str] = []
-    builtin = frozenset(taken)
-    for client, infos in listed:
-        for info in infos:
-            name = tool_name(client.name, info.name)
-            if name in taken:
-                whose = "a built-in tool" if name in builtin else "another MCP tool"
-                refused.append(
-                    f"{client.name}: tool {info.name!r} is not offered: {whose} is named {name}"
-                )
-                continue
-            taken.add(name)
-            tools.append(McpTool(name, client, info))
-    return tuple(tools), refused

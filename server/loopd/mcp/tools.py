@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,11 +41,13 @@ def tool_name(server: str, tool: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class McpTool:
-    """One server tool behind the `Tool` shape; `name` is the namespaced one."""
+    """One server tool behind the `Tool` shape; `name` is the namespaced one.
+    `settled` returns once a tool list the server changed during the call is in."""
 
     name: str
     client: McpClient
     info: McpToolInfo
+    settled: Callable[[], Awaitable[None]]
 
     @property
     def description(self) -> str:
@@ -71,6 +73,7 @@ class McpTool:
             outcome = await self.client.call(self.info.name, args)
         except McpError as err:
             return failure(f"The MCP server {self.client.name!r} failed: {err}")
+        await self.settled()
         text = result_text(outcome)
         structured = outcome.structured if isinstance(outcome.structured, dict) else None
         return ToolResult(
