@@ -212,7 +212,7 @@ class ToolPhase:
         self, call: ToolCall, result: ToolResult, results: dict[str, ToolResultPart]
     ) -> None:
         output = truncate_result(result.output, self.limits.max_result_bytes)
-        part = ToolResultPart(call.id, output, result.is_error)
+        part = ToolResultPart(call.id, output, result.is_error, result.images)
         results[call.id] = part
         await self.journal.append(Message("user", (part,)))
         await self._show(call, result, output)
