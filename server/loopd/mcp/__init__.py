@@ -9,7 +9,7 @@ a native session opens.
 """
 
 from loopd.mcp.client import McpClient, McpTimeouts
-from loopd.mcp.rpc import McpClosed, McpError, McpTimeout
+from loopd.mcp.rpc import McpClosed, McpError, McpExpired, McpTimeout
 from loopd.mcp.servers import McpServers
 from loopd.mcp.tools import McpTool, tool_name
 
@@ -17,6 +17,7 @@ __all__ = [
     "McpClient",
     "McpClosed",
     "McpError",
+    "McpExpired",
     "McpServers",
     "McpTimeout",
     "McpTimeouts",

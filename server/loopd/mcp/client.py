@@ -3,22 +3,24 @@
 The lifecycle is the spec's: `initialize` (we ask for the latest revision we know;
 whatever revision the server answers is accepted, since the messages we use have
 not changed across revisions), then `notifications/initialized`, then `tools/list`
-page by page, then `tools/call` as the model asks. We declare no client
+page by page, then `tools/call` as the model asks. An HTTP server that forgets our
+session (`McpExpired`) gets one new handshake and the request again. We declare no client
 capabilities: no sampling, no roots, no elicitation, so a server never has a reason
 to call back beyond `ping`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from loopd import __version__
 from loopd.engine.ports import Clock
 from loopd.mcp.http import HttpTransport
-from loopd.mcp.rpc import JsonObject, McpError, RpcPeer, Transport
+from loopd.mcp.rpc import JsonObject, McpError, McpExpired, RpcPeer, Transport
 from loopd.mcp.stdio import StdioTransport
 from loopd.runtimes.base import McpServerConfig
 
@@ -67,6 +69,8 @@ class McpClient:
     peer: RpcPeer
     transport: Transport
     timeouts: McpTimeouts
+    _handshakes: int = 0
+    _renewing: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @classmethod
     async def connect(
@@ -113,6 +117,20 @@ class McpClient:
             log.info("mcp %s: protocol %s is newer than ours; going on", self.name, version)
         self.transport.negotiated(version)
         await self.peer.notify("notifications/initialized")
+        self._handshakes += 1
+
+    async def _request(self, method: str, params: JsonObject, seconds: float) -> JsonObject:
+        """`peer.request`, once more after a new handshake if the session expired
+        (requests that met the same expiry share that one handshake)."""
+        handshakes = self._handshakes
+        try:
+            return await self.peer.request(method, params, seconds)
+        except McpExpired:
+            async with self._renewing:
+                if self._handshakes == handshakes:
+                    log.info("mcp %s: the session expired; initialising again", self.name)
+                    await self._initialize()
+            return await self.peer.request(method, params, seconds)
 
     async def list_tools(self) -> list[McpToolInfo]:
         """Every tool, following `nextCursor`. Malformed entries are skipped."""
@@ -120,7 +138,7 @@ class McpClient:
         cursor: str | None = None
         for _ in range(MAX_PAGES):
             params = {} if cursor is None else {"cursor": cursor}
-            page = await self.peer.request("tools/list", params, self.timeouts.startup)
+            page = await self._request("tools/list", params, self.timeouts.startup)
             tools += [t for t in map(_tool_info, page.get("tools") or ()) if t is not None]
             cursor = page.get("nextCursor")
             if not isinstance(cursor, str) or not cursor:
@@ -132,7 +150,7 @@ class McpClient:
         """Raises `McpError` (a protocol error, a timeout, a closed connection); a tool
         that failed in its own terms is an outcome with `is_error`."""
         params = {"name": tool, "arguments": dict(arguments)}
-        result = await self.peer.request("tools/call", params, self.timeouts.call)
+        result = await self._request("tools/call", params, self.timeouts.call)
         content = result.get("content")
         blocks = (
             tuple(b for b in content if isinstance(b, dict)) if isinstance(content, list) else ()

@@ -13,6 +13,7 @@ Errors, all `McpError`:
     McpError              the server broke the protocol, or answered with an error
     ├── McpTimeout        no answer in time
     └── McpClosed         the connection is gone (process exited, stream closed)
+        └── McpExpired    an HTTP server no longer knows our session (404)
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ class McpTimeout(McpError):
 
 class McpClosed(McpError):
     pass
+
+
+class McpExpired(McpClosed):
+    """The request was not handled: the client may initialise again and retry."""
 
 
 class Transport(Protocol):

@@ -18,7 +18,8 @@ instead of the one asked for. Over HTTP, `FakeMcpHttpServer` listens on 127.0.0.
 port 0, answers `tools/call` as an SSE stream (notices first, then the answer) and
 everything else as JSON, hands out an `Mcp-Session-Id` at `initialize`, refuses a
 request without one (400) or with one it no longer knows (404: `expire()` forgets
-the current one), and records every request's method and headers, and DELETEs.
+the current one; with `forgetful` set, every one), and records every request's
+method and headers, and DELETEs.
 """
 
 from __future__ import annotations
@@ -159,6 +160,7 @@ class FakeMcpHttpServer:
     def __init__(self, version: str | None = None) -> None:
         self.fake = Fake(version)
         self.session: str | None = None  # the one it knows; a new one at each initialize
+        self.forgetful = False
         self.started = 0
         self.requests: list[tuple[str, dict[str, str]]] = []  # (method, lower headers)
         self.deleted: list[str] = []
@@ -206,7 +208,7 @@ def _handler_for(fake: FakeMcpHttpServer) -> type[BaseHTTPRequestHandler]:
             if method == "initialize":
                 fake.started += 1
                 fake.session = f"fake-session-{fake.started}"
-            elif (given := self.headers.get("Mcp-Session-Id")) != fake.session:
+            elif (given := self.headers.get("Mcp-Session-Id")) != fake.session or fake.forgetful:
                 status = 400 if given is None else 404
                 self._send(status, b'{"error": "no session"}', {"Content-Type": "application/json"})
                 return
