@@ -1,8 +1,9 @@
 """`McpClient`: one connected MCP server, the part of the protocol loopd uses.
 
 The lifecycle is the spec's: `initialize` (we ask for the latest revision we know;
-whatever revision the server answers is accepted, since the messages we use have
-not changed across revisions), then `notifications/initialized`, then `tools/list`
+the server answers with one of the revisions we know, any of which we speak, or the
+server is refused: the spec's "disconnect", since its messages might mean something
+else), then `notifications/initialized`, then `tools/list`
 page by page, then `tools/call` as the model asks. An HTTP server that forgets our
 session (`McpExpired`) gets one new handshake and the request again. We declare no client
 capabilities: no sampling, no roots, no elicitation, so a server never has a reason
@@ -114,7 +115,11 @@ class McpClient:
         if not isinstance(version, str):
             raise McpError("the initialize answer names no protocolVersion")
         if version not in KNOWN_VERSIONS:
-            log.info("mcp %s: protocol %s is newer than ours; going on", self.name, version)
+            known = ", ".join(sorted(KNOWN_VERSIONS))
+            raise McpError(
+                f"the server speaks MCP revision {version!r}, which loopd does not know "
+                f"(it knows {known})"
+            )
         self.transport.negotiated(version)
         await self.peer.notify("notifications/initialized")
         self._handshakes += 1
