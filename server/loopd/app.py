@@ -37,14 +37,14 @@ from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig, random_id
 from loopd.engine.ports import Emitter
 from loopd.instructions import system_prompt
-from loopd.mcp import McpServers
+from loopd.mcp import McpError, McpServers
 from loopd.policy.decide import RulePolicy
 from loopd.policy.grants import CallGrants
 from loopd.policy.modes import DEFAULT_MODE, parse_mode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
-from loopd.protocol.errors import ConfigError
-from loopd.protocol.events import AgentMessageChunk, PlanEntry, PlanUpdated
+from loopd.protocol.errors import ConfigError, RuntimeFailure
+from loopd.protocol.events import AgentMessageChunk, Command, PlanEntry, PlanUpdated, Prompt
 from loopd.protocol.turns import UndoReport
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
 from loopd.providers.factory import ClosableProvider, make_provider
@@ -491,6 +491,16 @@ class GuardedParts:
 
     async def undo(self) -> UndoReport:
         return await self.tool_env.changes.undo(self.tool_env.files)
+
+    def prompt_commands(self) -> tuple[Command, ...]:
+        return tuple(p.command for p in self.mcp.prompts)
+
+    async def expand(self, name: str, text: str) -> Prompt:
+        prompt = next(p for p in self.mcp.prompts if p.name == name)
+        try:
+            return await prompt.expand(text)
+        except McpError as err:
+            raise RuntimeFailure(str(err)) from err
 
     async def aclose(self) -> None:
         self.shelf.forget(self.tool_env.session_id)

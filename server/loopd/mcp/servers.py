@@ -5,7 +5,8 @@ page of `tools/list`) gets `McpTimeouts.startup`. A server that cannot start (a
 missing command, a crash, no answer, an HTTP error) is left out and said in
 `problems`: the session works without it. So is a tool whose namespaced name is
 taken, by a built-in tool or by an earlier MCP tool: it is refused, never shadows.
-`report()` is the message the person reads.
+`report()` is the message the person reads. The servers' prompts are listed too
+(`loopd.mcp.prompts`); a server whose prompts cannot be listed keeps its tools.
 
 A server may change its tools while the session lives: on its
 `notifications/tools/list_changed` its tools are listed again (a task, since the
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 
 from loopd.engine.ports import Clock
 from loopd.mcp.client import McpClient, McpTimeouts, McpToolInfo
+from loopd.mcp.prompts import McpPrompt
 from loopd.mcp.rpc import McpError
 from loopd.mcp.tools import McpTool, tool_name
 from loopd.runtimes.base import McpServerConfig
@@ -43,6 +45,7 @@ def _unheard(gone: Sequence[McpTool], added: Sequence[McpTool]) -> None:
 class McpServers:
     clients: list[McpClient] = field(default_factory=list)
     tools: tuple[McpTool, ...] = ()
+    prompts: tuple[McpPrompt, ...] = ()
     problems: tuple[str, ...] = ()
     reserved: frozenset[str] = frozenset()
     on_change: ToolsChanged = _unheard
@@ -75,7 +78,8 @@ class McpServers:
                 listed.append(result)
         servers = cls(clients, reserved=frozenset(reserved))
         servers.tools, refused = servers._offered(listed, set(reserved))
-        servers.problems = (*problems, *refused)
+        servers.prompts, unlisted = await _prompts(clients)
+        servers.problems = (*problems, *refused, *unlisted)
         for client in clients:
             client.peer.on_notice = functools.partial(servers._noticed, client)
         return servers
@@ -179,3 +183,17 @@ async def _start(
     except BaseException:  # the session's open was cancelled: leave nothing running
         await client.aclose()
         raise
+
+
+async def _prompts(clients: Sequence[McpClient]) -> tuple[tuple[McpPrompt, ...], list[str]]:
+    listed = await asyncio.gather(*(c.list_prompts() for c in clients), return_exceptions=True)
+    prompts: dict[str, McpPrompt] = {}  # a name taken keeps its first prompt
+    problems: list[str] = []
+    for client, result in zip(clients, listed, strict=True):
+        if isinstance(result, BaseException):
+            problems.append(f"{client.name}: listing its prompts failed: {result}")
+            continue
+        for info in result:
+            name = tool_name(client.name, info.name)
+            prompts.setdefault(name, McpPrompt(name, client, info))
+    return tuple(prompts.values()), problems

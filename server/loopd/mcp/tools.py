@@ -98,10 +98,11 @@ class McpTool:
 
 def result_images(outcome: CallOutcome) -> tuple[ImagePart, ...]:
     """The result's images the model can be given, in order."""
-    return tuple(ImagePart(b["mimeType"], b["data"]) for b in outcome.content if _usable_image(b))
+    return tuple(ImagePart(b["mimeType"], b["data"]) for b in outcome.content if usable_image(b))
 
 
-def _usable_image(block: Mapping[str, Any]) -> bool:
+def usable_image(block: Mapping[str, Any]) -> bool:
+    """An MCP image block a provider will take (type, size, valid base64)."""
     data, kind = block.get("data"), block.get("mimeType")
     if block.get("type") != "image" or kind not in IMAGE_TYPES or not isinstance(data, str):
         return False
@@ -133,7 +134,7 @@ def _block_text(block: Mapping[str, Any]) -> str:
             return str(block.get("text", ""))
         case "image" | "audio" as kind:
             size = len(str(block.get("data", ""))) * 3 // 4
-            shown = "attached" if _usable_image(block) else "not shown"
+            shown = "attached" if usable_image(block) else "not shown"
             return f"[{kind} {block.get('mimeType', '')}, {size} bytes, {shown}]"
         case "resource_link":
             return f"[resource {block.get('uri', '')} {block.get('name', '')}]".replace(" ]", "]")

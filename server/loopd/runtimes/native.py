@@ -23,6 +23,7 @@ from loopd.engine.ports import Clock, Policy, Provider, ToolBox
 from loopd.engine.steer import SteerBox
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import (
+    Command,
     ConfigChoice,
     ConfigOption,
     ModeChanged,
@@ -77,6 +78,14 @@ class SessionParts(Protocol):
 
     async def undo(self) -> UndoReport:
         """Put back the newest turn's file changes that are still as it left them."""
+        ...
+
+    def prompt_commands(self) -> tuple[Command, ...]:
+        """Commands that fill in a prompt (the MCP servers' prompts)."""
+        ...
+
+    async def expand(self, name: str, text: str) -> Prompt:
+        """The prompt command `name` filled in from `text`; raises `LoopdError`."""
         ...
 
     async def aclose(self) -> None: ...
@@ -196,6 +205,12 @@ class NativeRuntime:
             return await turn
         finally:
             self._turn = None
+
+    def prompt_commands(self) -> tuple[Command, ...]:
+        return self.parts.prompt_commands()
+
+    async def expand(self, name: str, text: str) -> Prompt:
+        return await self.parts.expand(name, text)
 
     def steer(self, text: str) -> bool:
         """What the person says while a turn runs: read at the turn's next step (a

@@ -6,7 +6,8 @@ an environment variable in the server, to see what leaked in), `spawn {}` (start
 grandchild that sleeps, and answers its pid, to see that closing kills it),
 `picture {}` (a caption and a PNG image), `grow {}` (adds the tool `added` and sends
 `notifications/tools/list_changed` before its answer). The list comes in pages of
-two, so clients must follow `nextCursor`.
+two, so clients must follow `nextCursor`. Prompts: `review {file, focus?}` (a text
+and the file as an embedded resource) and `hello {}`.
 
 stdio (stdlib only, so it runs by path with any interpreter and no PYTHONPATH)::
 
@@ -59,6 +60,17 @@ TOOLS: list[dict[str, Any]] = [
     {"name": "grow", "description": "Add a tool.", "inputSchema": {"type": "object"}},
 ]
 ADDED = {"name": "added", "description": "Added by grow.", "inputSchema": {"type": "object"}}
+PROMPTS: list[dict[str, Any]] = [
+    {
+        "name": "review",
+        "description": "Review a file.",
+        "arguments": [
+            {"name": "file", "description": "The file", "required": True},
+            {"name": "focus", "description": "What to look at"},
+        ],
+    },
+    {"name": "hello", "description": "Say hello."},
+]
 HANG = object()  # the answer of a call that never answers
 
 
@@ -79,7 +91,7 @@ class Fake:
             case "initialize":
                 return {
                     "protocolVersion": self.version or params.get("protocolVersion"),
-                    "capabilities": {"tools": {"listChanged": True}},
+                    "capabilities": {"tools": {"listChanged": True}, "prompts": {}},
                     "serverInfo": {"name": "fake-mcp", "version": "0"},
                 }
             case "tools/list":
@@ -90,6 +102,10 @@ class Fake:
                 return page
             case "tools/call":
                 return self._call(params["name"], params.get("arguments") or {})
+            case "prompts/list":
+                return {"prompts": PROMPTS}
+            case "prompts/get":
+                return _prompt(params["name"], params.get("arguments") or {})
             case "ping":
                 return {}
         raise KeyError(method)
@@ -123,6 +139,21 @@ class Fake:
     def take_notices(self) -> list[dict[str, Any]]:
         notices, self.notices = self.notices, []
         return notices
+
+
+def _prompt(name: str, args: dict[str, str]) -> Any:
+    match name:
+        case "review":
+            text = f"Review {args['file']}, focusing on {args.get('focus', 'everything')}."
+            resource = {"uri": f"file:///{args['file']}", "text": "print(1)\n"}
+            messages = [
+                {"role": "user", "content": {"type": "text", "text": text}},
+                {"role": "user", "content": {"type": "resource", "resource": resource}},
+            ]
+            return {"messages": messages}
+        case "hello":
+            return {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello!"}}]}
+    raise KeyError(name)
 
 
 def _call(name: str, args: dict[str, Any]) -> Any:
