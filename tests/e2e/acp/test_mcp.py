@@ -109,3 +109,27 @@ async def test_a_changed_tool_list_and_an_image_result_reach_model_and_editor(
         if c["type"] == "content"
     ]
     assert {"type": "image", "data": PNG, "mimeType": "image/png"} in shown
+
+
+async def test_a_servers_prompts_are_slash_commands_that_fill_in_the_turn(home: Home) -> None:
+    home.fake.script("*", Reply(text="reviewed"))
+    client = RecordingClient()
+    async with loopd_acp(home, client) as conn:
+        new = await conn.new_session(cwd=str(home.work), mcp_servers=[fake_stdio("files")])
+        sid = new.session_id
+        missing = await conn.prompt(session_id=sid, prompt=text("/mcp__files__review"))
+        asked = len(home.fake.requests)
+        result = await conn.prompt(session_id=sid, prompt=text("/mcp__files__review a.py speed"))
+    commands = client.of("available_commands_update")[0]["availableCommands"]
+    review = next(c for c in commands if c["name"] == "mcp__files__review")
+    assert review == {
+        "name": "mcp__files__review",
+        "description": "Review a file. (MCP: files)",
+        "input": {"hint": "file [focus]"},
+    }
+    assert missing.stop_reason == "end_turn" and asked == 0  # no turn ran
+    assert "/mcp__files__review failed: /mcp__files__review needs file" in client.text()
+    assert result.stop_reason == "end_turn"
+    sent = sent_to_model(home, 0)
+    assert "Review a.py, focusing on speed." in sent and "file:///a.py" in sent
+    assert "/mcp__files__review" not in sent
