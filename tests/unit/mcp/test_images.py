@@ -9,10 +9,9 @@ import pytest
 
 from loopd.protocol.events import ImageBlock, TextBlock
 from loopd.protocol.messages import ImagePart
-from loopd.runtimes.base import McpServerConfig
 from loopd.testing.fake_mcp import PNG, FakeMcpHttpServer
 from loopd.tools.env import ToolEnv
-from tests.unit.mcp.conftest import connected, stdio
+from tests.unit.mcp.conftest import connected, served
 from tests.unit.tools.tooltest import RecordingProgress
 
 
@@ -21,7 +20,7 @@ async def test_an_image_result_reaches_the_model_and_the_editor(
     transport: str, tmp_path: Path
 ) -> None:
     with FakeMcpHttpServer() as web:
-        config = stdio("srv") if transport == "stdio" else McpServerConfig("srv", url=web.url)
+        config = served(transport, web)
         async with connected([config]) as servers:
             picture = next(t for t in servers.tools if t.name == "mcp__srv__picture")
             env = ToolEnv(roots=(str(tmp_path),))

@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 from loopd.engine.ports import ToolCall
-from loopd.runtimes.base import McpServerConfig
 from loopd.testing.fake_mcp import FakeMcpHttpServer
 from loopd.tools.env import ToolEnv
 from loopd.tools.registry import ToolRegistry, builtin_tools
-from tests.unit.mcp.conftest import connected, stdio
+from tests.unit.mcp.conftest import connected, served, stdio
 from tests.unit.tools.tooltest import RecordingProgress
 
 
@@ -22,7 +21,7 @@ async def test_a_changed_list_is_offered_once_the_call_that_changed_it_returns(
     transport: str, tmp_path: Path
 ) -> None:
     with FakeMcpHttpServer() as web:
-        config = stdio("srv") if transport == "stdio" else McpServerConfig("srv", url=web.url)
+        config = served(transport, web)
         async with connected([config]) as servers:
             registry = ToolRegistry(ToolEnv(roots=(str(tmp_path),)), servers.tools)
             servers.on_change = registry.swap

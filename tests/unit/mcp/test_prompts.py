@@ -8,15 +8,14 @@ import pytest
 
 from loopd.mcp import McpError
 from loopd.protocol.events import Command, EmbeddedResourceBlock, Prompt, TextBlock
-from loopd.runtimes.base import McpServerConfig
 from loopd.testing.fake_mcp import FakeMcpHttpServer
-from tests.unit.mcp.conftest import connected, stdio
+from tests.unit.mcp.conftest import connected, served, stdio
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_prompts_are_commands_filled_in_by_the_server(transport: str) -> None:
     with FakeMcpHttpServer() as web:
-        config = stdio("srv") if transport == "stdio" else McpServerConfig("srv", url=web.url)
+        config = served(transport, web)
         async with connected([config]) as servers:
             commands = [p.command for p in servers.prompts]
             review, hello = servers.prompts

@@ -9,21 +9,17 @@ import pytest
 from loopd.mcp.client import KNOWN_VERSIONS
 from loopd.runtimes.base import McpServerConfig
 from loopd.testing.fake_mcp import FakeMcpHttpServer
-from tests.unit.mcp.conftest import connected, stdio
+from tests.unit.mcp.conftest import connected, served, stdio
 
 UNKNOWN = "2099-01-01"
-
-
-def server(transport: str, web: FakeMcpHttpServer, version: str) -> McpServerConfig:
-    if transport == "stdio":
-        return stdio("srv", f"--version={version}")
-    return McpServerConfig("srv", url=web.url)
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_an_unknown_revision_refuses_the_server(transport: str) -> None:
     with FakeMcpHttpServer(version=UNKNOWN) as web:
-        async with connected([server(transport, web, UNKNOWN), stdio("ok")]) as servers:
+        async with connected(
+            [served(transport, web, f"--version={UNKNOWN}"), stdio("ok")]
+        ) as servers:
             problems, names = servers.problems, {t.client.name for t in servers.tools}
             report = servers.report()
         methods = [m for m, _ in web.requests]
