@@ -38,14 +38,14 @@ from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig, random_id
 from loopd.engine.ports import Emitter
 from loopd.instructions import read_chain, system_prompt
-from loopd.mcp import McpServers
+from loopd.mcp import McpError, McpServers
 from loopd.policy.decide import RulePolicy
 from loopd.policy.grants import CallGrants
 from loopd.policy.modes import DEFAULT_MODE, parse_mode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
-from loopd.protocol.errors import ConfigError
-from loopd.protocol.events import AgentMessageChunk, PlanEntry, PlanUpdated
+from loopd.protocol.errors import ConfigError, RuntimeFailure
+from loopd.protocol.events import AgentMessageChunk, Command, PlanEntry, PlanUpdated, Prompt
 from loopd.protocol.turns import UndoReport
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
 from loopd.providers.factory import ClosableProvider, make_provider
@@ -422,9 +422,9 @@ class GuardedParts:
     a path the person approved outside them opens only for the call approved).
 
     The editor's MCP servers are connected while the session opens; their tools join
-    the built-in ones. What did not start is said at the first turn, not at open:
-    an update naming the session must not reach the client before the session/new
-    answer does."""
+    the built-in ones and follow the servers' changed lists. What did not start is
+    said at the first turn, not at open: an update naming the session must not reach
+    the client before the session/new answer does."""
 
     env: Mapping[str, str]
     probe: SandboxProbe
@@ -497,6 +497,7 @@ class GuardedParts:
         )
         skill = Skill(shelf.book(ctx))
         tools = ToolRegistry(tool_env, (*builtin, explore, skill, *mcp.tools))
+        mcp.on_change = tools.swap
         done = SandboxedDone(tool_env, workspace_done(env, ctx.cwd))
         parts = (env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, done, shelf)
         return cls(*parts, boundary, mcp.report())
@@ -517,6 +518,7 @@ class GuardedParts:
 
     async def begin_turn(self) -> None:
         self.tool_env.changes.begin_turn()
+        await self.mcp.settled()  # a tool list changed between turns is in
         if self.notice:
             notice, self.notice = self.notice, ""
             await self.emitter.emit(AgentMessageChunk(notice, random_id("msg")))
@@ -537,6 +539,16 @@ class GuardedParts:
             except (OSError, ValueError, NotText, FileTooLarge):
                 continue  # unreadable just now: not judged
         return seen.changes(now)
+
+    def prompt_commands(self) -> tuple[Command, ...]:
+        return tuple(p.command for p in self.mcp.prompts)
+
+    async def expand(self, name: str, text: str) -> Prompt:
+        prompt = next(p for p in self.mcp.prompts if p.name == name)
+        try:
+            return await prompt.expand(text)
+        except McpError as err:
+            raise RuntimeFailure(str(err)) from err
 
     async def aclose(self) -> None:
         self.shelf.forget(self.tool_env.session_id)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import Location, SessionEvent, ToolContent, ToolKind
-from loopd.protocol.messages import Message
+from loopd.protocol.messages import ImagePart, Message
 from loopd.protocol.model import ModelRequest, StreamEvent, ToolSpec
 
 
@@ -94,13 +94,14 @@ class Declaration:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """`output` goes to the model; `content` is what clients show."""
+    """`output` and `images` go to the model; `content` is what clients show."""
 
     output: str
     is_error: bool = False
     content: tuple[ToolContent, ...] = ()
     raw_output: Mapping[str, Any] | None = None
     locations: tuple[Location, ...] = ()
+    images: tuple[ImagePart, ...] = ()
 
 
 class ToolProgress(Protocol):

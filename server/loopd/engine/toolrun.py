@@ -221,7 +221,7 @@ class ToolPhase:
     ) -> None:
         output = truncate_result(result.output, self.limits.max_result_bytes)
         told = f"{output}\n\n{warning}" if warning else output
-        part = ToolResultPart(call.id, told, result.is_error)
+        part = ToolResultPart(call.id, told, result.is_error, result.images)
         results[call.id] = part
         await self.journal.append(Message("user", (part,)))
         await self._show(call, result, told)

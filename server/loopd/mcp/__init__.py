@@ -2,14 +2,17 @@
 engine.
 
 JSON-RPC 2.0 over two transports (`stdio`: a child process, one message per line;
-`http`: streamable HTTP, JSON or SSE replies), the handshake and the two methods
-loopd needs (`tools/list`, `tools/call`), and the tools wrapped as loopd tools under
-namespaced names. `McpServers.connect` is the entry point; `loopd.app` calls it when
-a native session opens.
+`http`: streamable HTTP, JSON or SSE replies), the handshake (known revisions only;
+again once when an HTTP session expires), the methods loopd needs (`tools/list`,
+`tools/call`, `prompts/list`, `prompts/get`), the tools wrapped as loopd tools and
+the prompts as slash commands under namespaced names, and tool lists that change
+while the session lives. `McpServers.connect` is the entry point; `loopd.app` calls
+it when a native session opens.
 """
 
 from loopd.mcp.client import McpClient, McpTimeouts
-from loopd.mcp.rpc import McpClosed, McpError, McpTimeout
+from loopd.mcp.prompts import McpPrompt
+from loopd.mcp.rpc import McpClosed, McpError, McpExpired, McpTimeout
 from loopd.mcp.servers import McpServers
 from loopd.mcp.tools import McpTool, tool_name
 
@@ -17,6 +20,8 @@ __all__ = [
     "McpClient",
     "McpClosed",
     "McpError",
+    "McpExpired",
+    "McpPrompt",
     "McpServers",
     "McpTimeout",
     "McpTimeouts",

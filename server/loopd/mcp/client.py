@@ -1,24 +1,28 @@
 """`McpClient`: one connected MCP server, the part of the protocol loopd uses.
 
 The lifecycle is the spec's: `initialize` (we ask for the latest revision we know;
-whatever revision the server answers is accepted, since the messages we use have
-not changed across revisions), then `notifications/initialized`, then `tools/list`
-page by page, then `tools/call` as the model asks. We declare no client
+the server answers with one of the revisions we know, any of which we speak, or the
+server is refused: the spec's "disconnect", since its messages might mean something
+else), then `notifications/initialized`, then `tools/list`
+page by page (and `prompts/list` when the server offers prompts), then
+`tools/call` as the model asks and `prompts/get` as the person does. An HTTP server that forgets our
+session (`McpExpired`) gets one new handshake and the request again. We declare no client
 capabilities: no sampling, no roots, no elicitation, so a server never has a reason
 to call back beyond `ping`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from loopd import __version__
 from loopd.engine.ports import Clock
 from loopd.mcp.http import HttpTransport
-from loopd.mcp.rpc import JsonObject, McpError, RpcPeer, Transport
+from loopd.mcp.rpc import JsonObject, McpError, McpExpired, RpcPeer, Transport
 from loopd.mcp.stdio import StdioTransport
 from loopd.runtimes.base import McpServerConfig
 
@@ -53,6 +57,22 @@ class McpToolInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class PromptArgument:
+    name: str
+    description: str = ""
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class McpPromptInfo:
+    """A prompt as the server lists it: a template the person fills in."""
+
+    name: str
+    description: str
+    arguments: tuple[PromptArgument, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class CallOutcome:
     """A `tools/call` result: its content blocks, structured content, error flag."""
 
@@ -67,6 +87,9 @@ class McpClient:
     peer: RpcPeer
     transport: Transport
     timeouts: McpTimeouts
+    capabilities: JsonObject = field(default_factory=dict)  # the server's, at initialize
+    _handshakes: int = 0
+    _renewing: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @classmethod
     async def connect(
@@ -110,29 +133,66 @@ class McpClient:
         if not isinstance(version, str):
             raise McpError("the initialize answer names no protocolVersion")
         if version not in KNOWN_VERSIONS:
-            log.info("mcp %s: protocol %s is newer than ours; going on", self.name, version)
+            known = ", ".join(sorted(KNOWN_VERSIONS))
+            raise McpError(
+                f"the server speaks MCP revision {version!r}, which loopd does not know "
+                f"(it knows {known})"
+            )
         self.transport.negotiated(version)
+        self.capabilities = _object(result.get("capabilities"))
         await self.peer.notify("notifications/initialized")
+        self._handshakes += 1
+
+    async def _request(self, method: str, params: JsonObject, seconds: float) -> JsonObject:
+        """`peer.request`, once more after a new handshake if the session expired
+        (requests that met the same expiry share that one handshake)."""
+        handshakes = self._handshakes
+        try:
+            return await self.peer.request(method, params, seconds)
+        except McpExpired:
+            async with self._renewing:
+                if self._handshakes == handshakes:
+                    log.info("mcp %s: the session expired; initialising again", self.name)
+                    await self._initialize()
+            return await self.peer.request(method, params, seconds)
 
     async def list_tools(self) -> list[McpToolInfo]:
         """Every tool, following `nextCursor`. Malformed entries are skipped."""
-        tools: list[McpToolInfo] = []
+        return [t for t in map(_tool_info, await self._listed("tools")) if t is not None]
+
+    async def list_prompts(self) -> list[McpPromptInfo]:
+        """Every prompt, when the server declares prompts (else none)."""
+        if "prompts" not in self.capabilities:
+            return []
+        return [p for p in map(_prompt_info, await self._listed("prompts")) if p is not None]
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> list[JsonObject]:
+        """The prompt's messages (`role`, `content`), as the server filled it in."""
+        params = {"name": name, "arguments": dict(arguments)}
+        result = await self._request("prompts/get", params, self.timeouts.call)
+        messages = result.get("messages")
+        return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+
+    async def _listed(self, kind: str) -> list[Any]:
+        """Every entry of `{kind}/list`, following `nextCursor`."""
+        entries: list[Any] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
             params = {} if cursor is None else {"cursor": cursor}
-            page = await self.peer.request("tools/list", params, self.timeouts.startup)
-            tools += [t for t in map(_tool_info, page.get("tools") or ()) if t is not None]
+            page = await self._request(f"{kind}/list", params, self.timeouts.startup)
+            listed = page.get(kind)
+            entries += listed if isinstance(listed, list) else []
             cursor = page.get("nextCursor")
             if not isinstance(cursor, str) or not cursor:
-                return tools
-        log.warning("mcp %s: stopped listing tools after %d pages", self.name, MAX_PAGES)
-        return tools
+                return entries
+        log.warning("mcp %s: stopped listing %s after %d pages", self.name, kind, MAX_PAGES)
+        return entries
 
     async def call(self, tool: str, arguments: Mapping[str, Any]) -> CallOutcome:
         """Raises `McpError` (a protocol error, a timeout, a closed connection); a tool
         that failed in its own terms is an outcome with `is_error`."""
         params = {"name": tool, "arguments": dict(arguments)}
-        result = await self.peer.request("tools/call", params, self.timeouts.call)
+        result = await self._request("tools/call", params, self.timeouts.call)
         content = result.get("content")
         blocks = (
             tuple(b for b in content if isinstance(b, dict)) if isinstance(content, list) else ()
@@ -157,6 +217,17 @@ def _tool_info(raw: Any) -> McpToolInfo | None:
         open_world=annotations.get("openWorldHint") is not False,
         title=title if isinstance(title, str) else None,
     )
+
+
+def _prompt_info(raw: Any) -> McpPromptInfo | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not raw["name"]:
+        return None
+    arguments = tuple(
+        PromptArgument(a["name"], str(a.get("description") or ""), a.get("required") is True)
+        for a in raw.get("arguments") or ()
+        if isinstance(a, dict) and isinstance(a.get("name"), str)
+    )
+    return McpPromptInfo(raw["name"], str(raw.get("description") or ""), arguments)
 
 
 def _object(value: Any) -> JsonObject:

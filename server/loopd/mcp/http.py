@@ -5,7 +5,9 @@ carries the answer (possibly after requests and notices of the server's own, whi
 go to the peer like any other message); we read the stream until our answer has
 passed. The `Mcp-Session-Id` the server gives at `initialize` goes on every later
 message, with the negotiated `MCP-Protocol-Version`, and closing DELETEs the
-session. Headers from the editor's config go on every request.
+session. A 404 to a message that carried the id means the server ended the session:
+the id is dropped and `McpExpired` raised, so the client can initialise again.
+Headers from the editor's config go on every request.
 
 Timeouts are the peer's (one per request, on its clock); httpx only bounds the
 connect, so a slow tool is not cut off by a read timeout of its own.
@@ -21,7 +23,7 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource, SSEError
 
-from loopd.mcp.rpc import McpClosed, McpError, RpcPeer, within
+from loopd.mcp.rpc import McpClosed, McpError, McpExpired, RpcPeer, within
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +68,9 @@ class HttpTransport:
             raise McpError(f"{self.url} sent an unreadable reply: {err}") from err
 
     async def _reply(self, sent: Mapping[str, Any], response: httpx.Response) -> None:
-        if response.status_code == 404 and self.session_id is not None:
-            raise McpClosed("the server ended the session (HTTP 404)")
+        if response.status_code == 404 and SESSION_HEADER in response.request.headers:
+            self.session_id = None
+            raise McpExpired("the server ended the session (HTTP 404)")
         if response.status_code >= 400:
             text = (await response.aread()).decode(errors="replace").strip()
             raise McpError(f"HTTP {response.status_code} from {self.url}: {text[:300]}")

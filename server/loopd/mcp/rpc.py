@@ -13,6 +13,7 @@ Errors, all `McpError`:
     McpError              the server broke the protocol, or answered with an error
     ├── McpTimeout        no answer in time
     └── McpClosed         the connection is gone (process exited, stream closed)
+        └── McpExpired    an HTTP server no longer knows our session (404)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from loopd.engine.ports import Clock
@@ -47,6 +48,10 @@ class McpTimeout(McpError):
 
 class McpClosed(McpError):
     pass
+
+
+class McpExpired(McpClosed):
+    """The request was not handled: the client may initialise again and retry."""
 
 
 class Transport(Protocol):
@@ -79,11 +84,14 @@ async def within(clock: Clock, seconds: float, work: Awaitable[T], what: str) ->
 
 
 class RpcPeer:
-    """Our side of the conversation. Bind a transport with `attach` before use."""
+    """Our side of the conversation. Bind a transport with `attach` before use.
+    `on_notice` hears every notification's method; it must not block (it runs in
+    the transport's reader), so what it does that waits is a task of its own."""
 
     def __init__(self, name: str, clock: Clock) -> None:
         self.name = name
         self.clock = clock
+        self.on_notice: Callable[[str], None] = lambda method: None
         self._transport: Transport | None = None
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[JsonObject]] = {}
@@ -160,10 +168,11 @@ class RpcPeer:
 
     async def _served(self, message: JsonObject) -> None:
         """Requests a server may send us: `ping` is answered; everything else (we
-        declared no client capabilities) is refused. Notifications are logged."""
+        declared no client capabilities) is refused. Notifications go to `on_notice`."""
         method = message["method"]
         if "id" not in message:
             log.debug("mcp %s: notification %s", self.name, method)
+            self.on_notice(str(method))
             return
         reply: JsonObject = {"jsonrpc": "2.0", "id": message["id"]}
         if method == "ping":

@@ -5,30 +5,51 @@ page of `tools/list`) gets `McpTimeouts.startup`. A server that cannot start (a
 missing command, a crash, no answer, an HTTP error) is left out and said in
 `problems`: the session works without it. So is a tool whose namespaced name is
 taken, by a built-in tool or by an earlier MCP tool: it is refused, never shadows.
-`report()` is the message the person reads.
+`report()` is the message the person reads. The servers' prompts are listed too
+(`loopd.mcp.prompts`); a server whose prompts cannot be listed keeps its tools.
+
+A server may change its tools while the session lives: on its
+`notifications/tools/list_changed` its tools are listed again (a task, since the
+notice arrives in the transport's reader) and `on_change` hears which went and
+which came, under the same naming rules. A call whose answer followed such a notice
+returns only once the new list is in (`McpTool.run` awaits `settled`), as does the
+start of a turn: the model's next request offers the new set.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from loopd.engine.ports import Clock
 from loopd.mcp.client import McpClient, McpTimeouts, McpToolInfo
+from loopd.mcp.prompts import McpPrompt
 from loopd.mcp.rpc import McpError
 from loopd.mcp.tools import McpTool, tool_name
 from loopd.runtimes.base import McpServerConfig
 
 log = logging.getLogger(__name__)
 
+LIST_CHANGED = "notifications/tools/list_changed"
+ToolsChanged = Callable[[Sequence[McpTool], Sequence[McpTool]], None]  # (gone, added)
+
+
+def _unheard(gone: Sequence[McpTool], added: Sequence[McpTool]) -> None:
+    pass
+
 
 @dataclass(eq=False)
 class McpServers:
     clients: list[McpClient] = field(default_factory=list)
     tools: tuple[McpTool, ...] = ()
+    prompts: tuple[McpPrompt, ...] = ()
     problems: tuple[str, ...] = ()
+    reserved: frozenset[str] = frozenset()
+    on_change: ToolsChanged = _unheard
+    _relisting: dict[str, asyncio.Task[None]] = field(default_factory=dict)
 
     @classmethod
     async def connect(
@@ -55,8 +76,40 @@ class McpServers:
             else:
                 clients.append(result[0])
                 listed.append(result)
-        tools, refused = _offered(listed, set(reserved))
-        return cls(clients, tools, (*problems, *refused))
+        servers = cls(clients, reserved=frozenset(reserved))
+        servers.tools, refused = servers._offered(listed, set(reserved))
+        servers.prompts, unlisted = await _prompts(clients)
+        servers.problems = (*problems, *refused, *unlisted)
+        for client in clients:
+            client.peer.on_notice = functools.partial(servers._noticed, client)
+        return servers
+
+    def _noticed(self, client: McpClient, method: str) -> None:
+        if method != LIST_CHANGED:
+            return
+        before = self._relisting.get(client.name)  # lists run one after another
+        self._relisting[client.name] = asyncio.create_task(self._relist(client, before))
+
+    async def _relist(self, client: McpClient, before: asyncio.Task[None] | None) -> None:
+        if before is not None:
+            await asyncio.gather(before, return_exceptions=True)
+        try:
+            infos = await client.list_tools()
+        except McpError as err:
+            log.warning("mcp %s: listing its changed tools failed: %s", client.name, err)
+            return
+        gone = tuple(t for t in self.tools if t.client is client)
+        kept = tuple(t for t in self.tools if t.client is not client)
+        added, refused = self._offered([(client, infos)], {*self.reserved, *(t.name for t in kept)})
+        for problem in refused:
+            log.warning("mcp %s", problem)
+        self.tools = (*kept, *added)
+        self.on_change(gone, added)
+
+    async def settled(self) -> None:
+        """Returns once every re-listing under way (and any it led to) is done."""
+        while pending := [t for t in self._relisting.values() if not t.done()]:
+            await asyncio.gather(*pending, return_exceptions=True)
 
     def report(self) -> str:
         """What the person is told ("" when every server and tool is there)."""
@@ -66,8 +119,29 @@ class McpServers:
         return f"Some MCP servers or tools are not available in this session:\n{lines}\n"
 
     async def aclose(self) -> None:
+        for task in self._relisting.values():
+            task.cancel()
+        await asyncio.gather(*self._relisting.values(), return_exceptions=True)
         await asyncio.gather(*(c.aclose() for c in self.clients), return_exceptions=True)
         self.clients = []
+
+    def _offered(
+        self, listed: Sequence[tuple[McpClient, list[McpToolInfo]]], taken: set[str]
+    ) -> tuple[tuple[McpTool, ...], list[str]]:
+        tools: list[McpTool] = []
+        refused: list[str] = []
+        for client, infos in listed:
+            for info in infos:
+                name = tool_name(client.name, info.name)
+                if name in taken:
+                    whose = "a built-in tool" if name in self.reserved else "another MCP tool"
+                    refused.append(
+                        f"{client.name}: tool {info.name!r} is not offered: {whose} is named {name}"
+                    )
+                    continue
+                taken.add(name)
+                tools.append(McpTool(name, client, info, self.settled))
+        return tuple(tools), refused
 
 
 def _unique_names(configs: Sequence[McpServerConfig]) -> tuple[list[McpServerConfig], list[str]]:
@@ -111,21 +185,15 @@ async def _start(
         raise
 
 
-def _offered(
-    listed: Sequence[tuple[McpClient, list[McpToolInfo]]], taken: set[str]
-) -> tuple[tuple[McpTool, ...], list[str]]:
-    tools: list[McpTool] = []
-    refused: list[str] = []
-    builtin = frozenset(taken)
-    for client, infos in listed:
-        for info in infos:
+async def _prompts(clients: Sequence[McpClient]) -> tuple[tuple[McpPrompt, ...], list[str]]:
+    listed = await asyncio.gather(*(c.list_prompts() for c in clients), return_exceptions=True)
+    prompts: dict[str, McpPrompt] = {}  # a name taken keeps its first prompt
+    problems: list[str] = []
+    for client, result in zip(clients, listed, strict=True):
+        if isinstance(result, BaseException):
+            problems.append(f"{client.name}: listing its prompts failed: {result}")
+            continue
+        for info in result:
             name = tool_name(client.name, info.name)
-            if name in taken:
-                whose = "a built-in tool" if name in builtin else "another MCP tool"
-                refused.append(
-                    f"{client.name}: tool {info.name!r} is not offered: {whose} is named {name}"
-                )
-                continue
-            taken.add(name)
-            tools.append(McpTool(name, client, info))
-    return tuple(tools), refused
+            prompts.setdefault(name, McpPrompt(name, client, info))
+    return tuple(prompts.values()), problems

@@ -8,25 +8,35 @@ start and gets a short hash of the original, so two long names stay apart).
 A call declares no paths and no command: loopd cannot know what a server's tool
 touches, so the policy asks the person unless a rule (`mcp__github__create_issue`,
 or an "always" answer) allows it. The server's `readOnlyHint` only picks the icon.
+
+Images in a result (PNG, JPEG, GIF or WebP, valid base64, at most 5 MB, as the
+providers accept) go to the model as images and to the editor as image content; an
+image that is not one of those is named in the text instead, so one bad block
+cannot make every later request of the session fail.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
 from loopd.mcp.client import CallOutcome, McpClient, McpToolInfo
 from loopd.mcp.rpc import McpError
-from loopd.protocol.events import TextBlock, ToolKind
+from loopd.protocol.events import ImageBlock, TextBlock, ToolKind
+from loopd.protocol.messages import ImagePart
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
 
 NAME_LIMIT = 64
+IMAGE_LIMIT = 5 * 1024 * 1024  # decoded bytes
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -41,11 +51,13 @@ def tool_name(server: str, tool: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class McpTool:
-    """One server tool behind the `Tool` shape; `name` is the namespaced one."""
+    """One server tool behind the `Tool` shape; `name` is the namespaced one.
+    `settled` returns once a tool list the server changed during the call is in."""
 
     name: str
     client: McpClient
     info: McpToolInfo
+    settled: Callable[[], Awaitable[None]]
 
     @property
     def description(self) -> str:
@@ -71,19 +83,42 @@ class McpTool:
             outcome = await self.client.call(self.info.name, args)
         except McpError as err:
             return failure(f"The MCP server {self.client.name!r} failed: {err}")
+        await self.settled()
         text = result_text(outcome)
+        images = result_images(outcome)
         structured = outcome.structured if isinstance(outcome.structured, dict) else None
         return ToolResult(
             output=text,
             is_error=outcome.is_error,
-            content=(TextBlock(text),),
+            content=(TextBlock(text), *(ImageBlock(i.data, i.media_type) for i in images)),
             raw_output=structured,
+            images=images,
         )
+
+
+def result_images(outcome: CallOutcome) -> tuple[ImagePart, ...]:
+    """The result's images the model can be given, in order."""
+    return tuple(ImagePart(b["mimeType"], b["data"]) for b in outcome.content if usable_image(b))
+
+
+def usable_image(block: Mapping[str, Any]) -> bool:
+    """An MCP image block a provider will take (type, size, valid base64)."""
+    data, kind = block.get("data"), block.get("mimeType")
+    if block.get("type") != "image" or kind not in IMAGE_TYPES or not isinstance(data, str):
+        return False
+    if len(data) > IMAGE_LIMIT * 4 // 3 + 4:
+        return False
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 def result_text(outcome: CallOutcome) -> str:
     """What the model reads: the text of every content block, in order; blocks that
-    are not text are named, not inlined; structured content when nothing else came."""
+    are not text are named, not inlined (a usable image is attached after the text);
+    structured content when nothing else came."""
     parts = [_block_text(b) for b in outcome.content]
     if not parts and outcome.structured is not None:
         parts.append(json.dumps(outcome.structured, ensure_ascii=False))
@@ -99,7 +134,8 @@ def _block_text(block: Mapping[str, Any]) -> str:
             return str(block.get("text", ""))
         case "image" | "audio" as kind:
             size = len(str(block.get("data", ""))) * 3 // 4
-            return f"[{kind} {block.get('mimeType', '')}, {size} bytes, not shown]"
+            shown = "attached" if usable_image(block) else "not shown"
+            return f"[{kind} {block.get('mimeType', '')}, {size} bytes, {shown}]"
         case "resource_link":
             return f"[resource {block.get('uri', '')} {block.get('name', '')}]".replace(" ]", "]")
         case "resource":

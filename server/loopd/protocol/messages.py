@@ -3,8 +3,8 @@
 This is the history the engine keeps and the providers translate to their wire
 formats. It is deliberately provider-neutral: a thinking part carries the opaque
 signature Anthropic needs echoed back, a tool use carries its parsed input, a tool
-result its text. Serialisation to plain JSON (for the store) lives here too, so the
-shape has exactly one definition.
+result its text and any images the tool returned. Serialisation to plain JSON (for
+the store) lives here too, so the shape has exactly one definition.
 """
 
 from __future__ import annotations
@@ -46,9 +46,13 @@ class ToolUsePart:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultPart:
+    """`images` follow `content` (an MCP tool's screenshot, say): the model sees them
+    with the result where the provider allows, next to it where it does not."""
+
     tool_use_id: str
     content: str
     is_error: bool = False
+    images: tuple[ImagePart, ...] = ()
 
 
 Part = TextPart | ImagePart | ThinkingPart | ToolUsePart | ToolResultPart
@@ -86,13 +90,14 @@ def part_to_json(part: Part) -> dict[str, Any]:
             return {"type": "thinking", "text": text, "signature": signature, "redacted": redacted}
         case ToolUsePart(id_, name, input_):
             return {"type": "tool_use", "id": id_, "name": name, "input": dict(input_)}
-        case ToolResultPart(tool_use_id, content, is_error):
-            return {
+        case ToolResultPart(tool_use_id, content, is_error, images):
+            out = {
                 "type": "tool_result",
                 "tool_use_id": tool_use_id,
                 "content": content,
                 "is_error": is_error,
             }
+            return out | ({"images": [part_to_json(i) for i in images]} if images else {})
         case _:
             assert_never(part)
 
@@ -108,7 +113,10 @@ def part_from_json(data: Mapping[str, Any]) -> Part:
     if kind == "tool_use":
         return ToolUsePart(data["id"], data["name"], data["input"])
     if kind == "tool_result":
-        return ToolResultPart(data["tool_use_id"], data["content"], data.get("is_error", False))
+        images = tuple(ImagePart(i["media_type"], i["data"]) for i in data.get("images", ()))
+        return ToolResultPart(
+            data["tool_use_id"], data["content"], data.get("is_error", False), images
+        )
     raise ValueError(f"unknown message part type {kind!r}")
 
 

@@ -169,9 +169,8 @@ def _block(part: Part) -> JsonObject | None:
     match part:
         case TextPart(text):
             return {"type": "text", "text": text} if text else None
-        case ImagePart(media_type, data):
-            source = {"type": "base64", "media_type": media_type, "data": data}
-            return {"type": "image", "source": source}
+        case ImagePart():
+            return _image(part)
         case ThinkingPart(text, signature, redacted):
             if redacted:
                 return {"type": "redacted_thinking", "data": redacted}
@@ -180,15 +179,21 @@ def _block(part: Part) -> JsonObject | None:
             return {"type": "thinking", "thinking": text, "signature": signature}
         case ToolUsePart(id_, name, input_):
             return {"type": "tool_use", "id": id_, "name": name, "input": dict(input_)}
-        case ToolResultPart(tool_use_id, content, is_error):
+        case ToolResultPart(tool_use_id, content, is_error, images):
+            blocks = [{"type": "text", "text": content}, *(_image(i) for i in images)]
             return {
                 "type": "tool_result",
                 "tool_use_id": tool_use_id,
-                "content": content,
+                "content": blocks if images else content,
                 "is_error": is_error,
             }
         case _:
             assert_never(part)
+
+
+def _image(part: ImagePart) -> JsonObject:
+    source = {"type": "base64", "media_type": part.media_type, "data": part.data}
+    return {"type": "image", "source": source}
 
 
 # ---- response ----

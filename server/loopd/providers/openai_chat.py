@@ -127,23 +127,31 @@ def _message(message: Message) -> bytes:
 
 def _messages(message: Message) -> Iterator[JsonObject]:
     """One of our messages as chat messages: tool results become `tool` messages
-    (first, right after the assistant's calls), the rest one user/assistant message."""
+    (first, right after the assistant's calls), the rest one user/assistant message.
+    A `tool` message takes text only, so a result's images open the user message,
+    each set named by its call."""
     if message.role == "assistant":
         yield from _assistant(message)
         return
+    content: list[JsonObject] = []
     for result in message.tool_results:
         yield {"role": "tool", "tool_call_id": result.tool_use_id, "content": result.content}
-    content: list[JsonObject] = []
+        if result.images:
+            said = f"The images the tool call {result.tool_use_id} returned:"
+            content += [{"type": "text", "text": said}, *map(_image_url, result.images)]
     for part in message.parts:
         if isinstance(part, TextPart) and part.text:
             content.append({"type": "text", "text": part.text})
         elif isinstance(part, ImagePart):
-            url = data_url(part.media_type, part.data)
-            content.append({"type": "image_url", "image_url": {"url": url}})
+            content.append(_image_url(part))
     if len(content) == 1 and content[0]["type"] == "text":
         yield {"role": "user", "content": content[0]["text"]}
     elif content:
         yield {"role": "user", "content": content}
+
+
+def _image_url(part: ImagePart) -> JsonObject:
+    return {"type": "image_url", "image_url": {"url": data_url(part.media_type, part.data)}}
 
 
 def _assistant(message: Message) -> Iterator[JsonObject]:

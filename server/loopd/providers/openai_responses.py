@@ -148,8 +148,10 @@ def _item(part: Part) -> JsonObject | None:
         case ToolUsePart(id_, name, input_):
             arguments = json.dumps(dict(input_))
             return {"type": "function_call", "call_id": id_, "name": name, "arguments": arguments}
-        case ToolResultPart(tool_use_id, content, _):
-            return {"type": "function_call_output", "call_id": tool_use_id, "output": content}
+        case ToolResultPart(tool_use_id, content, _, images):
+            shown = [{"type": "input_text", "text": content}, *(_input_image(i) for i in images)]
+            output = shown if images else content
+            return {"type": "function_call_output", "call_id": tool_use_id, "output": output}
         case ThinkingPart(text, signature, _) if signature:
             summary = [{"type": "summary_text", "text": text}] if text else []
             return {"type": "reasoning", "summary": summary, "encrypted_content": signature}
@@ -161,8 +163,12 @@ def _content(role: str, part: Part) -> list[JsonObject]:
         kind = "output_text" if role == "assistant" else "input_text"
         return [{"type": kind, "text": part.text}]
     if isinstance(part, ImagePart):
-        return [{"type": "input_image", "image_url": data_url(part.media_type, part.data)}]
+        return [_input_image(part)]
     return []  # unsigned thinking: nothing the API would accept
+
+
+def _input_image(part: ImagePart) -> JsonObject:
+    return {"type": "input_image", "image_url": data_url(part.media_type, part.data)}
 
 
 # ---- response ----

@@ -33,6 +33,7 @@ from loopd.engine.ports import Clock, Policy, Provider, ToolBox
 from loopd.engine.steer import SteerBox
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import (
+    Command,
     ConfigChoice,
     ConfigOption,
     ModeChanged,
@@ -91,6 +92,14 @@ class SessionParts(Protocol):
 
     async def changed_files(self) -> list[str]:
         """Reminders for files the agent read that changed since (each told once)."""
+        ...
+
+    def prompt_commands(self) -> tuple[Command, ...]:
+        """Commands that fill in a prompt (the MCP servers' prompts)."""
+        ...
+
+    async def expand(self, name: str, text: str) -> Prompt:
+        """The prompt command `name` filled in from `text`; raises `LoopdError`."""
         ...
 
     async def aclose(self) -> None: ...
@@ -268,6 +277,12 @@ class NativeRuntime:
             self.told = now
             self.journal.store.save_context(self.context.session_id, instructions=now)
         return [*told, *await self.parts.changed_files()]
+
+    def prompt_commands(self) -> tuple[Command, ...]:
+        return self.parts.prompt_commands()
+
+    async def expand(self, name: str, text: str) -> Prompt:
+        return await self.parts.expand(name, text)
 
     def steer(self, text: str) -> bool:
         """What the person says while a turn runs: read at the turn's next step (a

@@ -8,6 +8,10 @@ is sent changes); `/undo` puts back the files the last turn changed.
 The journal keeps the prompt and a note saying what happened, so a replay shows where
 the context changed. A command is offered
 (`available_commands_update`) only when the session's runtime can really do it.
+
+A runtime may also offer commands that become a prompt (`PromptCommands`: an MCP
+server's prompts): the words after the name fill it in, and the filled-in prompt
+runs as a normal turn.
 """
 
 from __future__ import annotations
@@ -40,6 +44,18 @@ class ContextCompacting(Protocol):
 
 
 @runtime_checkable
+class PromptCommands(Protocol):
+    """A runtime with commands that are filled in into a prompt."""
+
+    def prompt_commands(self) -> tuple[Command, ...]: ...
+
+    async def expand(self, name: str, text: str) -> Prompt:
+        """The prompt command `name` fills in from `text` (the words after it).
+        Raises `LoopdError` with what the person should read when it cannot."""
+        ...
+
+
+@runtime_checkable
 class FileUndoing(Protocol):
     """A runtime that can put back its last turn's file changes."""
 
@@ -52,7 +68,20 @@ def commands_for(runtime: object) -> tuple[Command, ...]:
         (COMPACT, isinstance(runtime, ContextCompacting)),
         (UNDO, isinstance(runtime, FileUndoing)),
     )
-    return tuple(command for command, works in offered if works)
+    own = tuple(command for command, works in offered if works)
+    return own + (runtime.prompt_commands() if isinstance(runtime, PromptCommands) else ())
+
+
+def fills_in(runtime: object, name: str) -> bool:
+    """Whether command `name` is one the runtime fills in into a prompt."""
+    names = runtime.prompt_commands() if isinstance(runtime, PromptCommands) else ()
+    return name in {c.name for c in names}
+
+
+def command_text(prompt: Prompt) -> str:
+    """The words after a command's name."""
+    words = prompt.text.strip().split(maxsplit=1)
+    return words[1] if len(words) > 1 else ""
 
 
 def compacted_note(summary: str, refused: str = "") -> str:

@@ -45,7 +45,15 @@ from loopd.runtimes.base import (
     RuntimeFactory,
 )
 from loopd.runtimes.options import check_mode
-from loopd.sessions.commands import FileUndoing, commands_for, run_command, slash_command
+from loopd.sessions.commands import (
+    FileUndoing,
+    PromptCommands,
+    command_text,
+    commands_for,
+    fills_in,
+    run_command,
+    slash_command,
+)
 from loopd.sessions.live import (
     ClientLink,
     LiveSession,
@@ -265,6 +273,8 @@ class SessionManager:
             if on_start is not None:
                 on_start()
             command = slash_command(prompt, live.runtime)
+            if command is not None and fills_in(live.runtime, command):
+                return await self._run_prompt_command(live, command, prompt, link)
             if command is not None:
                 return await self._run_command(live, command, prompt)
             return await self._run_turn(live, prompt, link)
@@ -330,16 +340,31 @@ class SessionManager:
     async def _run_command(self, live: LiveSession, name: str, prompt: Prompt) -> Outcome:
         """A session command, journaled like a turn: the prompt, then a note of what
         happened (or why it did not)."""
-        emitter = self._emitter(live)
-        message_id = f"user_{uuid.uuid4().hex[:12]}"
-        for block in prompt.blocks:
-            emitter.store.append_event(live.id, _user_chunk(block, message_id))
         try:
             note = await run_command(live.runtime, name)
         except LoopdError as err:
             note = f"/{name} failed: {err}"
         if note is None:
             return Outcome(turn_id="", stop_reason="cancelled")
+        return await self._noted(live, prompt, note)
+
+    async def _run_prompt_command(
+        self, live: LiveSession, name: str, prompt: Prompt, link: ClientLink
+    ) -> Outcome:
+        """A prompt command: the turn runs the prompt it fills in; when it cannot be
+        filled in, the typed prompt is journaled with why."""
+        assert isinstance(live.runtime, PromptCommands)
+        try:
+            filled = await live.runtime.expand(name, command_text(prompt))
+        except LoopdError as err:
+            return await self._noted(live, prompt, f"/{name} failed: {err}")
+        return await self._run_turn(live, filled, link)
+
+    async def _noted(self, live: LiveSession, prompt: Prompt, note: str) -> Outcome:
+        emitter = self._emitter(live)
+        message_id = f"user_{uuid.uuid4().hex[:12]}"
+        for block in prompt.blocks:
+            emitter.store.append_event(live.id, _user_chunk(block, message_id))
         await emitter.emit(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}"))
         self.store.update(live.id, updated_at=self.now())
         return Outcome(turn_id="", stop_reason="end_turn")

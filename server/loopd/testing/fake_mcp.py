@@ -3,18 +3,24 @@
 Tools: `echo {text}` (text plus structured content; annotated read-only),
 `fail {}` (an `isError` result), `hang {}` (never answers), `env {name}` (the value of
 an environment variable in the server, to see what leaked in), `spawn {}` (starts a
-grandchild that sleeps, and answers its pid, to see that closing kills it). The list
-comes in pages of two, so clients must follow `nextCursor`.
+grandchild that sleeps, and answers its pid, to see that closing kills it),
+`picture {}` (a caption and a PNG image), `grow {}` (adds the tool `added` and sends
+`notifications/tools/list_changed` before its answer). The list comes in pages of
+two, so clients must follow `nextCursor`. Prompts: `review {file, focus?}` (a text
+and the file as an embedded resource) and `hello {}`.
 
 stdio (stdlib only, so it runs by path with any interpreter and no PYTHONPATH)::
 
-    python fake_mcp.py [--crash | --silent]
+    python fake_mcp.py [--crash | --silent | --version=REVISION]
 
 `--crash` writes a line to stderr and exits 3 before reading anything; `--silent`
-reads and never answers. Over HTTP, `FakeMcpHttpServer` listens on 127.0.0.1 port
-0, answers `tools/call` as an SSE stream (a log notice first, then the answer) and
+reads and never answers; `--version` answers `initialize` with that revision
+instead of the one asked for. Over HTTP, `FakeMcpHttpServer` listens on 127.0.0.1
+port 0, answers `tools/call` as an SSE stream (notices first, then the answer) and
 everything else as JSON, hands out an `Mcp-Session-Id` at `initialize`, refuses a
-request without it, and records every request's method and headers, and DELETEs.
+request without one (400) or with one it no longer knows (404: `expire()` forgets
+the current one; with `forgetful` set, every one), and records every request's
+method and headers, and DELETEs.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from typing import Any
 
 PAGE = 2
 SESSION = "fake-session-1"
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYPgPAAEDAQAIicLsAAAAAElFTkSuQmCC"
+LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
 TOOLS: list[dict[str, Any]] = [
     {
         "name": "echo",
@@ -48,31 +56,104 @@ TOOLS: list[dict[str, Any]] = [
         "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
     },
     {"name": "spawn", "description": "Start a sleeping child.", "inputSchema": {"type": "object"}},
+    {"name": "picture", "description": "A picture.", "inputSchema": {"type": "object"}},
+    {"name": "grow", "description": "Add a tool.", "inputSchema": {"type": "object"}},
+]
+ADDED = {"name": "added", "description": "Added by grow.", "inputSchema": {"type": "object"}}
+PROMPTS: list[dict[str, Any]] = [
+    {
+        "name": "review",
+        "description": "Review a file.",
+        "arguments": [
+            {"name": "file", "description": "The file", "required": True},
+            {"name": "focus", "description": "What to look at"},
+        ],
+    },
+    {"name": "hello", "description": "Say hello."},
 ]
 HANG = object()  # the answer of a call that never answers
 
 
-def answer(method: str, params: dict[str, Any]) -> Any:
-    """The result of one request; `HANG` for no answer; raises KeyError for an
-    unknown method or tool."""
-    match method:
-        case "initialize":
-            return {
-                "protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "fake-mcp", "version": "0"},
-            }
-        case "tools/list":
-            start = int(params.get("cursor") or 0)
-            page: dict[str, Any] = {"tools": TOOLS[start : start + PAGE]}
-            if start + PAGE < len(TOOLS):
-                page["nextCursor"] = str(start + PAGE)
-            return page
-        case "tools/call":
-            return _call(params["name"], params.get("arguments") or {})
-        case "ping":
-            return {}
-    raise KeyError(method)
+class Fake:
+    """One server's state: its tool list (which `grow` changes), the revision it
+    answers `initialize` with (None: the one asked for), and the notices queued to go
+    out before the next answer."""
+
+    def __init__(self, version: str | None = None) -> None:
+        self.tools = list(TOOLS)
+        self.version = version
+        self.notices: list[dict[str, Any]] = []
+
+    def answer(self, method: str, params: dict[str, Any]) -> Any:
+        """The result of one request; `HANG` for no answer; raises KeyError for an
+        unknown method or tool."""
+        match method:
+            case "initialize":
+                return {
+                    "protocolVersion": self.version or params.get("protocolVersion"),
+                    "capabilities": {"tools": {"listChanged": True}, "prompts": {}},
+                    "serverInfo": {"name": "fake-mcp", "version": "0"},
+                }
+            case "tools/list":
+                start = int(params.get("cursor") or 0)
+                page: dict[str, Any] = {"tools": self.tools[start : start + PAGE]}
+                if start + PAGE < len(self.tools):
+                    page["nextCursor"] = str(start + PAGE)
+                return page
+            case "tools/call":
+                return self._call(params["name"], params.get("arguments") or {})
+            case "prompts/list":
+                return {"prompts": PROMPTS}
+            case "prompts/get":
+                return _prompt(params["name"], params.get("arguments") or {})
+            case "ping":
+                return {}
+        raise KeyError(method)
+
+    def _call(self, name: str, args: dict[str, Any]) -> Any:
+        match name:
+            case "grow":
+                self.tools.append(ADDED)
+                self.notices.append(LIST_CHANGED)
+                return {"content": [{"type": "text", "text": "grown"}]}
+            case "added":
+                return {"content": [{"type": "text", "text": "the added tool ran"}]}
+            case "picture":
+                image = {"type": "image", "data": PNG, "mimeType": "image/png"}
+                return {"content": [{"type": "text", "text": "a red dot"}, image]}
+        return _call(name, args)
+
+    def reply_to(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """The JSON-RPC reply to one message (None for a notice or a hanging call)."""
+        if "method" not in message or "id" not in message:
+            return None
+        try:
+            result = self.answer(message["method"], message.get("params") or {})
+        except KeyError as err:
+            error = {"code": -32601, "message": f"unknown: {err}"}
+            return {"jsonrpc": "2.0", "id": message["id"], "error": error}
+        if result is HANG:
+            return None
+        return {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+    def take_notices(self) -> list[dict[str, Any]]:
+        notices, self.notices = self.notices, []
+        return notices
+
+
+def _prompt(name: str, args: dict[str, str]) -> Any:
+    match name:
+        case "review":
+            text = f"Review {args['file']}, focusing on {args.get('focus', 'everything')}."
+            resource = {"uri": f"file:///{args['file']}", "text": "print(1)\n"}
+            messages = [
+                {"role": "user", "content": {"type": "text", "text": text}},
+                {"role": "user", "content": {"type": "resource", "resource": resource}},
+            ]
+            return {"messages": messages}
+        case "hello":
+            return {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello!"}}]}
+    raise KeyError(name)
 
 
 def _call(name: str, args: dict[str, Any]) -> Any:
@@ -93,34 +174,25 @@ def _call(name: str, args: dict[str, Any]) -> Any:
     raise KeyError(name)
 
 
-def reply_to(message: dict[str, Any]) -> dict[str, Any] | None:
-    """The JSON-RPC reply to one message (None for a notice or a hanging call)."""
-    if "method" not in message or "id" not in message:
-        return None
-    try:
-        result = answer(message["method"], message.get("params") or {})
-    except KeyError as err:
-        error = {"code": -32601, "message": f"unknown: {err}"}
-        return {"jsonrpc": "2.0", "id": message["id"], "error": error}
-    if result is HANG:
-        return None
-    return {"jsonrpc": "2.0", "id": message["id"], "result": result}
-
-
-def serve_stdio(silent: bool) -> None:
+def serve_stdio(fake: Fake, silent: bool) -> None:
     for line in sys.stdin:
         if not line.strip() or silent:
             continue
-        reply = reply_to(json.loads(line))
-        if reply is not None:
-            sys.stdout.write(json.dumps(reply) + "\n")
-            sys.stdout.flush()
+        reply = fake.reply_to(json.loads(line))
+        out = [*fake.take_notices(), *([reply] if reply is not None else [])]
+        for message in out:
+            sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
 
 
 class FakeMcpHttpServer:
     """The HTTP flavour; `url` is its endpoint. Use as a context manager."""
 
-    def __init__(self) -> None:
+    def __init__(self, version: str | None = None) -> None:
+        self.fake = Fake(version)
+        self.session: str | None = None  # the one it knows; a new one at each initialize
+        self.forgetful = False
+        self.started = 0
         self.requests: list[tuple[str, dict[str, str]]] = []  # (method, lower headers)
         self.deleted: list[str] = []
         self.closing = threading.Event()
@@ -132,6 +204,11 @@ class FakeMcpHttpServer:
     def url(self) -> str:
         host, port = self._http.server_address[:2]
         return f"http://{host!s}:{port}/mcp"
+
+    def expire(self) -> None:
+        """Forget the session: a request naming it is answered 404; the next
+        `initialize` starts a new one."""
+        self.session = None
 
     def __enter__(self) -> FakeMcpHttpServer:
         self._thread.start()
@@ -159,22 +236,26 @@ def _handler_for(fake: FakeMcpHttpServer) -> type[BaseHTTPRequestHandler]:
             message = json.loads(body)
             method = message.get("method", "(answer)")
             fake.requests.append((method, {k.lower(): v for k, v in self.headers.items()}))
-            if method != "initialize" and self.headers.get("Mcp-Session-Id") != SESSION:
-                self._send(400, b'{"error": "no session"}', {"Content-Type": "application/json"})
+            if method == "initialize":
+                fake.started += 1
+                fake.session = f"fake-session-{fake.started}"
+            elif (given := self.headers.get("Mcp-Session-Id")) != fake.session or fake.forgetful:
+                status = 400 if given is None else 404
+                self._send(status, b'{"error": "no session"}', {"Content-Type": "application/json"})
                 return
-            reply = reply_to(message)
+            reply = fake.fake.reply_to(message)
             if reply is None and method == "tools/call":
                 fake.closing.wait(30)  # a hanging call: held until the test ends
             if reply is None:
                 self._send(202, b"", {})
             elif method == "tools/call":
                 notice = {"jsonrpc": "2.0", "method": "notifications/message", "params": {}}
-                events = "".join(
-                    f"event: message\ndata: {json.dumps(m)}\n\n" for m in (notice, reply)
-                )
+                out = (notice, *fake.fake.take_notices(), reply)
+                events = "".join(f"event: message\ndata: {json.dumps(m)}\n\n" for m in out)
                 self._send(200, events.encode(), {"Content-Type": "text/event-stream"})
             else:
-                extra = {"Mcp-Session-Id": SESSION} if method == "initialize" else {}
+                session = fake.session or ""
+                extra = {"Mcp-Session-Id": session} if method == "initialize" else {}
                 headers = {"Content-Type": "application/json", **extra}
                 self._send(200, json.dumps(reply).encode(), headers)
 
@@ -193,7 +274,8 @@ def main() -> None:
     if "--crash" in sys.argv:
         sys.stderr.write("boom: the fake server was told to crash\n")
         sys.exit(3)
-    serve_stdio(silent="--silent" in sys.argv)
+    versions = [a.removeprefix("--version=") for a in sys.argv if a.startswith("--version=")]
+    serve_stdio(Fake(versions[-1] if versions else None), silent="--silent" in sys.argv)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ from loopd.engine.loop import EngineConfig
 from loopd.engine.ports import Provider, ToolBox
 from loopd.instructions import read_chain
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
+from loopd.protocol.errors import RuntimeFailure
+from loopd.protocol.events import Command, Prompt
 from loopd.protocol.turns import UndoReport
 from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
@@ -73,6 +75,12 @@ class ScriptedParts:
 
     async def undo(self) -> UndoReport:
         return UndoReport(restored=("undone",)) if self.turns else UndoReport()
+
+    def prompt_commands(self) -> tuple[Command, ...]:
+        return ()
+
+    async def expand(self, name: str, text: str) -> Prompt:
+        raise RuntimeFailure(f"/{name} is not a prompt command")
 
     def remembered(self) -> Mapping[str, Any]:
         return {"remembered": [[name, str(d)] for name, d in self.policy.remembered]}

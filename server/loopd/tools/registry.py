@@ -46,6 +46,17 @@ class ToolRegistry:
         if len(self._tools) != len(chosen):
             raise ValueError("two tools share a name")
 
+    def swap(self, gone: Sequence[Tool], added: Sequence[Tool]) -> None:
+        """Tools that change while the session lives (an MCP server's list): `gone`
+        are no longer offered or run, `added` are from the next request on. A name
+        already taken stays with its tool; the caller keeps names apart."""
+        for tool in gone:
+            if self._tools.get(tool.name) is tool:
+                del self._tools[tool.name]
+        for tool in added:
+            if self._tools.setdefault(tool.name, tool) is not tool:
+                log.warning("tool %s is taken; the new one is not offered", tool.name)
+
     def specs(self) -> Sequence[ToolSpec]:
         return [
             ToolSpec(t.name, t.description, t.input_schema)

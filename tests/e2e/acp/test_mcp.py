@@ -11,7 +11,7 @@ import sys
 import pytest
 from acp.schema import HttpHeader, HttpMcpServer, McpServerStdio
 
-from loopd.testing.fake_mcp import FakeMcpHttpServer
+from loopd.testing.fake_mcp import PNG, FakeMcpHttpServer
 from loopd.testing.llm_script import Reply, ScriptedCall
 from tests.e2e.acp.conftest import Home
 from tests.e2e.acp.test_loopd_acp import loopd_acp, sent_to_model, text
@@ -73,3 +73,63 @@ async def test_a_server_that_fails_is_reported_and_the_session_still_answers(hom
     assert shown.endswith("still here")
     offered = json.dumps(home.fake.requests[0].body["tools"])
     assert "mcp__files__echo" in offered and "mcp__broken__" not in offered
+
+
+async def test_a_changed_tool_list_and_an_image_result_reach_model_and_editor(
+    home: Home,
+) -> None:
+    home.fake.script(
+        "*",
+        Reply(tool_calls=(ScriptedCall("mcp__files__grow", {}),)),
+        Reply(tool_calls=(ScriptedCall("mcp__files__added", {}),)),
+        Reply(tool_calls=(ScriptedCall("mcp__web__picture", {}),)),
+        Reply(text="seen"),
+    )
+    client = RecordingClient(answers=["allow_once"] * 3)
+    with FakeMcpHttpServer() as web:
+        servers = [
+            fake_stdio("files"),
+            HttpMcpServer(type="http", name="web", url=web.url, headers=[]),
+        ]
+        async with loopd_acp(home, client) as conn:
+            new = await conn.new_session(cwd=str(home.work), mcp_servers=servers)
+            result = await conn.prompt(session_id=new.session_id, prompt=text("grow, look"))
+    assert result.stop_reason == "end_turn"
+    offered = [{t["name"] for t in r.body["tools"]} for r in home.fake.requests]
+    assert "mcp__files__added" not in offered[0]
+    assert all("mcp__files__added" in names for names in offered[1:])
+    assert "the added tool ran" in sent_to_model(home, 2)
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
+    [picture] = home.fake.requests[3].body["messages"][-1]["content"]
+    assert picture["type"] == "tool_result" and image in picture["content"]
+    shown = [
+        c["content"]
+        for u in client.of("tool_call_update")
+        for c in u.get("content") or ()
+        if c["type"] == "content"
+    ]
+    assert {"type": "image", "data": PNG, "mimeType": "image/png"} in shown
+
+
+async def test_a_servers_prompts_are_slash_commands_that_fill_in_the_turn(home: Home) -> None:
+    home.fake.script("*", Reply(text="reviewed"))
+    client = RecordingClient()
+    async with loopd_acp(home, client) as conn:
+        new = await conn.new_session(cwd=str(home.work), mcp_servers=[fake_stdio("files")])
+        sid = new.session_id
+        missing = await conn.prompt(session_id=sid, prompt=text("/mcp__files__review"))
+        asked = len(home.fake.requests)
+        result = await conn.prompt(session_id=sid, prompt=text("/mcp__files__review a.py speed"))
+    commands = client.of("available_commands_update")[0]["availableCommands"]
+    review = next(c for c in commands if c["name"] == "mcp__files__review")
+    assert review == {
+        "name": "mcp__files__review",
+        "description": "Review a file. (MCP: files)",
+        "input": {"hint": "file [focus]"},
+    }
+    assert missing.stop_reason == "end_turn" and asked == 0  # no turn ran
+    assert "/mcp__files__review failed: /mcp__files__review needs file" in client.text()
+    assert result.stop_reason == "end_turn"
+    sent = sent_to_model(home, 0)
+    assert "Review a.py, focusing on speed." in sent and "file:///a.py" in sent
+    assert "/mcp__files__review" not in sent

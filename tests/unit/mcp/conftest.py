@@ -14,6 +14,7 @@ from loopd.engine.ports import Clock
 from loopd.mcp import McpServers, McpTimeouts
 from loopd.runtimes.base import McpServerConfig
 from loopd.testing import fake_mcp
+from loopd.testing.fake_mcp import FakeMcpHttpServer
 from loopd.tools.env import SystemClock
 
 FAKE_MCP = str(Path(fake_mcp.__file__).resolve())
@@ -22,6 +23,11 @@ BUILTIN = ("read", "write", "edit", "bash", "glob", "grep", "plan")
 
 def stdio(name: str = "fake", *flags: str, env: Mapping[str, str] | None = None) -> McpServerConfig:
     return McpServerConfig(name, command=sys.executable, args=(FAKE_MCP, *flags), env=env or {})
+
+
+def served(transport: str, web: FakeMcpHttpServer, *flags: str) -> McpServerConfig:
+    """Server `srv`: the fake as a child (`stdio`, with `flags`) or `web` (`http`)."""
+    return stdio("srv", *flags) if transport == "stdio" else McpServerConfig("srv", url=web.url)
 
 
 class HeldClock:

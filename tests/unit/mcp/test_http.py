@@ -61,3 +61,43 @@ async def test_a_server_that_is_not_listening_is_reported() -> None:
         [problem] = servers.problems
     assert servers.tools == ()
     assert problem.startswith("web: ") and "ConnectError" in problem
+
+
+async def test_an_expired_session_is_initialised_again_and_the_call_retried(
+    tmp_path: Path,
+) -> None:
+    env = ToolEnv(roots=(str(tmp_path),))
+    with FakeMcpHttpServer() as fake:
+        async with connected([McpServerConfig("web", url=fake.url)]) as servers:
+            echo = next(t for t in servers.tools if t.name == "mcp__web__echo")
+            fake.expire()
+            said = await echo.run({"text": "again"}, env, RecordingProgress())
+            fake.expire()
+            listed = await servers.clients[0].list_tools()
+        calls = [(m, h.get("mcp-session-id")) for m, h in fake.requests]
+    assert said.output == "echo: again" and not said.is_error
+    assert len(listed) == len(servers.tools)
+    assert calls[-11:] == [
+        ("tools/call", "fake-session-1"),  # 404
+        ("initialize", None),
+        ("notifications/initialized", "fake-session-2"),
+        ("tools/call", "fake-session-2"),
+        ("tools/list", "fake-session-2"),  # 404
+        ("initialize", None),
+        ("notifications/initialized", "fake-session-3"),
+        *[("tools/list", "fake-session-3")] * 4,  # every page, in the new session
+    ]
+
+
+async def test_a_server_that_forgets_every_session_is_retried_only_once(tmp_path: Path) -> None:
+    env = ToolEnv(roots=(str(tmp_path),))
+    with FakeMcpHttpServer() as fake:
+        async with connected([McpServerConfig("web", url=fake.url)]) as servers:
+            echo = next(t for t in servers.tools if t.name == "mcp__web__echo")
+            fake.forgetful = True
+            said = await echo.run({"text": "lost"}, env, RecordingProgress())
+        methods = [m for m, _ in fake.requests]
+    assert said.is_error
+    assert said.output == "The MCP server 'web' failed: the server ended the session (HTTP 404)"
+    assert methods.count("initialize") == 2  # the start, and the one new handshake
+    assert methods[-3:] == ["tools/call", "initialize", "notifications/initialized"]

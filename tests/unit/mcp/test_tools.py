@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from loopd.mcp.client import CallOutcome
-from loopd.mcp.tools import result_text, tool_name
+from loopd.mcp.tools import IMAGE_LIMIT, result_images, result_text, tool_name
+from loopd.protocol.messages import ImagePart
 from tests.unit.mcp.conftest import BUILTIN, connected, stdio
 
 
@@ -49,7 +50,7 @@ async def test_servers_whose_names_collide_keep_the_first_ones_tools() -> None:
     assert problems[1] == (
         "my srv: tool 'echo' is not offered: another MCP tool is named mcp__my_srv__echo"
     )
-    assert len(problems) == 6  # the duplicate server, then each of the five tools
+    assert len(problems) == 8  # the duplicate server, then each of the seven tools
     assert report.startswith("Some MCP servers or tools are not available in this session:\n- ")
 
 
@@ -62,7 +63,19 @@ async def test_servers_whose_names_collide_keep_the_first_ones_tools() -> None:
         (CallOutcome(()), "(no output)"),
         (
             CallOutcome(({"type": "image", "data": "AAAA", "mimeType": "image/png"},)),
+            "[image image/png, 3 bytes, attached]",
+        ),
+        (
+            CallOutcome(({"type": "image", "data": "AAAA", "mimeType": "image/svg+xml"},)),
+            "[image image/svg+xml, 3 bytes, not shown]",
+        ),
+        (
+            CallOutcome(({"type": "image", "data": "A*AA", "mimeType": "image/png"},)),
             "[image image/png, 3 bytes, not shown]",
+        ),
+        (
+            CallOutcome(({"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},)),
+            "[audio audio/wav, 3 bytes, not shown]",
         ),
         (
             CallOutcome(({"type": "resource_link", "uri": "file:///a", "name": "a"},)),
@@ -80,3 +93,18 @@ async def test_servers_whose_names_collide_keep_the_first_ones_tools() -> None:
 )
 def test_results_become_text_for_the_model(outcome: CallOutcome, text: str) -> None:
     assert result_text(outcome) == text
+
+
+def test_only_images_a_provider_accepts_are_given_to_the_model() -> None:
+    big = "A" * (IMAGE_LIMIT * 4 // 3 + 8)
+    blocks = (
+        {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+        {"type": "image", "data": "BBBB", "mimeType": "image/svg+xml"},  # not a type they take
+        {"type": "image", "data": "not base64!", "mimeType": "image/png"},
+        {"type": "image", "data": big, "mimeType": "image/jpeg"},  # over 5 MB
+        {"type": "image", "mimeType": "image/png"},  # no data
+        {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+        {"type": "image", "data": "CCCC", "mimeType": "image/webp"},
+    )
+    images = result_images(CallOutcome(blocks))
+    assert images == (ImagePart("image/png", "AAAA"), ImagePart("image/webp", "CCCC"))

@@ -172,3 +172,44 @@ async def test_responses_body(fake: FakeLLMServer) -> None:
     }
     assert out1 == {"type": "function_call_output", "call_id": "t1", "output": "print(1)"}
     assert out2["call_id"] == "t2"
+
+
+PICTURE = ModelRequest(
+    "m",
+    "",
+    (
+        HISTORY[1],
+        Message(
+            "user", (ToolResultPart("t1", "a dot", images=(ImagePart("image/png", "iVBOR"),)),)
+        ),
+    ),
+)
+
+
+async def test_a_tool_results_images_reach_each_wire_format(fake: FakeLLMServer) -> None:
+    image_url = "data:image/png;base64,iVBOR"
+    _, anthropic = await sent(fake, "anthropic", PICTURE)
+    (result,) = anthropic["messages"][-1]["content"]
+    assert result["content"] == [
+        {"type": "text", "text": "a dot"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}},
+    ]
+    _, chat = await sent(fake, "openai_chat", PICTURE)
+    tool, user = chat["messages"][-2:]
+    assert tool == {"role": "tool", "tool_call_id": "t1", "content": "a dot"}
+    assert user == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "The images the tool call t1 returned:"},
+            {"type": "image_url", "image_url": {"url": image_url}},
+        ],
+    }
+    _, responses = await sent(fake, "openai_responses", PICTURE)
+    assert responses["input"][-1] == {
+        "type": "function_call_output",
+        "call_id": "t1",
+        "output": [
+            {"type": "input_text", "text": "a dot"},
+            {"type": "input_image", "image_url": image_url},
+        ],
+    }
