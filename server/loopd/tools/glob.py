@@ -26,7 +26,7 @@ from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import Location, ToolKind
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
-from loopd.tools.gitignore import inherited, read_ignore_file
+from loopd.tools.gitignore import Ignore, inherited, read_ignore_file
 
 SEARCH_ROOT = {
     "type": "string",
@@ -109,7 +109,7 @@ def _glob(root: str, pattern: str, top: str) -> list[tuple[str, bool]]:
         if not (part == "**" and parts[-1:] == ("**",)):
             parts += (part,)
     found: list[tuple[str, bool]] = []
-    ignores = {(): inherited(root, top)}
+    ignores: dict[tuple[str, ...], Ignore] = {(): inherited(root, top)}
     for current, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
         rel = os.path.relpath(current, root)
         here = () if rel == "." else tuple(rel.split("/"))
