@@ -20,14 +20,12 @@ tells the session layer the catalog changed underneath it.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, get_args
 
-from loopd.catalog.entry import RuntimeEntry, SelectionKind, Source
+from loopd.catalog.entry import RuntimeEntry, SelectionKind, Source, digest
 from loopd.catalog.errors import InvalidCatalog, UnknownHarness, UnknownRuntime
 from loopd.config.schema import Harness
 
@@ -55,7 +53,7 @@ class RuntimeCatalog:
             raise UnknownRuntime(self.default, by_name)
         object.__setattr__(self, "entries", entries)
         object.__setattr__(self, "_by_name", MappingProxyType(by_name))
-        object.__setattr__(self, "digest", _digest(self._projection()))
+        object.__setattr__(self, "digest", digest(self._projection()))
 
     def __iter__(self) -> Iterator[RuntimeEntry]:
         return iter(self.entries)
@@ -148,6 +146,8 @@ class Resolved:
             model=self.model,
             effort=self.effort,
             catalog_digest=self.catalog_digest,
+            entry_digest=self.entry.digest,
+            entry_fields=MappingProxyType(self.entry.fingerprint()),
         )
 
 
@@ -177,8 +177,10 @@ class RuntimeIdentity:
     model: str | None
     effort: str | None
     catalog_digest: str
+    entry_digest: str = ""  # empty in records made before entries had digests
+    entry_fields: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
-    def to_json(self) -> dict[str, str | None]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "runtime": self.runtime,
             "harness": self.harness.value,
@@ -188,6 +190,8 @@ class RuntimeIdentity:
             "model": self.model,
             "effort": self.effort,
             "catalog_digest": self.catalog_digest,
+            "entry_digest": self.entry_digest,
+            "entry_fields": dict(self.entry_fields),
         }
 
     @classmethod
@@ -211,9 +215,31 @@ class RuntimeIdentity:
             model=data["model"],
             effort=data["effort"],
             catalog_digest=data["catalog_digest"],
+            entry_digest=str(data.get("entry_digest") or ""),
+            entry_fields=MappingProxyType(_fields(data.get("entry_fields"))),
         )
 
 
-def _digest(projection: Mapping[str, Any]) -> str:
-    canonical = json.dumps(projection, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+def _fields(value: object) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise InvalidCatalog("runtime identity", "entry_fields", "not a map of strings")
+    return dict(value)
+
+
+def entry_changes(stored: Mapping[str, Any], current: Mapping[str, Any]) -> tuple[str, ...]:
+    """What changed in a session's catalog entry between the identity it recorded and
+    the one it resolves to now (both as `RuntimeIdentity.to_json` gives them): the
+    names of the fields that differ, `("entry",)` if the entry changed but the record
+    predates per-field fingerprints, `()` if nothing did or the record has no digest."""
+    before, after = stored.get("entry_digest"), current.get("entry_digest")
+    if not isinstance(before, str) or not before or before == after:
+        return ()
+    old, new = stored.get("entry_fields"), current.get("entry_fields")
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return ("entry",)
+    changed = tuple(sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k)))
+    return changed or ("entry",)

@@ -16,6 +16,8 @@ Invariants, checked in `__post_init__` (failures raise `InvalidCatalog`):
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -164,6 +166,17 @@ class RuntimeEntry:
             },
         }
 
+    @property
+    def digest(self) -> str:
+        """The digest of this entry's secret-free projection: a session records it
+        and is told, when loaded, that its entry changed if it differs."""
+        return digest(self.to_json())
+
+    def fingerprint(self) -> dict[str, str]:
+        """A short digest per field of the projection, so a changed entry can be
+        described by what changed ("models", "args") without storing its contents."""
+        return {name: digest(value)[7:19] for name, value in self.to_json().items()}
+
     def _fail(self, field_name: str, problem: str) -> InvalidCatalog:
         return InvalidCatalog(f"runtime {self.name!r}", field_name, problem)
 
@@ -248,3 +261,9 @@ def public_url(url: str) -> str:
     host = f"[{host}]" if ":" in host else host
     netloc = f"{host}:{parts.port}" if parts.port is not None else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def digest(projection: object) -> str:
+    """`sha256:` and the hex SHA-256 of the canonical JSON of `projection`."""
+    canonical = json.dumps(projection, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
