@@ -359,7 +359,8 @@ def test_identity_round_trips_through_json(catalog: RuntimeCatalog) -> None:
         restored = RuntimeIdentity.from_json(json.loads(json.dumps(identity.to_json())))
         assert restored == identity
         assert restored.catalog_digest == catalog.digest
-        again = catalog.resolve(restored.runtime, restored.model, restored.effort).identity()
+        effort = restored.effort if restored.effort_explicit else None
+        again = catalog.resolve(restored.runtime, restored.model, effort).identity()
         assert again == identity
 
 

@@ -64,6 +64,9 @@ def test_json_carries_entries_default_digest_and_skipped() -> None:
         "id": "claude-sonnet-4-5",
         "aliases": ["sonnet"],
         "description": "",
+        "source": None,
+        "credential": None,
+        "targets": {},
     }
     assert data["skipped"] == [{"name": "claude", "reason": "command 'claude' not found"}]
     text = json.dumps(data)

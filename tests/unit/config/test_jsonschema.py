@@ -29,8 +29,13 @@ kind = "openai_chat"
 base_url = "https://api.groq.com/openai/v1"
 api_key_env = "GROQ_API_KEY"
 description = "Groq"
-models = ["llama-3.3-70b", { id = "qwen-2.5-coder-32b", aliases = ["qwen"], description = "q" }]
+models = [
+  "llama-3.3-70b",
+  { id = "qwen-2.5-coder-32b", aliases = ["qwen"], description = "q", credential = "none" },
+  { id = "qwen-3", targets = { high = "qwen-3-hi" } },
+]
 default_model = "qwen"
+small_model = "llama-3.3-70b"
 efforts = ["off", "low"]
 default_effort = "off"
 open_models = true
@@ -123,6 +128,7 @@ def test_every_key_the_schema_names_is_used_above() -> None:
 
     walk(config_json_schema())
     used = set(re.findall(r"^(\w+) =", EVERY_KEY, re.M)) | {"aliases", "id", "providers"}
+    used |= {"credential", "targets"}  # inline in a model table
     used |= {"runtimes", "defaults", "limits", "approvals", "delegate", "done", "criteria"}
     used |= {"sandbox"}
     assert named <= used
