@@ -251,6 +251,7 @@ def _native_wiring(
         open_models=entry.open_models,
         listing=listing,
         resolve_model=functools.partial(_model_id, entry),
+        target_for=functools.partial(_target, entry),
     )
 
 
@@ -336,6 +337,11 @@ def workspace_done(env: Mapping[str, str], cwd: str) -> DoneSet:
 def _model_id(entry: RuntimeEntry, model: str) -> str:
     """What the provider is sent for `model` in this entry: an alias becomes its id."""
     return entry.resolve_model(model) or model
+
+
+def _target(entry: RuntimeEntry, model: str, effort: str) -> str:
+    """What the provider is sent for model id `model` at `effort`: its target there."""
+    return entry.target_of(model, effort) or model
 
 
 def _rules_table(config: Config) -> dict[str, Any]:
