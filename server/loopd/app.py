@@ -199,13 +199,23 @@ def _cli_fields(entry: RuntimeEntry) -> dict[str, Any]:
     given, and the models and efforts the session offers."""
     return {
         "binary": entry.command,
-        "env": dict(entry.env),
+        "env": dict(entry.env) | _small_model_env(entry),
         "extra_args": tuple(entry.args),
         "models": tuple(m.id for m in entry.models),
         "default_model": entry.default_model,
         "efforts": tuple(entry.efforts),
         "default_effort": entry.default_effort,
     }
+
+
+def _small_model_env(entry: RuntimeEntry) -> dict[str, str]:
+    """The Claude CLI takes the entry's small model (for its side requests) from its
+    environment: the current variable and the older one it still reads."""
+    if entry.harness is not Harness.CLAUDE or entry.small_model is None:
+        return {}
+    return dict.fromkeys(
+        ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_SMALL_FAST_MODEL"), entry.small_model
+    )
 
 
 def _native_wiring(
