@@ -172,7 +172,7 @@ def inherited(root: str, top: str) -> Ignore:
         if os.path.lexists(os.path.join(current, ".git")) or current == top:
             break
         parent = os.path.dirname(current)
-        if parent == current or not (parent + os.sep).startswith(top.rstrip(os.sep) + os.sep):
+        if parent == current or not is_within(parent, top):
             break
         current = parent
     rules: list[Rule] = []
@@ -186,6 +186,11 @@ def inherited(root: str, top: str) -> Ignore:
             if (rule := parse(line, ())) is not None:
                 rules.append(_rebased(rule, prefix))
     return Ignore(tuple(rules))
+
+
+def is_within(path: str, directory: str) -> bool:
+    """Whether canonical `path` is `directory` or below it."""
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 def _rebased(rule: Rule, prefix: list[str]) -> Rule:

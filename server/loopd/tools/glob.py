@@ -26,7 +26,7 @@ from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import Location, ToolKind
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
-from loopd.tools.gitignore import Ignore, inherited, read_ignore_file
+from loopd.tools.gitignore import Ignore, inherited, is_within, read_ignore_file
 
 SEARCH_ROOT = {
     "type": "string",
@@ -94,10 +94,6 @@ def _pattern(args: Args) -> str:
             "`pattern` may not climb with `..`; pass the directory to search as `path`"
         )
     return pattern
-
-
-def is_within(path: str, directory: str) -> bool:
-    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 def _glob(root: str, pattern: str, top: str) -> list[tuple[str, bool]]:

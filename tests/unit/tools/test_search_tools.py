@@ -244,3 +244,17 @@ async def test_glob_never_lets_an_ignore_file_block_or_leak(
     os.mkfifo(tree / "sub" / ".gitignore")
     listed = (await call("glob", pattern="**/*.py")).result.output
     assert listed == "b.py\nsub/deep/d.py"
+
+
+async def test_both_grep_backends_skip_what_gitignore_ignores(
+    grep: ToolRegistry, tree: Path
+) -> None:
+    (tree / ".gitignore").write_text("build/\n*.log\n!keep.log\n")
+    (tree / "sub" / ".gitignore").write_text("/deep/\n")
+    for name in ("build/out.txt", "x.log", "keep.log", "sub/deep/more.txt", "sub/kept.txt"):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text("alpha\n")
+    found = (await run_grep(grep, pattern="alpha")).output
+    for gone in ("build/out.txt", "x.log", "sub/deep/"):
+        assert gone not in found, gone
+    assert "keep.log:1: alpha" in found and "sub/kept.txt:1: alpha" in found
