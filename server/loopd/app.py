@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -28,7 +29,7 @@ from loopd.catalog import (
 )
 from loopd.catalog.errors import NO_RUNTIME_HELP
 from loopd.catalog.listing import listing_for, lists_models, no_model_help
-from loopd.config import Config, data_dir, load_config, user_config_file
+from loopd.config import Config, TrustStore, data_dir, load_config, user_config_file
 from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.schema import Harness
 from loopd.engine.delegate import ChildRuntime
@@ -57,6 +58,7 @@ from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
 from loopd.sandbox.base import Unsandboxed
 from loopd.sandbox.probe import NO_BOUNDARY, Boundary, SandboxProbe, probe_sandbox
 from loopd.sessions.manager import SessionManager
+from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.sqlite import SqliteStore, outputs_dir
 from loopd.tools.criteria import SandboxedDone
 from loopd.tools.env import RoutedFiles, SystemClock, ToolEnv, ToolLimits
@@ -64,6 +66,8 @@ from loopd.tools.explore import Explore
 from loopd.tools.files import BeneathFiles
 from loopd.tools.registry import ToolRegistry, builtin_tools
 from loopd.tools.skills import Skill, SkillShelf
+
+log = logging.getLogger(__name__)
 
 
 def utc_now() -> str:
@@ -93,19 +97,26 @@ class App:
 
     async def reload(self) -> None:
         """Read the login and the config again and offer the runtimes they give now
-        (after `loopd login` ran in a terminal). Open sessions keep their runtime."""
-        env, self.config = await asyncio.to_thread(_configure, self.env, self.cwd)
-        self.catalog = await asyncio.to_thread(discover_catalog, self.config, env)
+        (after `loopd login` ran in a terminal, or the workspace file was trusted).
+        Open sessions keep their runtime."""
+        env, config = await asyncio.to_thread(_configure, self.env, self.cwd)
+        catalog = await asyncio.to_thread(discover_catalog, config, env)
         probe = self._probe or LazyProbe(env)
-        factories = _factories(self.catalog, env, self.config, self.store, self._providers, probe)
+        factories = _factories(catalog, env, config, self.store, self._providers, probe)
+        self.config, self.catalog = config, catalog
         self.manager.use_runtimes(
             factories,
-            self.catalog.catalog.default or "",
-            functools.partial(_identity, self.catalog.catalog),
+            catalog.catalog.default or "",
+            functools.partial(_identity, catalog.catalog),
         )
+        self.manager.approval_timeout = float(config.approvals.timeout_seconds)
+        self.manager.no_default_help = _no_default_help(config, catalog)
 
 
-def build_app(env: Mapping[str, str], cwd: str) -> App:
+def build_app(env: Mapping[str, str], cwd: str, *, editor: bool = False) -> App:
+    """The app for a workspace. `editor` (ACP, LSP) puts an untrusted workspace
+    config to the person at each session's first turn; the CLI says it on stderr
+    instead (`loopd run --yes` must never trust a folder)."""
     effective, config = _configure(env, cwd)
     catalog = discover_catalog(config, effective)
     store = SqliteStore(data_dir(env) / "sessions.db")
@@ -123,6 +134,14 @@ def build_app(env: Mapping[str, str], cwd: str) -> App:
     )
     app = App(env, cwd, config, catalog, store, manager, providers, probe)
     manager.credentials = app
+    if editor:
+        if config.workspace is not None and config.workspace.notice:
+            log.warning("%s", config.workspace.notice)  # the editor's log; sessions ask
+        manager.workspace = WorkspaceTrust(
+            status=lambda: app.config.workspace,
+            store=TrustStore(data_dir(env)),
+            reconfigure=app.reload,
+        )
     return app
 
 

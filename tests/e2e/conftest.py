@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,19 @@ command = "grep -q good app.txt"
 """
 """A workspace `[done]` for the seal tests: app.txt must say "good"; a turn that
 fails twice without progress is incomplete."""
+
+
+def trusted_config(folder: Path, env: Mapping[str, str], text: str = DONE_TOML) -> None:
+    """Write `folder/.loopd/config.toml` and trust it in `env`'s data dir, as the
+    person would with `loopd trust` (an untrusted `[done]` would be ignored)."""
+    from loopd.config import TrustStore, WorkspaceFile, data_dir, workspace_config_file
+
+    path = workspace_config_file(folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    found = WorkspaceFile.read(folder, path)
+    assert found is not None
+    TrustStore(data_dir(env)).trust(found)
 
 
 def run_loopd(

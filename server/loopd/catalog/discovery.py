@@ -28,8 +28,11 @@ _VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-+.][0-9A-Za-z.-]+)?")
 def path_which(search_path: str | None) -> Which:
     """A `which` over `search_path` (a PATH string), not the process's own PATH.
     A command with a slash is checked as a path, as shells do. No PATH at all means
-    the system default (`os.defpath`), never the process's PATH."""
-    search = search_path if search_path is not None else os.defpath
+    the system default (`os.defpath`), never the process's PATH. Relative entries
+    (`.`, or the empty one a stray `:` makes) are dropped: they would find a program
+    in whatever folder loopd starts in, and a cloned repository can hold a `claude`."""
+    given = search_path if search_path is not None else os.defpath
+    search = os.pathsep.join(p for p in given.split(os.pathsep) if os.path.isabs(p))
 
     def which(command: str) -> str | None:
         found = shutil.which(command, path=search)

@@ -76,6 +76,10 @@ def _config_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _folder_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", nargs="?", default=os.curdir, help="the folder (default: here)")
+
+
 def _completion_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("shell", choices=["bash", "zsh", "fish"])
 
@@ -98,6 +102,10 @@ COMMANDS: tuple[Command, ...] = (
             _no_arguments, "loopd.cli.doctor:doctor"),
     Command("config", "the config files: their paths, the merged result, its JSON Schema",
             _config_arguments, "loopd.cli.config:config"),
+    Command("trust", "let a folder's .loopd/config.toml apply, as it is now",
+            _folder_argument, "loopd.cli.trust:trust"),
+    Command("untrust", "make a folder's .loopd/config.toml inert again", _folder_argument,
+            "loopd.cli.trust:untrust"),
     Command("completion", "print a shell completion script (bash, zsh or fish)",
             _completion_arguments, "loopd.cli.completion:completion"),
     Command("demo", "one scripted turn end to end, no API key needed", _no_arguments,

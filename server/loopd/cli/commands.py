@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import sys
@@ -77,7 +78,8 @@ def acp(args: argparse.Namespace) -> int:
     async def main() -> None:
         from loopd.app import build_app
 
-        building = asyncio.create_task(asyncio.to_thread(build_app, dict(os.environ), os.getcwd()))
+        build = functools.partial(build_app, dict(os.environ), os.getcwd(), editor=True)
+        building = asyncio.create_task(asyncio.to_thread(build))
         manager = asyncio.ensure_future(_manager_of(building))
         try:
             await serve_stdio(manager, out)
@@ -114,7 +116,7 @@ def lsp(args: argparse.Namespace) -> int:
     out = protect_stdout() if address is None else None  # stdout is the protocol's
 
     async def main() -> None:
-        app = build_app(dict(os.environ), os.getcwd())
+        app = build_app(dict(os.environ), os.getcwd(), editor=True)
         try:
             await serve(app.manager, address, out)
         finally:
@@ -127,10 +129,13 @@ def lsp(args: argparse.Namespace) -> int:
 def catalog(args: argparse.Namespace) -> int:
     from loopd.catalog import catalog_to_json, catalog_to_text, discover_catalog
     from loopd.catalog.listing import listed_models
+    from loopd.cli.trust import tell_workspace
     from loopd.config import load_config
 
     env = dict(os.environ)
-    build = discover_catalog(load_config(env, Path.cwd()), env)
+    config = load_config(env, Path.cwd())
+    tell_workspace(config)
+    build = discover_catalog(config, env)
     listed = asyncio.run(listed_models(build.catalog, env))  # what model servers serve
     if args.json:
         print(json.dumps(catalog_to_json(build.catalog, build.skipped, listed), indent=2))

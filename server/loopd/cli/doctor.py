@@ -31,6 +31,7 @@ TOOLS = (("rg", "ripgrep: fast grep"), ("bwrap", "bubblewrap: the strongest sand
 def doctor(args: argparse.Namespace) -> int:
     from loopd import __version__
     from loopd.catalog import catalog_to_text, discover_catalog
+    from loopd.cli.trust import tell_workspace
     from loopd.config import Config, ConfigFileError, data_dir, load_config
     from loopd.sandbox.probe import probe_sandbox
 
@@ -41,6 +42,7 @@ def doctor(args: argparse.Namespace) -> int:
     try:
         config = load_config(env, cwd)
         problem = None
+        tell_workspace(config)
     except ConfigFileError as err:
         config, problem = Config(), err
     print(config_files(env, cwd, config))
@@ -69,11 +71,9 @@ def config_files(env: Mapping[str, str], cwd: Path, config: Config) -> str:
 
 
 def trust_note(config: Config) -> str:
-    """Whether the workspace file is trusted, as `, trusted` / `, untrusted`. Empty
-    until workspace trust lands: then `f", {config.workspace.state}"` when
-    `config.workspace` is set (the one line to wire)."""
-    del config
-    return ""
+    """Whether the workspace file is trusted, as `, trusted` / `, untrusted` /
+    `, changed` (since it was trusted)."""
+    return f", {config.workspace.state}" if config.workspace is not None else ""
 
 
 def credentials(env: Mapping[str, str], config: Config) -> str:

@@ -88,8 +88,10 @@ async def run_turn(
     config: dict[str, str],
 ) -> Outcome:
     from loopd.app import build_app
+    from loopd.cli.trust import tell_workspace
 
     app = build_app(env, cwd)
+    tell_workspace(app.config)
     try:
         if runtime is not None:
             config["runtime"] = app.catalog.catalog.select(runtime).name

@@ -5,6 +5,13 @@ Files, lowest precedence first (tables merge key by key, other values are replac
     $XDG_CONFIG_HOME/loopd/config.toml   user file (XDG_CONFIG_HOME defaults to ~/.config)
     <cwd>/.loopd/config.toml             workspace file
 
+The workspace file is inert until its folder is trusted (`loopd trust DIR`, or the
+editor's question; see `loopd.config.trust`). Trust is recorded with the file's
+sha256 and lapses when the file changes. Until then only the keys that tighten apply
+(declared on their fields in `loopd.config.schema`: added `[approvals] deny`/`ask`
+rules, lower limits and approval timeout, a stricter `[defaults] mode`); the others
+are ignored and named in `Config.workspace`, so the person is told.
+
 Environment: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL,
 OLLAMA_HOST (read by the catalog builder to discover native providers) and LOOPD_HOME
 (the data directory; default the platform's user data dir).
@@ -86,6 +93,7 @@ from loopd.config.load import (
 from loopd.config.merge import Merged, merge_layers
 from loopd.config.parse import parse_config
 from loopd.config.schema import (
+    UNTRUSTED_KEYS,
     Approvals,
     Choices,
     Config,
@@ -102,9 +110,13 @@ from loopd.config.schema import (
     ProviderKind,
     RuntimeConfig,
     SandboxSettings,
+    TrustState,
+    WorkspaceStatus,
 )
+from loopd.config.trust import TrustStore, WorkspaceFile
 
 __all__ = [
+    "UNTRUSTED_KEYS",
     "Approvals",
     "Choices",
     "Config",
@@ -123,6 +135,10 @@ __all__ = [
     "ProviderKind",
     "RuntimeConfig",
     "SandboxSettings",
+    "TrustState",
+    "TrustStore",
+    "WorkspaceFile",
+    "WorkspaceStatus",
     "data_dir",
     "load_config",
     "merge_layers",

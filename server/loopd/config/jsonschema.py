@@ -16,14 +16,31 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from loopd.config.schema import Choices, Config, ModelSpec, ProviderConfig, RuntimeConfig
+from loopd.config.schema import (
+    UNTRUSTED,
+    Choices,
+    Config,
+    Gate,
+    ModelSpec,
+    ProviderConfig,
+    RuntimeConfig,
+)
 
 SCHEMA_ID = "https://loopd.dev/schemas/config.json"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 # Fields that are not TOML keys: the table's name is its key in the parent table,
-# `choices` is spread into the table itself, `sources` and `origins` record the files.
-_NOT_KEYS = frozenset({"name", "choices", "sources", "origins"})
+# `choices` is spread into the table itself, `sources` and `origins` record the files,
+# `workspace` whether the workspace file is trusted.
+_NOT_KEYS = frozenset({"name", "choices", "sources", "origins", "workspace"})
+# What a key does in a workspace file whose folder is not trusted (every other key
+# is ignored there until the folder is trusted).
+_UNTRUSTED_NOTES: Mapping[Gate, str] = {
+    Gate.ADDS: "In an untrusted workspace file: added to the user's rules.",
+    Gate.LOWERS: "In an untrusted workspace file: applies only when lower than the user's.",
+    Gate.CAPS: "In an untrusted workspace file: applies only when it sets or lowers a ceiling.",
+    Gate.STRICTER: "In an untrusted workspace file: applies only when stricter.",
+}
 # The tables keyed by a name the person chooses.
 _NAMED_TABLES: Mapping[str, type[Any]] = {"providers": ProviderConfig, "runtimes": RuntimeConfig}
 
@@ -93,6 +110,9 @@ def _value(hint: Any, metadata: Mapping[str, Any]) -> dict[str, Any]:
         schema["enum"] = list(metadata["choices"])
     if "doc" in metadata:
         schema["description"] = metadata["doc"]
+    if UNTRUSTED in metadata:
+        note = _UNTRUSTED_NOTES[metadata[UNTRUSTED]]
+        schema["description"] = f"{schema.get('description', '')} {note}".strip()
     return schema
 
 

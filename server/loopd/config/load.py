@@ -6,6 +6,7 @@ test or a second editor connection never depends on the process's globals.
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,9 +14,11 @@ from typing import Any
 
 import platformdirs
 
+from loopd.config.gate import gate_untrusted
 from loopd.config.merge import merge_layers
 from loopd.config.parse import parse_config
-from loopd.config.schema import Config, ConfigFileError, EnvSettings
+from loopd.config.schema import Config, ConfigFileError, EnvSettings, TrustState, WorkspaceStatus
+from loopd.config.trust import TrustStore, WorkspaceFile
 
 Env = Mapping[str, str]
 
@@ -51,14 +54,29 @@ def load_config(
 ) -> Config:
     """Read the user file then the workspace file (either may be missing), merge them
     with the workspace winning, and validate. `base` is a layer below both files (the
-    defaults `loopd login` stored). Raises `ConfigFileError`."""
-    paths = (
-        user_file if user_file is not None else user_config_file(env),
-        workspace_file if workspace_file is not None else workspace_config_file(cwd),
+    defaults `loopd login` stored). The workspace file applies whole only when its
+    folder is trusted with exactly these bytes (`loopd.config.trust`, records under
+    `data_dir(env)`); otherwise only the keys that tighten apply, and
+    `Config.workspace` names the rest. Raises `ConfigFileError`."""
+    user_path = user_file if user_file is not None else user_config_file(env)
+    ws_path = workspace_file if workspace_file is not None else workspace_config_file(cwd)
+    below: list[tuple[Path | None, Mapping[str, Any]]] = [(None, base or {})]
+    if user_path.is_file():
+        below.append((user_path, _read_toml(user_path)))
+    read = tuple(path for path, _ in below if path is not None)
+    found = WorkspaceFile.read(cwd, ws_path)
+    if found is None:
+        return parse_config(merge_layers(below), read)
+    document = _parse_toml(ws_path, found.content)
+    state = TrustStore(data_dir(env)).state(found)
+    ignored: tuple[str, ...] = ()
+    if state is not TrustState.TRUSTED:
+        document, ignored = gate_untrusted(document, parse_config(merge_layers(below)))
+    config = parse_config(merge_layers([*below, (ws_path, document)]), (*read, ws_path))
+    status = WorkspaceStatus(
+        folder=found.folder, file=ws_path, state=state, sha256=found.sha256, ignored=ignored
     )
-    layers = [(path, _read_toml(path)) for path in paths if path.is_file()]
-    merged = merge_layers([(None, base or {}), *layers])
-    return parse_config(merged, tuple(path for path, _ in layers))
+    return dataclasses.replace(config, workspace=status)
 
 
 def read_env(env: Env) -> EnvSettings:
@@ -88,9 +106,14 @@ def data_dir(env: Env) -> Path:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigFileError(path, "(file)", f"not valid TOML: {exc}") from exc
+        content = path.read_bytes()
     except OSError as exc:
         raise ConfigFileError(path, "(file)", f"cannot be read: {exc.strerror}") from exc
+    return _parse_toml(path, content)
+
+
+def _parse_toml(path: Path, content: bytes) -> dict[str, Any]:
+    try:
+        return tomllib.loads(content.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigFileError(path, "(file)", f"not valid TOML: {exc}") from exc

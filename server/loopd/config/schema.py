@@ -12,6 +12,7 @@ keys kept out of `repr` so a logged config cannot leak them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -40,6 +41,29 @@ class ProviderKind(StrEnum):
     ANTHROPIC = "anthropic"
     OPENAI_CHAT = "openai_chat"
     OPENAI_RESPONSES = "openai_responses"
+
+
+UNTRUSTED = "untrusted"  # field metadata: the `Gate` of a key that may only tighten
+
+
+class Gate(StrEnum):
+    """What a key of an untrusted workspace file may do, declared on its field as
+    `metadata={UNTRUSTED: Gate...}`. A key without one needs trust: a new key is
+    inert in untrusted folders until it is declared as one that can only tighten."""
+
+    ADDS = "adds"  # rules added to the user's, never replacing them ([approvals] deny)
+    LOWERS = "lowers"  # a number that may go down, never up
+    CAPS = "caps"  # a ceiling where 0 means none: may be set or lowered, never lifted
+    STRICTER = "stricter"  # a mode no more permissive than the user's default
+
+
+class TrustState(StrEnum):
+    """Where a workspace config file stands (`loopd.config.trust`). Only `TRUSTED`
+    lets every key apply."""
+
+    TRUSTED = "trusted"
+    UNTRUSTED = "untrusted"  # never trusted, or trust withdrawn
+    CHANGED = "changed"  # trusted once, but the file is no longer what was trusted
 
 
 class ConfigFileError(ConfigError):
@@ -134,19 +158,24 @@ class Defaults:
     runtime: str | None = None
     model: str | None = None
     effort: str | None = None
-    mode: str | None = field(default=None, metadata={"choices": tuple(m.value for m in Mode)})
+    mode: str | None = field(
+        default=None,
+        metadata={"choices": tuple(m.value for m in Mode), UNTRUSTED: Gate.STRICTER},
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Limits:
     """`[limits]`: the native engine's per-turn ceilings (issue 2 names the values)."""
 
-    max_iterations: int = 25
-    max_tool_calls: int = 100
-    max_parallel: int = 8
-    max_result_bytes: int = 100_000
-    max_identical_calls: int = 3
-    turn_token_ceiling: int = 0  # 0 = unlimited
+    max_iterations: int = field(default=25, metadata={UNTRUSTED: Gate.LOWERS})
+    max_tool_calls: int = field(default=100, metadata={UNTRUSTED: Gate.LOWERS})
+    max_parallel: int = field(default=8, metadata={UNTRUSTED: Gate.LOWERS})
+    max_result_bytes: int = field(default=100_000, metadata={UNTRUSTED: Gate.LOWERS})
+    max_identical_calls: int = field(default=3, metadata={UNTRUSTED: Gate.LOWERS})
+    turn_token_ceiling: int = field(default=0, metadata={UNTRUSTED: Gate.CAPS})  # 0: none
+    # Not declared as tightening (they tune, they do not bound what the agent may do):
+    # an untrusted workspace file cannot set them.
     stream_idle_seconds: int = 60  # a model stream silent this long is stalled; 0 = never
     max_output_chars: int = 30_000  # a command's output as the model reads it
     max_shown_chars: int = 64_000  # a tool's output as the editor shows and the store keeps it
@@ -158,9 +187,9 @@ class Approvals:
     and how long a question waits for the person before it counts as a rejection."""
 
     allow: tuple[str, ...] = ()
-    ask: tuple[str, ...] = ()
-    deny: tuple[str, ...] = ()
-    timeout_seconds: int = 600
+    ask: tuple[str, ...] = field(default=(), metadata={UNTRUSTED: Gate.ADDS})
+    deny: tuple[str, ...] = field(default=(), metadata={UNTRUSTED: Gate.ADDS})
+    timeout_seconds: int = field(default=600, metadata={UNTRUSTED: Gate.LOWERS})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,6 +249,38 @@ class EnvSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WorkspaceStatus:
+    """The workspace file behind a config: whether it is trusted and, when it is not,
+    which of its keys were ignored (dotted, as written in the file)."""
+
+    folder: str
+    file: Path
+    state: TrustState
+    sha256: str
+    ignored: tuple[str, ...] = ()
+
+    @property
+    def notice(self) -> str:
+        """What to tell the person, once; empty when nothing was ignored."""
+        if not self.ignored:
+            return ""
+        keys = ", ".join(self.ignored)
+        match self.state:
+            case TrustState.TRUSTED:
+                return ""
+            case TrustState.UNTRUSTED:
+                why = "is not trusted"
+                then = "If you trust this folder, run"
+            case TrustState.CHANGED:
+                why = "changed since you trusted it"
+                then = "Review it; to trust it as it is now, run"
+        return (
+            f"{self.file} {why}, so these of its settings were ignored: {keys}. "
+            f"{then} `loopd trust {self.folder}`."
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     """The merged configuration. `sources` lists the files read, lowest precedence
     first, so `loopd doctor` can say where a setting came from; `origins` maps each
@@ -235,6 +296,7 @@ class Config:
     delegate: Delegate = field(default_factory=Delegate)
     sources: tuple[Path, ...] = ()
     origins: Mapping[str, Path] = field(default_factory=dict, repr=False, compare=False)
+    workspace: WorkspaceStatus | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "providers", MappingProxyType(dict(self.providers)))
@@ -245,3 +307,19 @@ class Config:
         """`<file>: <dotted key>`, the prefix of an error about a configured value."""
         origin = self.origins.get(key)
         return f"{origin}: {key}" if origin is not None else key
+
+
+def untrusted_keys() -> Mapping[tuple[str, str], Gate]:
+    """`(table, key)` to `Gate`, for every key declared as one that only tightens."""
+    root = Config()
+    found: dict[tuple[str, str], Gate] = {}
+    for table in dataclasses.fields(Config):
+        value = getattr(root, table.name)
+        if dataclasses.is_dataclass(value):
+            for key in dataclasses.fields(value):
+                if UNTRUSTED in key.metadata:
+                    found[(table.name, key.name)] = key.metadata[UNTRUSTED]
+    return MappingProxyType(found)
+
+
+UNTRUSTED_KEYS = untrusted_keys()

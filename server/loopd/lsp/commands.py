@@ -12,6 +12,7 @@ they work in any client that runs a code action's command.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +22,7 @@ from loopd.lsp.server import LoopdServer, rpc
 from loopd.lsp.wire import BadParams, config_options_to_wire, decision_named, field
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import EmbeddedResourceBlock, Prompt, TextBlock
+from loopd.sessions.trust import WorkspaceTrust
 
 EXPLAIN = "Explain what this code does."
 REFACTOR = "Refactor this code to make it clearer, without changing what it does."
@@ -141,6 +143,29 @@ async def undo(ls: LoopdServer, args: tuple[Any, ...]) -> dict[str, Any]:
     }
 
 
+@rpc
+async def trust(ls: LoopdServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    """Trust a folder's `.loopd/config.toml` as it is now (VS Code calls this when the
+    person trusts the workspace); sessions opened afterwards use its settings."""
+    gate, folder = _trust_target(ls, args)
+    return {"folder": folder, "trusted": await gate.trust(folder)}
+
+
+@rpc
+async def untrust(ls: LoopdServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    gate, folder = _trust_target(ls, args)
+    return {"folder": folder, "withdrawn": await gate.untrust(folder)}
+
+
+def _trust_target(ls: LoopdServer, args: tuple[Any, ...]) -> tuple[WorkspaceTrust, str]:
+    gate = ls.manager.workspace
+    if gate is None:
+        raise BadParams("this server does not manage workspace trust")
+    status = gate.status()
+    default = status.folder if status is not None else ls.root()
+    return gate, os.path.realpath(field(_arg(args, "folder"), "folder", str, default))
+
+
 async def status(ls: LoopdServer, *args: Any) -> dict[str, Any]:
     return {
         "sessionId": ls.current,
@@ -215,6 +240,8 @@ def register(server: LoopdServer) -> None:
         ("loopd.setModel", set_model),
         ("loopd.undo", undo),
         ("loopd.login", login),
+        ("loopd.trust", trust),
+        ("loopd.untrust", untrust),
     ):
         server.command(name)(_spread(handler))
     server.command("loopd.status")(status)

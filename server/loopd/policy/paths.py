@@ -8,10 +8,13 @@ the boundary. Every path is first made absolute (against a root) and resolved wi
   credential files, `~/.ssh` and friends, loopd's own configuration); the match is
   case-insensitive, because some filesystems are;
 - a path outside every session root needs the person;
-- a write to a protected path needs the person even inside a root: `.git/hooks`,
-  `.git/config` and other files git executes or trusts, `.loopd/`, shell rc files,
-  editor task folders. Writing them is how an agent would turn one approved edit into
-  code that runs later, outside any sandbox.
+- a write to a protected path needs the person even inside a root, whether it exists
+  yet or not: anything in a git directory (`.git` and every directory git would take
+  for one, however named: `loopd.policy.git`) or in a `core.hooksPath` folder, the
+  editors' and agents' folder settings (`.vscode/`, `.zed/`, `.idea/`, `.helix/`,
+  `.claude/`, `.codex/`, `.loopd/`...), shell rc files and the like (`PROTECTED_*`).
+  Writing them is how an agent would turn one approved edit into code that runs
+  later, outside any sandbox.
 
 The verdict is advice for `RulePolicy`; the tools must still open files with
 `loopd.policy.beneath` (re-exported here), because a symlink can be swapped between
@@ -27,6 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from loopd.policy import git
 from loopd.policy.beneath import (
     DEFAULT_MAX_READ_BYTES,
     DEFAULT_MAX_WRITE_BYTES,
@@ -67,12 +71,19 @@ SECRET_FILE_GLOBS = (
 )  # fmt: skip
 SECRET_EXCEPTIONS = frozenset({".env.example", ".env.sample", ".env.template"})
 
-# Written only with the person's consent, even inside a root.
-PROTECTED_DIRS = (".git/hooks", ".loopd", ".vscode", ".idea")
+# Written only with the person's consent, even inside a root, whether or not they
+# exist yet: what git runs (`.git` anywhere, and see `loopd.policy.git`), editors' and
+# agents' folder settings and tasks (they name programs the editor starts),
+# loopd's own config, shell start-up files and other files that tools load to run.
+PROTECTED_DIRS = (
+    ".git", ".loopd", ".vscode", ".idea", ".zed", ".helix", ".claude", ".codex",
+    ".devcontainer",
+)  # fmt: skip
 PROTECTED_FILES = (
-    ".git/config", ".git/commondir", ".git/config.worktree", ".git", ".gitmodules",
-    ".gitconfig", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-    ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".envrc", ".ripgreprc", ".mcp.json",
+    ".gitmodules", ".gitconfig", ".bashrc", ".bash_profile", ".bash_login",
+    ".bash_logout", ".bash_aliases", ".profile", ".zshrc", ".zprofile", ".zshenv",
+    ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".envrc", ".ripgreprc",
+    ".mcp.json", ".nvim.lua", ".nvimrc", ".exrc", ".lazy.lua",
 )  # fmt: skip
 
 
@@ -114,11 +125,6 @@ def _lower_parts(path: str) -> list[str]:
     return [p.lower() for p in path.split("/") if p]
 
 
-def _has_run(parts: list[str], run: list[str]) -> bool:
-    n = len(run)
-    return any(parts[i : i + n] == run for i in range(len(parts) - n + 1))
-
-
 def secret_reason(path: str, home: str, extra: Iterable[str] = ()) -> str | None:
     """Why a canonical path is a secret, or None."""
     parts = _lower_parts(path)
@@ -134,16 +140,29 @@ def secret_reason(path: str, home: str, extra: Iterable[str] = ()) -> str | None
     return None
 
 
-def protected_reason(path: str, root: str) -> str | None:
-    """Why writing canonical `path` (inside `root`) needs the person, or None."""
+def protected_reason(path: str, root: str, home: str = "") -> str | None:
+    """Why writing canonical `path` (inside `root`) needs the person, or None. Names
+    are matched whether or not the path exists; git directories are recognised by
+    what they hold, so a renamed one is still one."""
     parts = _lower_parts(path[len(root) :])
     for entry in PROTECTED_DIRS:
-        if _has_run(parts, entry.split("/")):
+        if entry in parts:
             return f"{entry}/ is protected: files there configure or run programs"
     for entry in PROTECTED_FILES:
-        run = entry.split("/")
-        if parts[-len(run) :] == run:
+        if parts[-1:] == [entry]:
             return f"{entry} is protected: it configures programs that run later"
+    return _git_reason(path, root, home)
+
+
+def _git_reason(path: str, root: str, home: str) -> str | None:
+    if git.is_git_dir(path) or git.enclosing_git_dir(path, root) is not None:
+        return f"{path} is in a git directory: git runs and trusts what is there"
+    git_dir = git.git_dir_of(root)
+    refs = git.config_refs(git_dir, root, home) if git_dir is not None else git.ConfigRefs()
+    if refs.hooks is not None and contains(refs.hooks, path):
+        return f"{path} is in core.hooksPath ({refs.hooks}): git runs the scripts there"
+    if path in refs.includes:
+        return f"{path} is included by git's config: git reads it as its own config"
     return None
 
 
@@ -191,7 +210,7 @@ class PathPolicy:
         if verdict.root is None:
             return verdict
         reason = secret_reason(canonical, self.home, self.extra_secrets) or protected_reason(
-            canonical, verdict.root
+            canonical, verdict.root, self.home
         )
         if reason is not None:
             return PathVerdict(canonical, PathIssue.PROTECTED, reason, verdict.root)

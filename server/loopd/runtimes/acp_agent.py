@@ -131,16 +131,12 @@ class AcpRuntime:
     async def _ask_first(self) -> None:
         """Put the child in its careful mode, so its questions come to loopd."""
         mode = next((o for o in self._child_options if o.category == "mode"), None)
-        careful = (
-            next((c.value for c in mode.choices if c.value in CAREFUL_MODES), None)
-            if mode
-            else None
-        )
-        if mode is not None and careful is not None and mode.current_value != careful:
-            assert self._child is not None
-            self._child_options = await self._child.set_option(
-                self._child_session or "", mode.id, careful
-            )
+        if mode is None or self._child is None:
+            return
+        careful = next((c.value for c in mode.choices if c.value in CAREFUL_MODES), None)
+        if careful is not None and mode.current_value != careful:
+            session = self._child_session or ""
+            self._child_options = await self._child.set_option(session, mode.id, careful)
 
     async def close(self) -> None:
         if self._child is not None:

@@ -9,8 +9,9 @@ cover earlier ones):
           --ro-bind SRC DST ...                 what is shown back in them (toolchains)
           --bind ROOT ROOT ...                  writable roots (--ro-bind in plan mode)
           --tmpfs OWN ...                       loopd's own data and config
-          --ro-bind P P ...                     protected paths inside them (.git/hooks...)
-          --tmpfs H --remount-ro H ...          missing .git/hooks, created empty, frozen
+          --bind PIN PIN ...                    git dirs and parents, pinned (`protect`)
+          --ro-bind P P ...                     protected paths inside them (.git/config...)
+          --tmpfs D --remount-ro D ...          missing protected folders, empty, frozen
           --ro-bind /dev/null F ...             secret files read as nothing
           --tmpfs D --remount-ro D ...          secret folders read as empty
           --unshare-pid --unshare-ipc --unshare-user[-try] [--disable-userns]
@@ -50,6 +51,7 @@ from loopd.policy.paths import contains
 from loopd.sandbox import landlock_syscalls
 from loopd.sandbox.base import CommandSpec, PreparedCommand, sanitized_env
 from loopd.sandbox.hide import Hidden, covered_by, hidden_view
+from loopd.sandbox.protect import protection
 from loopd.sandbox.scan import Masks, scan
 from loopd.sandbox.seccomp import filter_file, unix_socket_filter
 from loopd.sandbox.tiers import Tier
@@ -130,10 +132,7 @@ class BwrapSandbox:
             args += ["--tmpfs", path]
         for path in hidden.masked:
             args += ["--ro-bind", "/dev/null", path]
-        for path in masks.protected:
-            args += ["--ro-bind", path, path]
-        for path in masks.missing_hooks:
-            args += ["--tmpfs", path, "--remount-ro", path]
+        args += protection(writable, masks.protected, self.home).mounts()
         for path in (*masks.secret_files, *_existing(DOCKER_SOCKETS)):
             args += ["--ro-bind", "/dev/null", path]
         for path in masks.secret_dirs:

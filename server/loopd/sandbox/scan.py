@@ -33,24 +33,18 @@ class TreeTooLarge(OSError):
     """The workspace has more entries than the scan checks: the command is refused."""
 
 
-GIT_PROTECTED = ("hooks", "config", "commondir", "config.worktree")
-_PROTECTED_NAMES = frozenset(p.rsplit("/", 1)[-1] for p in PROTECTED_DIRS + PROTECTED_FILES) - {
-    "hooks",
-    "config",
-    "commondir",
-    "config.worktree",
-}
+_PROTECTED_NAMES = frozenset(PROTECTED_DIRS + PROTECTED_FILES)
 
 
 @dataclass(frozen=True, slots=True)
 class Masks:
-    """Canonical paths: `secret_files` read as empty, `secret_dirs` as empty folders,
-    `protected` stay read-only, `missing_hooks` become empty read-only folders."""
+    """Canonical paths: `secret_files` read as empty, `secret_dirs` as empty folders;
+    `protected` are the protected entries met in the writable roots (`.git` folders
+    and files, `.vscode/`, `.envrc`...), for `loopd.sandbox.protect` to freeze."""
 
     secret_files: tuple[str, ...] = ()
     secret_dirs: tuple[str, ...] = ()
     protected: tuple[str, ...] = ()
-    missing_hooks: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -58,7 +52,6 @@ class _Found:
     secret_files: dict[str, None]
     secret_dirs: dict[str, None]
     protected: dict[str, None]
-    missing_hooks: dict[str, None]
 
 
 def scan(
@@ -72,18 +65,13 @@ def scan(
     """Secrets under the roots and the home directory; protected paths under the
     writable roots (only those need freezing: everything else is read-only already).
     `TreeTooLarge` past `limit` entries under one root."""
-    found = _Found({}, {}, {}, {})
+    found = _Found({}, {}, {})
     writable = tuple(writable)
     for path in (*(os.path.join(home, h) for h in HOME_SECRETS), *extra_secrets):
         _add_secret(found, path)
     for root in dict.fromkeys((*roots, *writable)):
         _walk(found, root, writable, limit)
-    return Masks(
-        tuple(found.secret_files),
-        tuple(found.secret_dirs),
-        tuple(found.protected),
-        tuple(found.missing_hooks),
-    )
+    return Masks(tuple(found.secret_files), tuple(found.secret_dirs), tuple(found.protected))
 
 
 def _add_secret(found: _Found, path: str) -> None:
@@ -116,24 +104,14 @@ def _walk(found: _Found, root: str, writable: tuple[str, ...], limit: int) -> No
             path = os.path.join(current, name)
             if is_secret_name(name):
                 _add_secret(found, path)
-            elif guarded and (name in _PROTECTED_NAMES or name == ".git"):
+            elif guarded and name in _PROTECTED_NAMES:
                 _add_protected(found, path, writable)
         for name in list(dirs):
             path = os.path.join(current, name)
             if name.lower() in SECRET_DIR_NAMES:
                 _add_secret(found, path)
-            elif name == ".git" and guarded:
-                _git_dir(found, path, writable)
             elif guarded and name in _PROTECTED_NAMES:
                 _add_protected(found, path, writable)
             else:
                 continue
             dirs.remove(name)
-
-
-def _git_dir(found: _Found, git: str, writable: tuple[str, ...]) -> None:
-    for name in GIT_PROTECTED:
-        _add_protected(found, os.path.join(git, name), writable)
-    hooks = os.path.join(git, "hooks")
-    if not os.path.lexists(hooks):
-        found.missing_hooks[hooks] = None

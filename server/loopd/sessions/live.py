@@ -78,6 +78,7 @@ class LiveSession:
     turn: asyncio.Task[Any] | None = None
     generation: int = 0  # bumped by cancel: queued prompts of an older one give up
     mcp_servers: tuple[McpServerConfig, ...] = ()  # the editor's, for a runtime switch
+    greeted: bool = False  # the first turn's workspace-trust step is done
 
     @property
     def id(self) -> str:

@@ -56,6 +56,7 @@ from loopd.sessions.live import (
 )
 from loopd.sessions.queue import say_entry_changed, say_queued, steer_turn, title_of
 from loopd.sessions.transcript import HANDOVER, transcript, with_handover
+from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.reconcile import reconcile_events
 from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
 
@@ -114,6 +115,9 @@ class SessionManager:
     harness, model, effort, catalog digest), kept with the session and shown on load."""
     new_id: Callable[[], str] = field(default=lambda: f"sess_{uuid.uuid4().hex}")
     credentials: Credentials | None = None
+    workspace: WorkspaceTrust | None = None
+    """Asks about (or tells of) an untrusted workspace config at each session's first
+    turn; None says nothing."""
     _live: dict[str, LiveSession] = field(default_factory=dict)
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -292,15 +296,21 @@ class SessionManager:
         handed = live.record.runtime_state.get(HANDOVER)
         if handed:  # the first turn after a runtime switch
             prompt = with_handover(prompt, handed)
-        turn = live.turn = asyncio.create_task(live.runtime.prompt(prompt))
+        turn: asyncio.Task[Outcome] | None = None
         try:
+            if self.workspace is not None and not live.greeted:
+                live.greeted = True
+                approver = SessionApprover(lambda: live, self.approval_timeout)
+                await self.workspace.first_turn(live.id, emitter, approver)
+            turn = live.turn = asyncio.create_task(live.runtime.prompt(prompt))
             return await asyncio.shield(turn)
         except asyncio.CancelledError:
             # The caller gave up (its request was cancelled, its connection closed):
             # the turn is cancelled too, and the session stays locked until the
             # runtime has paired its tool calls, so the next prompt finds it whole.
-            await live.runtime.cancel()
-            await asyncio.wait([turn])
+            if turn is not None:
+                await live.runtime.cancel()
+                await asyncio.wait([turn])
             raise
         finally:
             live.asker = None

@@ -236,7 +236,10 @@ def _status(finished: Finished, timeout: float) -> str:
 
 # Errors a sandbox produces: writes outside the writable roots, blocked syscalls, and a
 # network that is not there. Matched case-insensitively against the output's text.
-_FS_DENIALS = re.compile(r"read-only file system|permission denied|operation not permitted", re.I)
+_FS_DENIALS = re.compile(
+    r"read-only file system|permission denied|operation not permitted|device or resource busy",
+    re.I,
+)
 _NET_DENIALS = re.compile(
     r"network is unreachable|connection refused|could not resolve|name or service not known"
     r"|temporary failure in name resolution|no address associated|couldn't connect"
@@ -277,7 +280,9 @@ def _sandbox_notes(
         if files:
             notes.append(
                 f"This failure looks like the {tier} sandbox refusing it: outside the "
-                "workspace, and in .git/hooks, .git/config and .loopd, files are read-only. "
+                "workspace, files are read-only; inside it, so are protected paths (git's "
+                "config and hooks, .loopd, editor settings folders such as .vscode and "
+                ".zed), and they and the git directory cannot be renamed or removed. "
                 'Only if the command truly needs that, run it again with "sandbox": false; '
                 "the user is always asked."
             )

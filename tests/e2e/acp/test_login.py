@@ -12,30 +12,28 @@ from pathlib import Path
 
 from loopd.testing.llm_script import Reply
 from tests.e2e.acp.conftest import LOOPD, Home, prompt_params, raw_loopd, update_of
-from tests.e2e.terminal import PtyProgram
+from tests.e2e.cli.pty_process import PtyProcess
 
 PROVIDER_VARIABLES = ("ANTHROPIC_", "OPENAI_", "OLLAMA_")
 
 
 def _login_in_a_terminal(argv: list[str], env: dict[str, str], home: Home) -> str:
-    program = PtyProgram(argv, env, home.work)
+    program = PtyProcess(argv, env, home.work)
     try:
-        program.expect("Which model provider?")
-        program.expect("Choose 1-6")
-        program.type("3")  # an OpenAI-compatible server
-        program.expect("Server URL")
-        program.type(home.fake.openai_base_url)
-        program.expect("input hidden")
-        program.type("sk-wrong")
-        program.expect("The key was refused")
-        program.expect("input hidden")
-        program.type("sk-e2e")
-        program.expect("Default model?")
-        program.type("")  # the first one listed
-        assert program.wait() == 0
+        program.expect(r"Which model provider\?[\s\S]*Choose 1-6")
+        program.type("3\r")  # an OpenAI-compatible server
+        program.expect(r"Server URL")
+        program.type(home.fake.openai_base_url + "\r")
+        program.expect(r"input hidden")
+        program.type("sk-wrong\r")
+        program.expect(r"The key was refused[\s\S]*input hidden")
+        program.type("sk-e2e\r")
+        program.expect(r"Default model\?[\s\S]*Choose 1-2")
+        program.type("\r")  # the first one listed
+        assert program.wait() == 0, program.output
     finally:
-        program.kill()
-    return program.screen
+        program.proc.kill()
+    return program.output
 
 
 async def test_auth_required_then_login_in_a_terminal_then_a_turn(home: Home) -> None:

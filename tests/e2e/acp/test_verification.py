@@ -7,7 +7,7 @@ import pytest
 
 from loopd.testing.llm_script import Reply, ScriptedCall
 from tests.e2e.acp.conftest import Home, loopd_acp, text
-from tests.e2e.conftest import DONE_TOML
+from tests.e2e.conftest import trusted_config
 from tests.unit.acp.conftest import RecordingClient
 
 pytestmark = pytest.mark.e2e
@@ -18,8 +18,7 @@ def write(content: str) -> Reply:
 
 
 async def test_the_seal_and_an_incomplete_turn_reach_the_editor(home: Home) -> None:
-    (home.work / ".loopd").mkdir()
-    (home.work / ".loopd" / "config.toml").write_text(DONE_TOML)
+    trusted_config(home.work, home.env())
     home.fake.script(
         "*",
         write("bad\n"),

@@ -32,10 +32,16 @@ def test_config_show_is_the_merged_validated_config(workspace: Path, tmp_path: P
     user.write_text("[limits]\nmax_iterations = 9\nmax_parallel = 2\n")
     (workspace / ".loopd").mkdir()
     (workspace / ".loopd" / "config.toml").write_text("[limits]\nmax_parallel = 4\n")
-    done = loopd(["config", "show"], isolated_env(tmp_path, None), workspace)
+    env = isolated_env(tmp_path, None)
+    untrusted = json.loads(loopd(["config", "show"], env, workspace).stdout)
+    assert untrusted["limits"]["max_parallel"] == 2  # raising a limit needs trust
+    assert untrusted["workspace"]["ignored"] == ["limits.max_parallel"]
+    assert loopd(["trust"], env, workspace).returncode == 0
+    done = loopd(["config", "show"], env, workspace)
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
     assert shown["limits"]["max_iterations"] == 9 and shown["limits"]["max_parallel"] == 4
+    assert shown["workspace"]["state"] == "trusted"
 
 
 def test_config_show_of_a_bad_file_is_a_config_error(workspace: Path, tmp_path: Path) -> None:

@@ -105,20 +105,33 @@ def test_cwd_must_be_an_existing_folder(
 
 
 @pytest.mark.parametrize(
-    ("line", "message"),
+    ("line", "message", "trusted"),
     [
-        ('mode = "yolo"', "defaults.mode: unknown mode 'yolo' (expected one of: plan, ask,"),
-        ('mode = "default"', "defaults.mode: unknown mode 'default'"),
-        ('runtime = "nope"', "defaults.runtime: unknown runtime 'nope' (available: anthropic)"),
+        ('mode = "yolo"', "defaults.mode: unknown mode 'yolo' (expected one of: plan, ask,", False),
+        ('mode = "default"', "defaults.mode: unknown mode 'default'", False),
+        # `defaults.runtime` applies only in a trusted folder (it is ignored otherwise)
+        (
+            'runtime = "nope"',
+            "defaults.runtime: unknown runtime 'nope' (available: anthropic)",
+            True,
+        ),
     ],
 )
 def test_config_errors_name_the_file_and_key_and_exit_2(
-    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path, line: str, message: str
+    fake_llm: FakeLLMServer,
+    workspace: Path,
+    tmp_path: Path,
+    line: str,
+    message: str,
+    trusted: bool,
 ) -> None:
     config = workspace / ".loopd" / "config.toml"
     config.parent.mkdir()
     config.write_text(f"[defaults]\n{line}\n")
-    done = loopd(["run", "hi"], isolated_env(tmp_path, fake_llm), workspace)
+    env = isolated_env(tmp_path, fake_llm)
+    if trusted:
+        assert loopd(["trust"], env, workspace).returncode == 0
+    done = loopd(["run", "hi"], env, workspace)
     assert done.returncode == 2
     assert f"loopd: {config}: {message}" in done.stderr
     assert "Traceback" not in done.stderr

@@ -11,7 +11,7 @@ import pytest
 
 from loopd.testing.fake_llm import FakeLLMServer
 from loopd.testing.llm_script import Reply, ScriptedCall
-from tests.e2e.conftest import DONE_TOML, isolated_env, run_loopd
+from tests.e2e.conftest import isolated_env, run_loopd, trusted_config
 
 pytestmark = pytest.mark.e2e
 
@@ -21,11 +21,9 @@ def write(path: str, content: str) -> Reply:
 
 
 def run(workspace: Path, tmp_path: Path, fake: FakeLLMServer, *flags: str) -> Any:
-    (workspace / ".loopd").mkdir(exist_ok=True)
-    (workspace / ".loopd" / "config.toml").write_text(DONE_TOML)
-    return run_loopd(
-        ["run", "make app.txt good", "--yes", *flags], isolated_env(tmp_path, fake), workspace
-    )
+    env = isolated_env(tmp_path, fake)
+    trusted_config(workspace, env)
+    return run_loopd(["run", "make app.txt good", "--yes", *flags], env, workspace)
 
 
 def test_an_incomplete_turn_is_a_json_event_a_line_and_exit_1(

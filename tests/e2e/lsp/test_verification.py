@@ -8,7 +8,7 @@ import pytest
 
 from loopd.testing.llm_script import Reply, ScriptedCall
 from tests.e2e.acp.conftest import Home, home
-from tests.e2e.conftest import DONE_TOML, LOOPD
+from tests.e2e.conftest import LOOPD, trusted_config
 from tests.e2e.lsp.conftest import Start, start, until
 
 __all__ = ["home", "start"]
@@ -31,8 +31,7 @@ async def test_an_incomplete_turn_shows_everywhere_the_lsp_reaches(
         Reply(text="Done, really."),
     )
     editor = await start({}, server=([*LOOPD, "lsp"], home.env()))
-    (editor.home / ".loopd").mkdir()
-    (editor.home / ".loopd" / "config.toml").write_text(DONE_TOML)
+    trusted_config(editor.home, home.env())
     editor.answers += ["allow_once", "allow_once"]
     sid = await editor.new_session()
     prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "make it good"}]}

@@ -15,7 +15,7 @@ import pytest
 from loopd.config import data_dir
 from loopd.testing.fake_llm import FakeLLMServer
 from loopd.testing.llm_script import Reply, ScriptedCall
-from tests.e2e.conftest import DONE_TOML, isolated_env
+from tests.e2e.conftest import isolated_env, trusted_config
 from tests.e2e.lsp.conftest import LAUNCHER, ROOT, launcher_env
 
 NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")
@@ -86,8 +86,7 @@ def test_projects_approvals_chat_input_and_health_in_neovim(tmp_path: Path) -> N
 
 def test_an_incomplete_turn_in_the_chat_and_the_statusline(tmp_path: Path) -> None:
     work = tmp_path / "work"
-    (work / ".loopd").mkdir(parents=True)
-    (work / ".loopd" / "config.toml").write_text(DONE_TOML)
+    work.mkdir()
     (work / "notes.md").write_text("notes\n")
     other = tmp_path / "other"
     (other / ".git").mkdir(parents=True)
@@ -99,6 +98,7 @@ def test_an_incomplete_turn_in_the_chat_and_the_statusline(tmp_path: Path) -> No
     with FakeLLMServer() as fake:
         fake.script("*", write("bad\n"), Reply(text="Done."), write("worse\n"), Reply(text="!"))
         env = isolated_env(tmp_path, fake, LOOPD_FILE_B=str(other / "notes.md"))
+        trusted_config(work, env)  # criteria are commands: they run only once trusted
         run_scenario("verification.lua", env, work, work / "notes.md")
 
 

@@ -14,7 +14,20 @@ from acp.schema import (
 )
 
 from loopd.testing.fake_llm import Reply
-from tests.e2e.safety.conftest import DOTENV, SECRETS, Box, Listener, calls, loopd_acp
+from tests.e2e.safety.conftest import (
+    DOTENV,
+    PLANTED,
+    PLANTED_FILES,
+    SECRETS,
+    Box,
+    Listener,
+    assert_nothing_planted,
+    calls,
+    git_repo,
+    loopd_acp,
+    needs_bwrap,
+    planting,
+)
 from tests.unit.acp.conftest import EditorClient, RecordingClient
 
 pytestmark = pytest.mark.e2e
@@ -64,6 +77,25 @@ async def test_acp_escapes_are_blocked_and_reported(tmp_path: Path, listener: Li
         assert secret not in shown
         assert secret not in bodies
     assert client.text() == "done"
+
+
+@needs_bwrap
+async def test_acp_full_auto_cannot_plant_code_for_later(tmp_path: Path) -> None:
+    """The same planting as through `loopd run`: the write tool is refused, commands
+    meet read-only placeholders and a pinned git directory."""
+    box = Box.make(tmp_path)
+    git_repo(box)
+    client = RecordingClient()
+    run = await loopd_acp(
+        box, client, [calls(*planting(box)), Reply(text="done")], mode="full_auto"
+    )
+    assert run.stop_reason == "end_turn"
+    assert client.permissions == []  # full auto asks nothing: it refuses
+    failed = tool_texts(client, "failed")
+    for rel in (*PLANTED, *PLANTED_FILES):
+        assert not (box.ws / rel).exists(), rel
+        assert rel.split("/")[0] + "/ is protected" in failed or f"{rel} is protected" in failed
+    assert_nothing_planted(box)
 
 
 async def test_a_secret_is_decided_before_it_is_read_through_the_editor(tmp_path: Path) -> None:

@@ -16,21 +16,27 @@ from pathlib import Path
 
 import pytest
 
-from loopd.sandbox.probe import probe_sandbox
-from loopd.sandbox.tiers import Tier
 from loopd.testing.fake_llm import Reply
-from tests.e2e.safety.conftest import Box, Listener, Run, calls, loopd_run, processes_with
+from tests.e2e.safety.conftest import (
+    PLANTED,
+    PLANTED_FILES,
+    Box,
+    Listener,
+    Run,
+    assert_nothing_planted,
+    calls,
+    git_repo,
+    loopd_run,
+    needs_bwrap,
+    planting,
+    processes_with,
+)
 
 pytestmark = pytest.mark.e2e
 
 TAG = str(random.randrange(10_000, 99_999))  # marks this run's processes
 BG_FOREGROUND, BG_SESSION, STUBBORN = f"4242{TAG}", f"4343{TAG}", f"5151{TAG}"
 DONE = Reply(text="done")
-
-needs_bwrap = pytest.mark.skipif(
-    probe_sandbox(which=[Tier.BWRAP]).best is not Tier.BWRAP,
-    reason="needs bubblewrap for the top sandbox tier (CI installs the Debian package)",
-)
 
 
 def connect(port: int) -> str:
@@ -42,6 +48,7 @@ class Case:
     replies: Callable[[Box, int], list[Reply]]
     flags: tuple[str, ...] = ()
     prompt: str = "go"
+    setup: Callable[[Box], None] | None = None
 
 
 CASES: dict[str, Case] = {
@@ -119,6 +126,11 @@ CASES: dict[str, Case] = {
             DONE,
         ]
     ),
+    "planted": Case(
+        lambda b, _: [calls(*planting(b)), DONE],
+        ("--mode", "full_auto"),
+        setup=git_repo,
+    ),
     "typed": Case(
         lambda b, _: [],
         prompt="!echo typed-ok > typed.txt; cat .env; echo pwn > link/t.txt",
@@ -137,6 +149,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Box, Run, 
     listener = Listener(sock)
     threading.Thread(target=listener.serve, daemon=True).start()
     boxes = {name: Box.make(tmp_path_factory.mktemp(name)) for name in CASES}
+    for name, case in CASES.items():
+        if case.setup is not None:
+            case.setup(boxes[name])
 
     async def everything() -> list[Run]:
         return await asyncio.gather(
@@ -197,7 +212,7 @@ def test_full_auto_refuses_every_crossing_and_says_why(
     failed = run.failed_texts()
     assert f"{box.outside / 'x.txt'} is outside the session's folders (full auto never" in failed
     assert f"{box.outside / 'y.txt'} is outside the session's folders" in failed  # via link
-    assert ".git/hooks/ is protected: files there configure or run programs" in failed
+    assert ".git/ is protected: files there configure or run programs" in failed
     assert "runs OUTSIDE the" in failed
 
 
@@ -274,6 +289,29 @@ def test_an_env_dump_finds_no_keys(runs: dict[str, tuple[Box, Run, Listener]]) -
     assert len(results) == 1
     assert "PATH=" in results[0]
     assert "ANTHROPIC" not in results[0]
+
+
+def test_the_file_tools_refuse_to_plant_code_for_later(
+    runs: dict[str, tuple[Box, Run, Listener]],
+) -> None:
+    box, run, _ = runs["planted"]
+    assert_clean(run)
+    failed = run.failed_texts()
+    for rel in PLANTED_FILES:
+        assert not (box.ws / rel).exists()
+    for rel in (*PLANTED, *PLANTED_FILES):
+        assert f"Denied by policy: {rel}" in failed or rel.split("/")[0] + "/ is protected" in (
+            failed
+        ), rel
+
+
+@needs_bwrap
+def test_commands_cannot_plant_code_for_later_even_by_renaming(
+    runs: dict[str, tuple[Box, Run, Listener]],
+) -> None:
+    box, run, _ = runs["planted"]
+    assert_nothing_planted(box)
+    assert "Device or resource busy" in run.failed_texts()  # `mv .git .g` met the pin
 
 
 def test_a_typed_command_runs_through_the_same_boundary(

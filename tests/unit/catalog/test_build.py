@@ -347,3 +347,19 @@ def test_cli_version_is_none_when_the_probe_fails(tmp_path: Path) -> None:
 )
 def test_parse_version(output: str, version: str | None) -> None:
     assert parse_version(output) == version
+
+
+def test_discovery_never_finds_a_program_through_a_relative_path_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stray `:` in PATH means "here": a repository's own `claude` must not be
+    what discovery runs `--version` on."""
+    from loopd.catalog import path_which
+
+    planted = tmp_path / "claude"
+    planted.write_text("#!/bin/sh\necho 9.9.9\n")
+    planted.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    for search in ("/nonexistent-bin:", ":/nonexistent-bin", ".", "./"):
+        assert path_which(search)("claude") is None, search
+    assert path_which(str(tmp_path))("claude") == str(planted)

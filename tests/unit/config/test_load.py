@@ -13,6 +13,8 @@ from loopd.config import (
     DoneCriterion,
     Harness,
     ProviderKind,
+    TrustStore,
+    WorkspaceFile,
     data_dir,
     load_config,
     read_env,
@@ -66,7 +68,11 @@ def write(path: Path, text: str) -> Path:
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home")}
+    return {
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "HOME": str(tmp_path / "home"),
+        "LOOPD_HOME": str(tmp_path / "data"),
+    }
 
 
 @pytest.fixture
@@ -132,6 +138,7 @@ models = ["only-this"]
 max_parallel = 2
 """,
     )
+    TrustStore(data_dir(env)).trust(WorkspaceFile.read(cwd, workspace) or pytest.fail())
     config = load_config(env, cwd)
     assert config.sources == (user_file(env), workspace)
     assert config.defaults.runtime == "claude-work"
@@ -245,6 +252,7 @@ def test_invalid_values_name_file_key_and_problem(
 def test_error_names_the_file_that_set_the_bad_value(env: dict[str, str], cwd: Path) -> None:
     write(user_file(env), "[providers.p]\nkind = 'anthropic'\n")
     workspace = write(cwd / ".loopd" / "config.toml", "[providers.p]\nkind = 'bogus'\n")
+    TrustStore(data_dir(env)).trust(WorkspaceFile.read(cwd, workspace) or pytest.fail())
     with pytest.raises(ConfigFileError) as caught:
         load_config(env, cwd)
     assert caught.value.path == workspace
@@ -340,6 +348,9 @@ command = "ruff check"
 exit_code = 1
 """,
     )
+    assert load_config(env, cwd).done == Done()  # inert until the folder is trusted
+    workspace = cwd / ".loopd" / "config.toml"
+    TrustStore(data_dir(env)).trust(WorkspaceFile.read(cwd, workspace) or pytest.fail())
     done = load_config(env, cwd).done
     assert done == Done(
         enabled=True,

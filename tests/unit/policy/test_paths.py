@@ -101,9 +101,24 @@ def test_home_secrets(tree: PathPolicy, rel: str) -> None:
         (".bashrc", True),
         (".envrc", True),
         (".mcp.json", True),
-        (".git/index", False),
-        (".git/refs/heads/main", False),
+        (".git/index", True),  # the whole git directory: the file tools have no business there
+        (".git/refs/heads/main", True),
+        (".git/modules/sub/config", True),
+        (".zed/settings.json", True),
+        (".zed/tasks.json", True),
+        (".helix/languages.toml", True),
+        (".claude/settings.json", True),
+        (".codex/config.toml", True),
+        (".idea/workspace.xml", True),
+        ("pkg/.vscode/settings.json", True),
+        (".nvim.lua", True),
+        (".exrc", True),
+        (".lazy.lua", True),
+        (".zshenv", True),
+        ("sub/.git", True),  # a gitfile pointing anywhere
         ("src/config", False),
+        ("src/.gitignore", False),
+        ("Makefile", False),
         ("hooks/x", False),
     ],
 )
@@ -121,6 +136,42 @@ def test_extra_secret_locations(tmp_path: Path) -> None:
 def test_a_policy_needs_a_root() -> None:
     with pytest.raises(ValueError, match="root"):
         PathPolicy((), "/home/x")
+
+
+def test_a_git_directory_is_protected_whatever_its_name(tmp_path: Path) -> None:
+    """A renamed `.git`, a separate git dir and a bare repository are git
+    directories by what they hold; git runs what is in their config and hooks."""
+    ws = tmp_path / "ws"
+    for git_dir in (ws / ".g", ws / "store" / "bare.git", ws / "sep"):
+        (git_dir / "objects").mkdir(parents=True)
+        (git_dir / "refs").mkdir()
+        (git_dir / "HEAD").write_text("ref: refs/heads/main\n")
+    (ws / "wt").mkdir()
+    (ws / "wt" / ".git").write_text("gitdir: ../sep\n")
+    policy = PathPolicy((str(ws),), str(tmp_path / "home"))
+    for rel in (".g/config", ".g/hooks/pre-commit", "store/bare.git/info/attributes", "sep/config"):
+        verdict = policy.check_write(rel)
+        assert verdict.issue is PathIssue.PROTECTED, rel
+        assert "is in a git directory" in verdict.reason
+    assert policy.check_write("store/readme.md").ok
+
+
+def test_the_hooks_path_git_runs_from_is_protected(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / ".git" / "objects").mkdir(parents=True)
+    (ws / ".git" / "refs").mkdir()
+    (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (ws / ".git" / "config").write_text(
+        '[core]\n\tbare = false\n\thooksPath = "tools/hooks"\n'
+        '[includeIf "onbranch:main"]\n\tpath = ../project.gitconfig\n'
+    )
+    policy = PathPolicy((str(ws),), str(tmp_path / "home"))
+    verdict = policy.check_write("tools/hooks/pre-commit")  # not there yet
+    assert verdict.issue is PathIssue.PROTECTED
+    assert "core.hooksPath" in verdict.reason
+    included = policy.check_write("project.gitconfig")  # included, not there yet
+    assert included.issue is PathIssue.PROTECTED and "included by git" in included.reason
+    assert policy.check_write("tools/build.sh").ok
 
 
 def test_kept_outputs_read_like_any_outside_folder_inside_loopds_own(tmp_path: Path) -> None:

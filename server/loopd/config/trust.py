@@ -1,0 +1,119 @@
+"""Workspace trust: which folders' `.loopd/config.toml` the person has vouched for.
+
+A workspace file arrives with whatever is cloned or whatever a command wrote, so it
+is inert until the person trusts that folder (`loopd trust DIR`, or the editor's
+question). Trust is recorded in loopd's data dir (`$LOOPD_HOME/trust.json`, a file no
+command can reach) as the folder's canonical path and the sha256 of the file's bytes
+at the time: once the file changes, the folder is asked about again. As in VS Code,
+Claude Code and Codex, trust belongs to the person's machine, never to the folder.
+
+The hash covers exactly the bytes that are then parsed (`WorkspaceFile.read` reads
+once), so the file cannot be swapped between the check and the use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from loopd.config.schema import ConfigFileError, TrustState
+
+TRUST_FILE = "trust.json"
+MAX_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceFile:
+    """A workspace config file as read once: its folder (canonical), path, bytes and
+    their sha256."""
+
+    folder: str
+    path: Path
+    content: bytes
+    sha256: str
+
+    @classmethod
+    def read(cls, folder: Path, path: Path) -> WorkspaceFile | None:
+        """The file's bytes, or None when there is no file. Raises `ConfigFileError`
+        when it exists but cannot be read, is not a regular file (a FIFO would block
+        every start) or is over `MAX_BYTES`."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise ConfigFileError(path, "(file)", f"cannot be read: {exc.strerror}") from exc
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ConfigFileError(path, "(file)", "is not a regular file")
+            content = handle.read(MAX_BYTES + 1)
+        if len(content) > MAX_BYTES:
+            raise ConfigFileError(path, "(file)", f"is over {MAX_BYTES} bytes")
+        digest = hashlib.sha256(content).hexdigest()
+        return cls(os.path.realpath(folder), path, content, digest)
+
+
+@dataclass(frozen=True, slots=True)
+class TrustStore:
+    """The trust records under loopd's data dir. Each call reads the file afresh, so
+    a trust given by another loopd (the CLI while an editor runs) is seen at once."""
+
+    data_dir: Path
+
+    @property
+    def path(self) -> Path:
+        return self.data_dir / TRUST_FILE
+
+    def state(self, file: WorkspaceFile) -> TrustState:
+        record = self._records().get(file.folder)
+        if record is None:
+            return TrustState.UNTRUSTED
+        return TrustState.TRUSTED if record.get("sha256") == file.sha256 else TrustState.CHANGED
+
+    def trust(self, file: WorkspaceFile) -> None:
+        """Trust this folder's file as it is now."""
+        records = self._records()
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        records[file.folder] = {"sha256": file.sha256, "file": str(file.path), "trusted_at": now}
+        self._write(records)
+
+    def untrust(self, folder: Path) -> bool:
+        """Withdraw trust from a folder; False when it was not trusted."""
+        records = self._records()
+        if records.pop(os.path.realpath(folder), None) is None:
+            return False
+        self._write(records)
+        return True
+
+    def _records(self) -> dict[str, dict[str, Any]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            return {}  # unreadable trust is no trust: fail closed
+        folders = data.get("folders") if isinstance(data, Mapping) else None
+        if not isinstance(folders, Mapping):
+            return {}
+        return {k: dict(v) for k, v in folders.items() if isinstance(v, Mapping)}
+
+    def _write(self, records: Mapping[str, Mapping[str, Any]]) -> None:
+        """Atomically, private to the person (0600)."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({"version": 1, "folders": records}, indent=2, sort_keys=True)
+        fd, temp = tempfile.mkstemp(prefix=".trust-", dir=self.data_dir)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+            os.replace(temp, self.path)
+        except BaseException:
+            os.unlink(temp)
+            raise
