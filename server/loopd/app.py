@@ -225,13 +225,23 @@ def _cli_fields(entry: RuntimeEntry) -> dict[str, Any]:
     given, and the models and efforts the session offers."""
     return {
         "binary": entry.command,
-        "env": dict(entry.env),
+        "env": dict(entry.env) | _small_model_env(entry),
         "extra_args": tuple(entry.args),
         "models": tuple(m.id for m in entry.models),
         "default_model": entry.default_model,
         "efforts": tuple(entry.efforts),
         "default_effort": entry.default_effort,
     }
+
+
+def _small_model_env(entry: RuntimeEntry) -> dict[str, str]:
+    """The Claude CLI takes the entry's small model (for its side requests) from its
+    environment: the current variable and the older one it still reads."""
+    if entry.harness is not Harness.CLAUDE or entry.small_model is None:
+        return {}
+    return dict.fromkeys(
+        ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_SMALL_FAST_MODEL"), entry.small_model
+    )
 
 
 def _native_wiring(
@@ -284,6 +294,7 @@ def _native_wiring(
         open_models=entry.open_models,
         listing=listing,
         resolve_model=functools.partial(_model_id, entry),
+        target_for=functools.partial(_target, entry),
     )
 
 
@@ -369,6 +380,11 @@ def workspace_done(env: Mapping[str, str], cwd: str) -> DoneSet:
 def _model_id(entry: RuntimeEntry, model: str) -> str:
     """What the provider is sent for `model` in this entry: an alias becomes its id."""
     return entry.resolve_model(model) or model
+
+
+def _target(entry: RuntimeEntry, model: str, effort: str) -> str:
+    """What the provider is sent for model id `model` at `effort`: its target there."""
+    return entry.target_of(model, effort) or model
 
 
 def _rules_table(config: Config) -> dict[str, Any]:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from loopd.app import GuardedParts, LazyProbe
+from loopd.app import GuardedParts, LazyProbe, build_app
 from loopd.engine.delegate import ChildRuntime
 from loopd.policy.rules import RuleSet
 from loopd.protocol.events import AgentMessageChunk
 from loopd.runtimes.base import McpServerConfig, RuntimeContext
+from loopd.runtimes.claude import ClaudeRuntimeFactory
 from loopd.testing.fakes import RecordingEmitter, ScriptedApprover, ScriptedProvider
 from loopd.tools.env import ToolLimits
 from loopd.tools.skills import SkillShelf
@@ -52,3 +53,29 @@ async def test_mcp_tools_join_the_session_and_failures_are_said_once(tmp_path: P
     [notice] = emitter.of(AgentMessageChunk)
     assert "- gone: could not start `/nonexistent/server`" in notice.text
     assert parts.mcp.clients == []  # closed
+
+
+def test_a_claude_entry_hands_its_small_model_to_the_cli(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text("#!/bin/sh\necho '2.1.0 (Claude Code)'\n")
+    claude.chmod(0o755)
+    config = tmp_path / "config" / "loopd" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        '[runtimes.claude]\nharness = "claude"\nmodels = ["sonnet", "haiku"]\n'
+        'small_model = "haiku"\n'
+    )
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "LOOPD_HOME": str(tmp_path / "data"),
+    }
+    app = build_app(env, str(tmp_path))
+    factory = app.manager.runtimes["claude"]
+    assert isinstance(factory, ClaudeRuntimeFactory)
+    assert factory.settings.env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == "haiku"
+    assert factory.settings.env["ANTHROPIC_SMALL_FAST_MODEL"] == "haiku"
+    app.store.close()

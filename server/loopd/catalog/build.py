@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypedDict, get_args
+from typing import TypedDict, cast, get_args
 from urllib.parse import urlsplit
 
 from loopd.catalog.catalog import RuntimeCatalog
@@ -84,6 +84,7 @@ _HARNESS_ORDER = (Harness.NATIVE, Harness.CLAUDE, Harness.CODEX, Harness.ACP)
 class _ChoiceFields(TypedDict):
     models: tuple[ModelOption, ...]
     default_model: str | None
+    small_model: str | None
     open_models: bool
     efforts: tuple[str, ...]
     default_effort: str | None
@@ -256,9 +257,16 @@ def _choice_fields(
     *,
     open_default: bool,
 ) -> _ChoiceFields:
+    builtin = models is not None and models is not choices.models
     options = tuple(
         ModelOption(
-            id=m.id, aliases=m.aliases, description=m.description, context_window=m.context_window
+            id=m.id,
+            aliases=m.aliases,
+            description=m.description,
+            context_window=m.context_window,
+            source="builtin" if builtin else None,
+            credential=cast(CredentialMode | None, m.credential),
+            targets=m.targets,
         )
         for m in models or ()
     )
@@ -266,6 +274,7 @@ def _choice_fields(
     return {
         "models": options,
         "default_model": default_model,
+        "small_model": choices.small_model,
         "open_models": choices.open_models if choices.open_models is not None else open_default,
         "efforts": choices.efforts if choices.efforts is not None else efforts,
         "default_effort": choices.default_effort,

@@ -20,14 +20,12 @@ tells the session layer the catalog changed underneath it.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, get_args
 
-from loopd.catalog.entry import RuntimeEntry, SelectionKind, Source
+from loopd.catalog.entry import CredentialMode, RuntimeEntry, SelectionKind, Source, digest
 from loopd.catalog.errors import InvalidCatalog, UnknownHarness, UnknownRuntime
 from loopd.config.schema import Harness
 
@@ -55,7 +53,7 @@ class RuntimeCatalog:
             raise UnknownRuntime(self.default, by_name)
         object.__setattr__(self, "entries", entries)
         object.__setattr__(self, "_by_name", MappingProxyType(by_name))
-        object.__setattr__(self, "digest", _digest(self._projection()))
+        object.__setattr__(self, "digest", digest(self._projection()))
 
     def __iter__(self) -> Iterator[RuntimeEntry]:
         return iter(self.entries)
@@ -83,6 +81,7 @@ class RuntimeCatalog:
             entry=entry,
             model=entry.resolve_model(model),
             effort=entry.resolve_effort(effort),
+            effort_explicit=effort is not None,
             catalog_digest=self.digest,
         )
 
@@ -123,12 +122,32 @@ class RuntimeCatalog:
 class Resolved:
     """The tuple a session runs on. `model` is the concrete id (aliases resolved), or
     `None` for a harness-managed entry whose CLI picks its own model; `effort` is
-    `None` when neither the caller nor the entry chose one (the runtime's default)."""
+    `None` when neither the caller nor the entry chose one (the runtime's default).
+    `effort_explicit` says the caller chose the effort: a session keeps an effort it
+    chose across catalog changes, and follows the entry's default otherwise."""
 
     entry: RuntimeEntry
     model: str | None
     effort: str | None
     catalog_digest: str
+    effort_explicit: bool = False
+
+    @property
+    def target(self) -> str | None:
+        """The id the provider or CLI receives: the model's target for the effort."""
+        return self.entry.target_of(self.model, self.effort)
+
+    @property
+    def source(self) -> Source:
+        return self.entry.source_of(self.model)
+
+    @property
+    def credential(self) -> CredentialMode:
+        return self.entry.credential_of(self.model)
+
+    @property
+    def small_model(self) -> str | None:
+        return self.entry.small_model
 
     @property
     def runtime(self) -> str:
@@ -143,11 +162,17 @@ class Resolved:
             runtime=self.entry.name,
             harness=self.entry.harness,
             profile=self.entry.profile,
-            source=self.entry.source,
+            source=self.source,
             selection=self.entry.selection,
             model=self.model,
             effort=self.effort,
             catalog_digest=self.catalog_digest,
+            credential=self.credential,
+            target=self.target,
+            small_model=self.small_model,
+            effort_explicit=self.effort_explicit,
+            entry_digest=self.entry.digest,
+            entry_fields=MappingProxyType(self.entry.fingerprint()),
         )
 
 
@@ -167,7 +192,8 @@ _OPTIONAL_FIELDS = frozenset({"model", "effort"})
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RuntimeIdentity:
     """What a session records about its runtime: secret-free, JSON round-trippable.
-    Re-resolve it on load with `catalog.resolve(i.runtime, i.model, i.effort)`."""
+    Re-resolve it on load with `catalog.resolve(i.runtime, i.model, i.effort if
+    i.effort_explicit else None)`: an effort the entry chose follows the entry."""
 
     runtime: str
     harness: Harness
@@ -177,8 +203,15 @@ class RuntimeIdentity:
     model: str | None
     effort: str | None
     catalog_digest: str
+    # absent from records made before these fields existed: read back as the defaults
+    credential: CredentialMode | None = None
+    target: str | None = None
+    small_model: str | None = None
+    effort_explicit: bool = False
+    entry_digest: str = ""
+    entry_fields: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
-    def to_json(self) -> dict[str, str | None]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "runtime": self.runtime,
             "harness": self.harness.value,
@@ -188,6 +221,12 @@ class RuntimeIdentity:
             "model": self.model,
             "effort": self.effort,
             "catalog_digest": self.catalog_digest,
+            "credential": self.credential,
+            "target": self.target,
+            "small_model": self.small_model,
+            "effort_explicit": self.effort_explicit,
+            "entry_digest": self.entry_digest,
+            "entry_fields": dict(self.entry_fields),
         }
 
     @classmethod
@@ -211,9 +250,42 @@ class RuntimeIdentity:
             model=data["model"],
             effort=data["effort"],
             catalog_digest=data["catalog_digest"],
+            credential=_optional(data, "credential", get_args(CredentialMode)),
+            target=_optional(data, "target"),
+            small_model=_optional(data, "small_model"),
+            effort_explicit=data.get("effort_explicit") is True,
+            entry_digest=str(data.get("entry_digest") or ""),
+            entry_fields=MappingProxyType(_fields(data.get("entry_fields"))),
         )
 
 
-def _digest(projection: Mapping[str, Any]) -> str:
-    canonical = json.dumps(projection, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+def _optional(data: Mapping[str, Any], name: str, allowed: tuple[str, ...] = ()) -> Any:
+    value = data.get(name)
+    if value is not None and (not isinstance(value, str) or (allowed and value not in allowed)):
+        raise InvalidCatalog("runtime identity", name, f"unknown value {value!r}")
+    return value
+
+
+def _fields(value: object) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise InvalidCatalog("runtime identity", "entry_fields", "not a map of strings")
+    return dict(value)
+
+
+def entry_changes(stored: Mapping[str, Any], current: Mapping[str, Any]) -> tuple[str, ...]:
+    """What changed in a session's catalog entry between the identity it recorded and
+    the one it resolves to now (both as `RuntimeIdentity.to_json` gives them): the
+    names of the fields that differ, `("entry",)` if the entry changed but the record
+    predates per-field fingerprints, `()` if nothing did or the record has no digest."""
+    before, after = stored.get("entry_digest"), current.get("entry_digest")
+    if not isinstance(before, str) or not before or before == after:
+        return ()
+    old, new = stored.get("entry_fields"), current.get("entry_fields")
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return ("entry",)
+    changed = tuple(sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k)))
+    return changed or ("entry",)

@@ -16,6 +16,8 @@ Invariants, checked in `__post_init__` (failures raise `InvalidCatalog`):
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,15 +38,25 @@ _MODEL_ID_RE = re.compile(r"^[^\s\x00-\x1f]{1,200}$")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelOption:
-    """A model an entry offers: the id the provider or CLI receives, plus aliases."""
+    """A model an entry offers: the id the provider or CLI receives, plus aliases.
+
+    `source` and `credential` override the entry's for this model (`None`: the
+    entry's), so one runtime can list built-in models next to configured ones, or a
+    model reached with an API key next to the CLI's own login. `targets` maps an
+    effort to the id sent instead of `id` when that effort is chosen (a gateway or
+    CLI that names `sonnet-high` rather than taking an effort parameter)."""
 
     id: str
     aliases: tuple[str, ...] = ()
     description: str = ""
     context_window: int | None = None  # tokens, when the configuration says
+    source: Source | None = None
+    credential: CredentialMode | None = None
+    targets: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "aliases", tuple(self.aliases))
+        object.__setattr__(self, "targets", MappingProxyType(dict(self.targets)))
 
     @property
     def selectors(self) -> tuple[str, ...]:
@@ -73,6 +85,7 @@ class RuntimeEntry:
     description: str = ""
     models: tuple[ModelOption, ...] = ()
     default_model: str | None = None
+    small_model: str | None = None  # for side work (titles, summaries); stored as its id
     open_models: bool = False
     efforts: tuple[str, ...] = ()
     default_effort: str | None = None
@@ -120,6 +133,22 @@ class RuntimeEntry:
             return model
         raise UnknownModel(self.name, model, self._model_ids())
 
+    def source_of(self, model: str | None) -> Source:
+        """The source of model id `model` here: its own if it has one, else the entry's."""
+        option = self.find_model(model) if model is not None else None
+        return option.source if option is not None and option.source else self.source
+
+    def credential_of(self, model: str | None) -> CredentialMode:
+        option = self.find_model(model) if model is not None else None
+        return option.credential if option is not None and option.credential else self.credential
+
+    def target_of(self, model: str | None, effort: str | None) -> str | None:
+        """The id sent for model id `model` at `effort`: its per-effort target, if any."""
+        option = self.find_model(model) if model is not None else None
+        if option is None or effort is None:
+            return model
+        return option.targets.get(effort, model)
+
     def resolve_effort(self, effort: str | None) -> str | None:
         """`effort` if allowed here; `None` selects the default (which may be `None`)."""
         if effort is None:
@@ -149,10 +178,14 @@ class RuntimeEntry:
                     "aliases": list(m.aliases),
                     "description": m.description,
                     "context_window": m.context_window,
+                    "source": m.source,
+                    "credential": m.credential,
+                    "targets": dict(m.targets),
                 }
                 for m in self.models
             ],
             "default_model": self.default_model,
+            "small_model": self.small_model,
             "open_models": self.open_models,
             "efforts": list(self.efforts),
             "default_effort": self.default_effort,
@@ -169,6 +202,17 @@ class RuntimeEntry:
                 "anthropic_version": provider.anthropic_version,
             },
         }
+
+    @property
+    def digest(self) -> str:
+        """The digest of this entry's secret-free projection: a session records it
+        and is told, when loaded, that its entry changed if it differs."""
+        return digest(self.to_json())
+
+    def fingerprint(self) -> dict[str, str]:
+        """A short digest per field of the projection, so a changed entry can be
+        described by what changed ("models", "args") without storing its contents."""
+        return {name: digest(value)[7:19] for name, value in self.to_json().items()}
 
     def _fail(self, field_name: str, problem: str) -> InvalidCatalog:
         return InvalidCatalog(f"runtime {self.name!r}", field_name, problem)
@@ -204,6 +248,7 @@ class RuntimeEntry:
         for option in self.models:
             if not valid_model_id(option.id):
                 raise self._fail("models", f"invalid model id {option.id!r}")
+            self._check_option(option)
             for alias in option.aliases:
                 if not NAME_RE.match(alias):
                     raise self._fail("models", f"invalid alias {alias!r}")
@@ -212,9 +257,11 @@ class RuntimeEntry:
                     raise self._fail("models", f"{selector!r} names more than one model")
                 seen.add(selector)
         if self.selection == "harness_managed":
-            if self.models or self.default_model is not None or self.open_models:
+            if self.models or self.default_model or self.small_model or self.open_models:
                 raise self._fail("models", "a harness-managed runtime offers no models")
             return
+        if self.small_model is not None:
+            object.__setattr__(self, "small_model", self._small_model_id(self.small_model))
         if self.default_model is None:
             if not self.open_models:
                 raise self._fail("default_model", "is required")
@@ -223,6 +270,29 @@ class RuntimeEntry:
         if chosen is None:
             raise self._fail("default_model", f"{self.default_model!r} is not one of its models")
         object.__setattr__(self, "default_model", chosen.id)
+
+    def _check_option(self, option: ModelOption) -> None:
+        where = f"models.{option.id}"
+        for name, value, allowed in (
+            ("source", option.source, Source),
+            ("credential", option.credential, CredentialMode),
+        ):
+            if value is not None and value not in get_args(allowed):
+                choices = ", ".join(get_args(allowed))
+                raise self._fail(f"{where}.{name}", f"must be one of {choices}")
+        for effort, target in option.targets.items():
+            if effort not in self.efforts:
+                raise self._fail(f"{where}.targets", f"{effort!r} is not one of efforts")
+            if not valid_model_id(target):
+                raise self._fail(f"{where}.targets", f"invalid model id {target!r}")
+
+    def _small_model_id(self, selector: str) -> str:
+        option = self.find_model(selector)
+        if option is not None:
+            return option.id
+        if self.open_models and valid_model_id(selector):
+            return selector
+        raise self._fail("small_model", f"{selector!r} is not one of its models")
 
     def _check_efforts(self) -> None:
         if len(set(self.efforts)) != len(self.efforts):
@@ -254,3 +324,9 @@ def public_url(url: str) -> str:
     host = f"[{host}]" if ":" in host else host
     netloc = f"{host}:{parts.port}" if parts.port is not None else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def digest(projection: object) -> str:
+    """`sha256:` and the hex SHA-256 of the canonical JSON of `projection`."""
+    canonical = json.dumps(projection, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -15,6 +15,7 @@ fix the command line without reading the config.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import ClassVar, Literal
 
 from loopd.config.load import HOW_TO_CONFIGURE
 from loopd.protocol.errors import ConfigError
@@ -25,11 +26,21 @@ NO_RUNTIME_HELP = (
 )
 
 
+ErrorKind = Literal[
+    "invalid_catalog", "unknown_runtime", "unknown_harness", "unknown_model", "unsupported_effort"
+]
+
+
 class CatalogError(ConfigError):
-    """Root of the catalog's errors."""
+    """Root of the catalog's errors. `kind` is one of a closed set, one per class, so
+    a caller (or a client reading it off the wire) can branch without parsing text."""
+
+    kind: ClassVar[ErrorKind]
 
 
 class InvalidCatalog(CatalogError):
+    kind = "invalid_catalog"
+
     def __init__(self, where: str, field: str, problem: str) -> None:
         super().__init__(f"{where}: {field}: {problem}")
         self.where = where
@@ -38,6 +49,8 @@ class InvalidCatalog(CatalogError):
 
 
 class UnknownRuntime(CatalogError):
+    kind = "unknown_runtime"
+
     def __init__(self, runtime: str | None, available: Iterable[str]) -> None:
         self.runtime = runtime
         self.available = tuple(available)
@@ -50,6 +63,8 @@ class UnknownRuntime(CatalogError):
 
 
 class UnknownHarness(CatalogError):
+    kind = "unknown_harness"
+
     def __init__(self, harness: str, available: Iterable[str]) -> None:
         self.harness = harness
         self.available = tuple(available)
@@ -58,6 +73,8 @@ class UnknownHarness(CatalogError):
 
 
 class UnknownModel(CatalogError):
+    kind = "unknown_model"
+
     def __init__(self, runtime: str, model: str | None, available: Iterable[str]) -> None:
         self.runtime = runtime
         self.model = model
@@ -71,6 +88,8 @@ class UnknownModel(CatalogError):
 
 
 class UnsupportedEffort(CatalogError):
+    kind = "unsupported_effort"
+
     def __init__(self, runtime: str, effort: str, allowed: Iterable[str]) -> None:
         self.runtime = runtime
         self.effort = effort

@@ -78,7 +78,10 @@ def _models(entry: RuntimeEntry, listed: Listed | None) -> str:
             "(none listed)"
         )
     names = [
-        f"{option.id}{'*' if option.id == entry.default_model else ''}" for option in entry.models
+        option.id
+        + ("*" if option.id == entry.default_model else "")
+        + (" (small)" if option.id == entry.small_model else "")
+        for option in entry.models
     ]
     if entry.open_models:
         names.append("(any)")

@@ -17,6 +17,7 @@ from typing import Any, NoReturn, TypeVar
 from loopd.config.jsonschema import toml_keys
 from loopd.config.merge import KeyPath, Merged
 from loopd.config.schema import (
+    CREDENTIALS,
     Approvals,
     Choices,
     Config,
@@ -233,6 +234,7 @@ def _choices(t: _Table) -> Choices:
     return Choices(
         models=_models(t),
         default_model=t.text("default_model"),
+        small_model=t.text("small_model"),
         efforts=t.texts("efforts"),
         default_effort=t.text("default_effort"),
         open_models=t.flag("open_models"),
@@ -260,9 +262,28 @@ def _models(t: _Table) -> tuple[ModelSpec, ...] | None:
                 aliases=entry.texts("aliases") or (),
                 description=entry.text("description") or "",
                 context_window=window or None,
+                credential=_one_of(entry, "credential", CREDENTIALS),
+                targets=_targets(entry.table("targets")),
             )
         )
     return tuple(specs)
+
+
+def _one_of(t: _Table, key: str, allowed: tuple[str, ...]) -> str | None:
+    value = t.text(key)
+    if value is not None and value not in allowed:
+        t.fail(key, f"unknown value {value!r} (expected one of: {', '.join(allowed)})")
+    return value
+
+
+def _targets(t: _Table) -> dict[str, str]:
+    """`targets = { high = "model-id-high" }`: effort names to model ids."""
+    targets: dict[str, str] = {}
+    for effort, target in t.items():
+        if not NAME_RE.match(effort) or not isinstance(target, str) or not target.strip():
+            t.fail(effort, 'must be EFFORT = "model id"')
+        targets[effort] = target
+    return targets
 
 
 def _limits(t: _Table) -> Limits:

@@ -32,6 +32,9 @@ class Harness(StrEnum):
     ACP = "acp"
 
 
+CREDENTIALS = ("api_key", "cli_login", "none")  # the catalog's CredentialMode
+
+
 class ProviderKind(StrEnum):
     """The wire format a native provider speaks."""
 
@@ -85,6 +88,20 @@ class ModelSpec:
     aliases: tuple[str, ...] = ()
     description: str = ""
     context_window: int | None = None  # tokens; None: loopd's own knowledge
+    credential: str | None = field(
+        default=None,
+        metadata={
+            "choices": CREDENTIALS,
+            "doc": "How this model is reached, if not as the runtime's other models are.",
+        },
+    )
+    targets: Mapping[str, str] = field(
+        default_factory=lambda: MappingProxyType({}),
+        metadata={"doc": "Per effort, the model id sent instead of `id` (effort = id)."},
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "targets", MappingProxyType(dict(self.targets)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,6 +112,9 @@ class Choices:
 
     models: tuple[ModelSpec, ...] | None = None
     default_model: str | None = None
+    small_model: str | None = field(
+        default=None, metadata={"doc": "A model of this runtime for side work (a title)."}
+    )
     efforts: tuple[str, ...] | None = None
     default_effort: str | None = None
     open_models: bool | None = None

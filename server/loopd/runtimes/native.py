@@ -129,6 +129,9 @@ class NativeWiring:
     resolve_model: Callable[[str], str] = lambda model: model
     """An alias (`sonnet`) to the id the provider is sent; raises `ConfigError` for a
     model the catalog entry does not offer."""
+    target_for: Callable[[str, str], str] = lambda model, thought_level: model
+    """The id the provider is sent for a model id at a thought level: the catalog's
+    per-effort target (`sonnet-high`) where the entry names one, else the id."""
 
     def with_models(self, models: tuple[str, ...]) -> NativeWiring:
         """This wiring offering `models`, the first as the default. With none the model
@@ -233,9 +236,8 @@ class NativeRuntime:
 
     def _engine_config(self) -> EngineConfig:
         thinking = cast(ThinkingLevel, self.values["thought_level"])
-        return replace(
-            self.wiring.engine, model=self.values["model"], thinking=thinking, system=self.system
-        )
+        model = self.wiring.target_for(self.values["model"], thinking)
+        return replace(self.wiring.engine, model=model, thinking=thinking, system=self.system)
 
     def _ports(self) -> EnginePorts:
         ctx = self.context

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from loopd.catalog.catalog import entry_changes
 from loopd.protocol.errors import ConfigError, LoopdError, RuntimeFailure
 from loopd.protocol.events import (
     AgentMessageChunk,
@@ -61,7 +62,7 @@ from loopd.sessions.live import (
     SessionEmitter,
     Unopened,
 )
-from loopd.sessions.queue import say_queued, steer_turn, title_of
+from loopd.sessions.queue import say_entry_changed, say_queued, steer_turn, title_of
 from loopd.sessions.transcript import HANDOVER, transcript, with_handover
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.reconcile import reconcile_events
@@ -170,16 +171,20 @@ class SessionManager:
         """Attach `link` to a stored session (opening it here if needed). With
         `replay`, the whole history is shown on `link` before this returns."""
         live = self._live.get(session_id)
+        changed: tuple[str, ...] = ()
         if live is None:
             record = self.store.get(session_id)
             if record is None:
                 raise SessionNotFound(f"no session {session_id!r}")
+            record, changed = self._reidentify(record)
             live = await self._open(record, link, mcp_servers)
         elif not live.attached(link):
             live.links.append(link)
         if replay:
             for wire in reconcile_events(self.store.events(session_id)):
                 await link.send_update(session_id, wire)
+        if changed:
+            await say_entry_changed(live, link, changed)
         return self._view(live)
 
     async def fork_session(
@@ -448,6 +453,21 @@ class SessionManager:
             editor_terminals=functools.partial(LiveSession.editor_terminals, live),
             person=functools.partial(LiveSession.person, live, self.approval_timeout),
         )
+
+    def _reidentify(self, record: SessionRecord) -> tuple[SessionRecord, tuple[str, ...]]:
+        """What changed in the catalog entry of a stored session since it was last
+        open; when something did, the record takes the identity it resolves to now
+        (so the person is told once, not on every load)."""
+        name = str(record.runtime.get("name", self.default_runtime))
+        stored = record.runtime.get("identity")
+        if not isinstance(stored, Mapping):
+            return record, ()
+        identity = self._identity(name, record.config)
+        changed = entry_changes(stored, identity["identity"])
+        if changed:
+            self.store.update(record.id, runtime=identity)
+            record = replace(record, runtime=identity)
+        return record, changed
 
     def _identity(self, name: str, config: Mapping[str, str]) -> dict[str, Any]:
         return {"name": name, "identity": dict(self.identify(name, config))}

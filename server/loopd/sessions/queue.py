@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from loopd.protocol.errors import ConfigError, LoopdError, RuntimeFailure
@@ -42,6 +43,24 @@ def steer_turn(runtime: object, name: str, text: str) -> None:
         raise ConfigError("nothing to say: the text is empty")
     if not runtime.steer(text):
         raise NotRunning("no turn is running in this session; send it as a prompt")
+
+
+async def say_entry_changed(live: LiveSession, link: ClientLink, changed: Sequence[str]) -> None:
+    """Tell the editor that loaded a session that its runtime's catalog entry changed
+    since it was last open (a model list, the command, its arguments...), naming the
+    fields, since replies may now differ. Shown on that connection, not journaled."""
+    runtime = live.record.runtime.get("name", "runtime")
+    what = ", ".join(changed)
+    note = (
+        f"\n\n[The `{runtime}` runtime changed in the catalog since this session was "
+        f"last open ({what}); it continues on the runtime as configured now.]\n"
+    )
+    wire = to_wire(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}", "note"))
+    wire["_meta"] = {**wire["_meta"], "loopd": {"catalogChanged": list(changed)}}
+    try:
+        await link.send_update(live.id, wire)
+    except Exception:
+        log.warning("could not tell a connection its runtime changed", exc_info=True)
 
 
 async def say_queued(live: LiveSession, link: ClientLink, prompt: Prompt) -> None:

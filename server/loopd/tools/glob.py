@@ -3,7 +3,8 @@
 Results are sorted so two identical calls give identical text (the loop's repeat
 detection and a person comparing turns both rely on that), capped so a `**` over a
 dependency tree cannot flood the context, and `.git` is skipped because its contents
-are never what the model is looking for.
+are never what the model is looking for. What `.gitignore` ignores is not listed
+(read in Python by `gitignore`, never by running git), as grep does not search it.
 
 The search stays beneath the declared directory, which is what the policy judged: a
 pattern may not climb with `..` (the directory to search is `path`, declared and
@@ -25,6 +26,7 @@ from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import Location, ToolKind
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
+from loopd.tools.gitignore import Ignore, inherited, is_within, read_ignore_file
 
 SEARCH_ROOT = {
     "type": "string",
@@ -43,7 +45,7 @@ class Glob:
     description = (
         "Find files whose path matches a glob pattern, relative to path (default the "
         "working directory): `*.py`, `src/**/*.ts`, `**/test_*.py`. Results are sorted "
-        "and capped; directories end with `/`; .git is skipped."
+        "and capped; directories end with `/`; .git and what .gitignore ignores are skipped."
     )
     input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
@@ -70,7 +72,8 @@ class Glob:
         root = search_root(args, env)
         if not await asyncio.to_thread(os.path.isdir, root):
             return failure(f"{env.display(root)} is not a directory")
-        found = await asyncio.to_thread(_glob, root, pattern)
+        top = next((r for r in env.roots if is_within(root, r)), root)
+        found = await asyncio.to_thread(_glob, root, pattern, top)
         cap = env.limits.glob_max_results
         if not found:
             return ToolResult(output=f"No files match `{pattern}` in {env.display(root)}.")
@@ -93,19 +96,30 @@ def _pattern(args: Args) -> str:
     return pattern
 
 
-def _glob(root: str, pattern: str) -> list[tuple[str, bool]]:
+def _glob(root: str, pattern: str, top: str) -> list[tuple[str, bool]]:
     """(path, is a directory) for every entry under `root` whose relative path
-    matches `pattern`, without following a symlink to a directory."""
+    matches `pattern` and that `.gitignore` does not ignore (files up to `top`
+    count), without following a symlink to a directory."""
     parts: tuple[str, ...] = ()
     for part in (p for p in pattern.split("/") if p not in ("", ".")):
         if not (part == "**" and parts[-1:] == ("**",)):
             parts += (part,)
     found: list[tuple[str, bool]] = []
-    for current, dirs, files, _ in os.fwalk(root, follow_symlinks=False):
+    ignores: dict[tuple[str, ...], Ignore] = {(): inherited(root, top)}
+    for current, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
         rel = os.path.relpath(current, root)
         here = () if rel == "." else tuple(rel.split("/"))
-        dirs[:] = [d for d in dirs if d != ".git" and _may_hold(parts, (*here, d))]
-        entries = [(d, True) for d in dirs] + [(f, False) for f in files]
+        ignore = ignores.pop(here).extended(here, read_ignore_file(dir_fd, ".gitignore"))
+        dirs[:] = [
+            d
+            for d in dirs
+            if d != ".git"
+            and _may_hold(parts, (*here, d))
+            and not ignore.ignored((*here, d), is_dir=True)
+        ]
+        ignores.update({(*here, d): ignore for d in dirs})
+        entries = [(d, True) for d in dirs]
+        entries += [(f, False) for f in files if not ignore.ignored((*here, f), is_dir=False)]
         for name, is_dir in entries:
             if _matches(parts, (*here, name)):
                 found.append((os.path.join(current, name), is_dir))

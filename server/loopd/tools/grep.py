@@ -5,8 +5,9 @@ it is fast and respects .gitignore; a pure-Python walk stands in otherwise. Both
 visit files in the same order (depth first, each directory's entries sorted by
 name, which is what `rg --sort path` does), skip hidden, symlinked and binary files,
 and stop after one match more than the cap, so the text the model gets has one
-format and one order whichever ran. What still differs: the fallback does not read
-.gitignore, and its regex dialect is Python's rather than Rust's.
+format and one order whichever ran. Both skip what .gitignore ignores (the fallback
+through `gitignore`, as glob does). What still differs: the regex dialect (Python's
+rather than Rust's), and outside a git repository ripgrep reads no .gitignore.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 import re
 import stat
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
@@ -30,6 +31,7 @@ from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import Location, ToolKind
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
+from loopd.tools.gitignore import Ignore, inherited, is_within, read_ignore_file
 from loopd.tools.glob import SEARCH_ROOT, search_root
 
 LINE_CAP = 1024 * 1024
@@ -45,6 +47,7 @@ class Query:
     root: str
     glob: str | None
     ignore_case: bool
+    top: str = ""  # the workspace root holding `root`: ignore files above it are not read
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,7 @@ class Grep:
             args.get("glob"),
             args.get("case_insensitive", False),
         )
+        query = replace(query, top=next((r for r in env.roots if is_within(query.root, r)), ""))
         kind = await asyncio.to_thread(_root_kind, query.root)
         if kind is None:
             return failure(f"{env.display(query.root)} does not exist")
@@ -250,12 +254,13 @@ def _python_search(query: Query, want: int) -> list[Match]:
 def _walk(query: Query) -> Iterator[str]:
     """Files under the root in `rg --sort path` order; the root itself if a file."""
     if os.path.isdir(query.root):
-        yield from _walk_dir(query.root, query)
+        yield from _walk_dir(query.root, query, inherited(query.root, query.top or query.root), ())
     else:
         yield query.root
 
 
-def _walk_dir(directory: str, query: Query) -> Iterator[str]:
+def _walk_dir(directory: str, query: Query, ignore: Ignore, here: tuple[str, ...]) -> Iterator[str]:
+    ignore = ignore.extended(here, read_ignore_file(None, os.path.join(directory, ".gitignore")))
     try:
         with os.scandir(directory) as it:
             entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
@@ -264,8 +269,11 @@ def _walk_dir(directory: str, query: Query) -> Iterator[str]:
     for entry in entries:
         if entry.is_symlink():
             continue
-        if entry.is_dir():
-            yield from _walk_dir(entry.path, query)
+        is_dir = entry.is_dir()
+        if ignore.ignored((*here, entry.name), is_dir):
+            continue
+        if is_dir:
+            yield from _walk_dir(entry.path, query, ignore, (*here, entry.name))
         elif entry.is_file(follow_symlinks=False) and _selected(entry.path, query):
             yield entry.path
 

@@ -21,6 +21,7 @@ from loopd.catalog import (
     UnknownRuntime,
     UnsupportedEffort,
 )
+from loopd.catalog.catalog import entry_changes
 from loopd.config import Harness, ProviderKind
 from loopd.protocol.errors import ConfigError
 
@@ -358,7 +359,8 @@ def test_identity_round_trips_through_json(catalog: RuntimeCatalog) -> None:
         restored = RuntimeIdentity.from_json(json.loads(json.dumps(identity.to_json())))
         assert restored == identity
         assert restored.catalog_digest == catalog.digest
-        again = catalog.resolve(restored.runtime, restored.model, restored.effort).identity()
+        effort = restored.effort if restored.effort_explicit else None
+        again = catalog.resolve(restored.runtime, restored.model, effort).identity()
         assert again == identity
 
 
@@ -396,3 +398,27 @@ def test_scoped_view_admits_only_allowed_entries(catalog: RuntimeCatalog) -> Non
     kept = catalog.scoped(["anthropic"])
     assert kept.default == "anthropic" and kept.resolve().runtime == "anthropic"
     assert catalog.scoped(()).names == ()
+
+
+def test_an_entry_change_is_named_by_its_fields(catalog: RuntimeCatalog) -> None:
+    stored = catalog.resolve("claude").identity().to_json()
+    assert stored["entry_digest"].startswith("sha256:")
+    assert entry_changes(stored, catalog.resolve("claude").identity().to_json()) == ()
+    # another entry changing changes the catalog's digest, not this entry's
+    wider = RuntimeCatalog((*catalog.entries, native("other")), catalog.default)
+    assert wider.digest != catalog.digest
+    assert entry_changes(stored, wider.resolve("claude").identity().to_json()) == ()
+    changed = RuntimeCatalog(
+        tuple(
+            claude(models=(ModelOption(id="opus"),), default_model="opus", args=("--x",))
+            if e.name == "claude"
+            else e
+            for e in catalog.entries
+        ),
+        catalog.default,
+    )
+    now = changed.resolve("claude").identity().to_json()
+    assert entry_changes(stored, now) == ("args", "default_model", "models")
+    legacy = {k: v for k, v in stored.items() if k != "entry_fields"}
+    assert entry_changes(legacy, now) == ("entry",)
+    assert entry_changes({**stored, "entry_digest": ""}, now) == ()  # nothing to compare

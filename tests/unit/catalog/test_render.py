@@ -65,6 +65,9 @@ def test_json_carries_entries_default_digest_and_skipped() -> None:
         "aliases": ["sonnet"],
         "description": "",
         "context_window": None,
+        "source": None,
+        "credential": None,
+        "targets": {},
     }
     assert data["skipped"] == [{"name": "claude", "reason": "command 'claude' not found"}]
     text = json.dumps(data)

@@ -32,8 +32,11 @@ description = "Groq"
 models = [
   "llama-3.3-70b",
   { id = "qwen-2.5-coder-32b", aliases = ["qwen"], description = "q", context_window = 32768 },
+  { id = "qwen-2.5", credential = "none" },
+  { id = "qwen-3", targets = { high = "qwen-3-hi" } },
 ]
 default_model = "qwen"
+small_model = "llama-3.3-70b"
 efforts = ["off", "low"]
 default_effort = "off"
 open_models = true
@@ -127,7 +130,7 @@ def test_every_key_the_schema_names_is_used_above() -> None:
 
     walk(config_json_schema())
     used = set(re.findall(r"^(\w+) =", EVERY_KEY, re.M)) | {"aliases", "id", "providers"}
-    used |= {"context_window"}  # in the model table
+    used |= {"context_window", "credential", "targets"}  # inline in a model table
     used |= {"runtimes", "defaults", "limits", "approvals", "delegate", "done", "criteria"}
     used |= {"sandbox"}
     assert named <= used

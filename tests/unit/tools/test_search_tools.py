@@ -1,3 +1,4 @@
+import os
 import shutil
 from pathlib import Path
 
@@ -195,3 +196,65 @@ async def test_grep_does_not_follow_a_symlinked_directory_or_a_climbing_glob(
     for extra in ({}, {"glob": "../*"}, {"glob": "link/*"}):
         result = await run_grep(grep, pattern="alpha", **extra)
         assert "from outside" not in result.output, extra
+
+
+async def test_glob_skips_what_gitignore_ignores(call: Call, tree: Path) -> None:
+    (tree / ".git" / "info").mkdir()
+    (tree / ".git" / "info" / "exclude").write_text("*.excluded\n")
+    (tree / ".gitignore").write_text("*.log\n!keep.log\nbuild/\n/only-top.txt\n")
+    (tree / "sub" / ".gitignore").write_text("*.gen.py\n!a.gen.py\n")
+    for name in (
+        "x.log",
+        "keep.log",
+        "build/out.py",
+        "only-top.txt",
+        "sub/only-top.txt",
+        "sub/b.gen.py",
+        "sub/a.gen.py",
+        "y.excluded",
+        "sub/deep/z.log",
+    ):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text("x\n")
+    listed = (await call("glob", pattern="**/*")).result.output.splitlines()
+    for gone in (
+        "x.log",
+        "build/",
+        "build/out.py",
+        "only-top.txt",
+        "sub/b.gen.py",
+        "y.excluded",
+        "sub/deep/z.log",
+    ):
+        assert gone not in listed, gone
+    for kept in ("keep.log", "sub/only-top.txt", "sub/a.gen.py", "sub/deep/d.py", "a.txt"):
+        assert kept in listed, kept
+    below = await call("glob", pattern="**/*", path="sub")  # the root's rules still apply
+    assert "sub/deep/z.log" not in below.result.output
+    assert "sub/deep/d.py" in below.result.output
+
+
+async def test_glob_never_lets_an_ignore_file_block_or_leak(
+    call: Call, tree: Path, linked: Path
+) -> None:
+    """A planted `.gitignore` that is a FIFO would block a plain read; one linked to a
+    file outside would apply rules the workspace does not hold. Neither is read."""
+    (linked / "rules").write_text("*.py\n")
+    (tree / ".gitignore").symlink_to(linked / "rules")
+    os.mkfifo(tree / "sub" / ".gitignore")
+    listed = (await call("glob", pattern="**/*.py")).result.output
+    assert listed == "b.py\nsub/deep/d.py"
+
+
+async def test_both_grep_backends_skip_what_gitignore_ignores(
+    grep: ToolRegistry, tree: Path
+) -> None:
+    (tree / ".gitignore").write_text("build/\n*.log\n!keep.log\n")
+    (tree / "sub" / ".gitignore").write_text("/deep/\n")
+    for name in ("build/out.txt", "x.log", "keep.log", "sub/deep/more.txt", "sub/kept.txt"):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text("alpha\n")
+    found = (await run_grep(grep, pattern="alpha")).output
+    for gone in ("build/out.txt", "x.log", "sub/deep/"):
+        assert gone not in found, gone
+    assert "keep.log:1: alpha" in found and "sub/kept.txt:1: alpha" in found

@@ -1,0 +1,199 @@
+"""`.gitignore` matching in Python, for the tools that walk a tree themselves.
+
+ripgrep honours `.gitignore`; glob (and grep without ripgrep) walk in-process, so they
+read the same files here rather than asking git: running git on a repository the
+agent may have written means running whatever its config names (`core.fsmonitor`,
+`core.pager`...), outside the sandbox.
+
+What is honoured: `.gitignore` in every directory of the walk and in the directories
+between the repository's top and the walk's root (never above the workspace root
+given), and `.git/info/exclude`. Pattern syntax is git's: `#` comments, `!`
+negation, a trailing `/` for directories only, a `/` at the start or in the middle
+anchoring the pattern to its file's directory, `*` `?` `[...]` within one component,
+`**/`, `/**` and `/**/` across components, and backslash escapes. The last matching
+pattern wins, deeper files after shallower ones, as in git. A directory that is
+ignored is not entered, so nothing inside can be re-included (git's rule too).
+
+An ignore file is read only if it is a regular file (not a symlink, FIFO or device:
+a file planted to block or leak is skipped) and only its first `MAX_BYTES`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+from dataclasses import dataclass
+
+MAX_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One pattern line, compiled against paths relative to its file's directory."""
+
+    base: tuple[str, ...]
+    regex: re.Pattern[str]
+    negated: bool
+    dir_only: bool
+    lead: str = ""  # for a file above the walk's root: the root's path below it, "a/b/"
+
+
+@dataclass(frozen=True, slots=True)
+class Ignore:
+    """The rules that apply at one point of a walk, shallowest first."""
+
+    rules: tuple[Rule, ...] = ()
+
+    def extended(self, base: tuple[str, ...], text: str) -> Ignore:
+        """These rules followed by those of an ignore file in directory `base`."""
+        added = tuple(r for line in text.splitlines() if (r := parse(line, base)) is not None)
+        return Ignore(self.rules + added) if added else self
+
+    def ignored(self, path: tuple[str, ...], is_dir: bool) -> bool:
+        """Whether `path` (components relative to the walk's origin) is ignored."""
+        for rule in reversed(self.rules):
+            if rule.dir_only and not is_dir:
+                continue
+            if path[: len(rule.base)] != rule.base or len(path) == len(rule.base):
+                continue
+            if rule.regex.fullmatch(rule.lead + "/".join(path[len(rule.base) :])):
+                return not rule.negated
+        return False
+
+
+def parse(line: str, base: tuple[str, ...]) -> Rule | None:
+    """The rule of one `.gitignore` line, or None for a blank line or a comment."""
+    line = _strip_trailing_spaces(line.rstrip("\r"))
+    if not line or line.startswith("#"):
+        return None
+    negated = line.startswith("!")
+    if negated or line.startswith(("\\!", "\\#")):  # `!` negates; `\!` `\#` are literal
+        line = line[1:]
+    dir_only = line.endswith("/") and not line.endswith("\\/")
+    line = line.rstrip("/")
+    if not line:
+        return None
+    anchored = "/" in line
+    body = _translate(line.lstrip("/"))
+    regex = body if anchored else f"(?:.*/)?{body}"
+    return Rule(base, re.compile(regex, re.DOTALL), negated, dir_only)
+
+
+def _strip_trailing_spaces(line: str) -> str:
+    """Trailing spaces are dropped unless escaped with a backslash."""
+    stripped = line.rstrip(" ")
+    if stripped.endswith("\\") and len(stripped) < len(line):
+        return stripped[:-1] + " "
+    return stripped
+
+
+def _translate(pattern: str) -> str:
+    """A regular expression for a slash-separated wildmatch pattern."""
+    parts = pattern.split("/")
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(".*" if last else "(?:.*/)?")
+            continue
+        out.append(_component(part) + ("" if last else "/"))
+    return "".join(out)
+
+
+def _component(part: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(part):
+        c = part[i]
+        if c == "\\" and i + 1 < len(part):
+            out.append(re.escape(part[i + 1]))
+            i += 2
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[" and (end := _class_end(part, i)) > 0:
+            out.append(_char_class(part[i + 1 : end]))
+            i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def _class_end(part: str, start: int) -> int:
+    """Index of the `]` closing the class opened at `start`, or -1 if unclosed."""
+    i = start + 1
+    if i < len(part) and part[i] in "!^":
+        i += 1
+    if i < len(part) and part[i] == "]":
+        i += 1
+    while i < len(part) and part[i] != "]":
+        i += 1
+    return i if i < len(part) else -1
+
+
+def _char_class(inner: str) -> str:
+    negate = inner[:1] in ("!", "^")
+    body = inner[1:] if negate else inner
+    escaped = "".join("\\" + c if c in "\\^[]" else c for c in body)
+    return f"[^/{escaped}]" if negate else f"[{escaped}]"
+
+
+def read_ignore_file(dir_fd: int | None, name: str) -> str:
+    """The text of an ignore file, or "" if it is missing, not a regular file or
+    unreadable. `name` is relative to `dir_fd` (or absolute when it is None)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError:
+        return ""
+    with contextlib.closing(os.fdopen(fd, "rb")) as f:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return ""
+            return f.read(MAX_BYTES).decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+
+def inherited(root: str, top: str) -> Ignore:
+    """The rules that apply at `root` from above it: `.git/info/exclude` and the
+    `.gitignore` files of the repository holding `root`, from its top down to the
+    directory above `root`, never climbing past `top` (the workspace root). Paths
+    are then relative to `root`; a pattern anchored above `root` is rebased."""
+    chain: list[str] = []
+    current = root
+    while True:
+        chain.append(current)
+        if os.path.lexists(os.path.join(current, ".git")) or current == top:
+            break
+        parent = os.path.dirname(current)
+        if parent == current or not is_within(parent, top):
+            break
+        current = parent
+    rules: list[Rule] = []
+    repo = chain[-1]
+    sources = [os.path.join(repo, ".git", "info", "exclude")]
+    sources += [os.path.join(d, ".gitignore") for d in reversed(chain[1:])]
+    for source in sources:
+        origin = repo if source.endswith("exclude") else os.path.dirname(source)
+        prefix = os.path.relpath(root, origin).split("/")
+        for line in read_ignore_file(None, source).splitlines():
+            if (rule := parse(line, ())) is not None:
+                rules.append(_rebased(rule, prefix))
+    return Ignore(tuple(rules))
+
+
+def is_within(path: str, directory: str) -> bool:
+    """Whether canonical `path` is `directory` or below it."""
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def _rebased(rule: Rule, prefix: list[str]) -> Rule:
+    """A rule of a directory above the walk's root: the path it sees is the root's
+    path below that directory followed by the walked path."""
+    return Rule((), rule.regex, rule.negated, rule.dir_only, "/".join(prefix) + "/")
