@@ -18,7 +18,6 @@ the reason, and the process stays up to say so.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import os
@@ -98,6 +97,7 @@ from loopd.sessions.manager import (
     SessionView,
 )
 from loopd.sessions.queue import NotRunning
+from loopd.sessions.starting import StartFailed, Starting, started, wait_started
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class LoopdAgent(Agent):
 
     def __init__(
         self,
-        manager: SessionManager | asyncio.Future[SessionManager],
+        manager: Starting,
         client_answers: bool = True,
     ) -> None:
         self._manager = manager
@@ -144,19 +144,13 @@ class LoopdAgent(Agent):
     @property
     def started(self) -> SessionManager | None:
         """The manager if it is ready, else None (still starting, or failed)."""
-        m = self._manager
-        if isinstance(m, SessionManager):
-            return m
-        return m.result() if m.done() and m.exception() is None else None
+        return started(self._manager)
 
     async def manager(self) -> SessionManager:
-        m = self._manager
-        if isinstance(m, SessionManager):
-            return m
         try:
-            return await asyncio.shield(m)
-        except Exception as err:
-            raise RequestError.internal_error({"details": f"loopd could not start: {err}"}) from err
+            return await wait_started(self._manager)
+        except StartFailed as err:
+            raise RequestError.internal_error({"details": str(err)}) from err
 
     def _link(self) -> AcpLink:
         if self.link is None:

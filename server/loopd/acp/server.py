@@ -25,7 +25,7 @@ from acp.router import MessageRouter
 from loopd.acp.agent import LoopdAgent
 from loopd.acp.models import ModelRoutes
 from loopd.acp.transport import BoundedNdjson
-from loopd.sessions.manager import SessionManager
+from loopd.sessions.starting import Starting
 from loopd.stdio import open_stdin, open_stdout, protect_stdout
 
 log = logging.getLogger(__name__)
@@ -63,9 +63,7 @@ async def serve(
         await asyncio.shield(conn.close())
 
 
-async def serve_stdio(
-    manager: SessionManager | asyncio.Future[SessionManager], out: IO[bytes] | None = None
-) -> None:
+async def serve_stdio(manager: Starting, out: IO[bytes] | None = None) -> None:
     """`loopd acp`: one ACP connection on this process's stdin and stdout. `manager`
     may still be starting (see `LoopdAgent`). `out` is the handle `protect_stdout`
     returned, for callers that protect stdout before building the manager

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import json
 import os
 import sys
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ from loopd.protocol.errors import ConfigError
 if TYPE_CHECKING:
     from loopd.app import App
     from loopd.sessions.manager import SessionManager
+    from loopd.sessions.starting import Starting
     from loopd.store.sqlite import SqliteStore
 
 
@@ -62,10 +62,9 @@ def workspace(path: str) -> str:
 
 
 def acp(args: argparse.Namespace) -> int:
-    """`initialize` is answered while the app is still being built (in a thread:
-    catalog discovery runs each CLI's `--version`, the store opens); the first
-    request that needs sessions waits for it. `loopd acp login` is `loopd login`:
-    what an editor runs for the terminal auth method loopd declares."""
+    """`initialize` is answered while the app is still being built (see
+    `_serve_while_building`). `loopd acp login` is `loopd login`: what an editor runs
+    for the terminal auth method loopd declares."""
     if args.then == "login":
         from loopd.cli.login import login
 
@@ -74,56 +73,61 @@ def acp(args: argparse.Namespace) -> int:
     from loopd.stdio import protect_stdout
 
     out = protect_stdout()  # before anything else can print: stdout is the protocol's
-
-    async def main() -> None:
-        from loopd.app import build_app
-
-        build = functools.partial(build_app, dict(os.environ), os.getcwd(), editor=True)
-        building = asyncio.create_task(asyncio.to_thread(build))
-        manager = asyncio.ensure_future(_manager_of(building))
-        try:
-            await serve_stdio(manager, out)
-        finally:
-            try:
-                app = await building
-            except Exception:
-                pass  # every request already answered with the reason
-            else:
-                await app.aclose()
-
-    asyncio.run(main())
+    _serve_while_building(lambda manager: serve_stdio(manager, out))
     return 0
 
 
-async def _manager_of(building: Awaitable[App]) -> SessionManager:
-    return (await building).manager
-
-
 def lsp(args: argparse.Namespace) -> int:
-    from loopd.app import build_app
-
+    """As `loopd acp`: `initialize` is answered while the app is still being built."""
     tcp: str | None = args.tcp
-    from loopd.lsp.server import serve
-
     address = None
     if tcp is not None:
         host, _, port = tcp.rpartition(":")
         if not host or not port.isdigit():
             raise ConfigError(f"--tcp wants HOST:PORT, got {tcp!r}")
         address = (host, int(port))
+    from loopd.lsp.server import serve
     from loopd.stdio import protect_stdout
 
     out = protect_stdout() if address is None else None  # stdout is the protocol's
+    _serve_while_building(lambda manager: serve(manager, address, out))
+    return 0
+
+
+def _serve_while_building(serve: Callable[[Starting], Awaitable[None]]) -> None:
+    """Serve a protocol on a manager that is still being built, in a thread: catalog
+    discovery runs each CLI's `--version` and the store opens meanwhile, so the
+    editor's `initialize` is answered at once; the first request that needs sessions
+    waits for it. A build that fails is said on stderr and in every such answer."""
 
     async def main() -> None:
-        app = build_app(dict(os.environ), os.getcwd(), editor=True)
+        building = asyncio.create_task(asyncio.to_thread(_build_editor_app))
+        manager = asyncio.ensure_future(_manager_of(building))
         try:
-            await serve(app.manager, address, out)
+            await serve(manager)
         finally:
-            await app.aclose()
+            try:
+                app = await building
+            except Exception:
+                pass  # said on stderr, and every request answered with the reason
+            else:
+                await app.aclose()
 
     asyncio.run(main())
-    return 0
+
+
+def _build_editor_app() -> App:
+    from loopd.app import build_app  # imported here, off the thread that answers
+
+    return build_app(dict(os.environ), os.getcwd(), editor=True)
+
+
+async def _manager_of(building: Awaitable[App]) -> SessionManager:
+    try:
+        return (await building).manager
+    except Exception as err:
+        sys.stderr.write(f"loopd: could not start: {err}\n")
+        raise
 
 
 def catalog(args: argparse.Namespace) -> int:

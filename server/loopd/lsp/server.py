@@ -44,6 +44,7 @@ from loopd.protocol.errors import ConfigError, LoopdError
 from loopd.runtimes.base import McpServerConfig
 from loopd.sessions.manager import SessionBusy, SessionManager, SessionNotFound, SessionView
 from loopd.sessions.queue import NotRunning
+from loopd.sessions.starting import StartFailed, Starting, started, wait_started
 from loopd.stdio import open_stdin, protect_stdout
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ class LoopdProtocol(LanguageServerProtocol):
 class LoopdServer(LanguageServer):
     """One editor connection: its options, link, turns, documents and sessions."""
 
-    def __init__(self, manager: SessionManager) -> None:
+    def __init__(self, manager: Starting) -> None:
         super().__init__(
             "loopd",
             __version__,
@@ -99,15 +100,28 @@ class LoopdServer(LanguageServer):
             protocol_cls=LoopdProtocol,
             converter_factory=raw_converter,
         )
-        self.manager = manager
+        self._manager = manager
         self.link = LspLink(self, ClientOptions())
-        self.turns = Turns(self, manager, self.link)
+        self.turns = Turns(self, self.link)
         self.link.on_step = self.turns.on_step
         self.current: str | None = None  # the session commands act on by default
         self.opened: list[str] = []
         self.hang_up: Callable[[], None] = lambda: None
 
     # -- sessions of this connection -------------------------------------------------
+
+    @property
+    def manager(self) -> SessionManager:
+        """The session manager. Only for handlers that ran `ready()` first (`rpc`
+        does): while loopd is starting there is none."""
+        manager = started(self._manager)
+        if manager is None:
+            raise StartFailed("loopd is still starting")
+        return manager
+
+    async def ready(self) -> SessionManager:
+        """Wait until the manager is built; `StartFailed` says why it never will be."""
+        return await wait_started(self._manager)
 
     def root(self) -> str:
         try:
@@ -164,7 +178,9 @@ class LoopdServer(LanguageServer):
     async def disconnect(self) -> None:
         """The connection ended: cancel its turns, let go of its sessions."""
         await self.turns.close()
-        await self.manager.detach(self.link)
+        manager = started(self._manager)
+        if manager is not None:  # no session can be open before it exists
+            await manager.detach(self.link)
         for session_id in list(self.opened):
             self._detach(session_id)
 
@@ -172,11 +188,13 @@ class LoopdServer(LanguageServer):
 def rpc(
     handler: Callable[[LoopdServer, Any], Awaitable[R]],
 ) -> Callable[[LoopdServer, Any], Awaitable[R]]:
-    """Map loopd's errors to JSON-RPC errors at the edge, in one place."""
+    """Map loopd's errors to JSON-RPC errors at the edge, in one place; and wait,
+    in arrival order, for a manager still starting."""
 
     @functools.wraps(handler)
     async def wrapped(ls: LoopdServer, params: Any) -> R:
         try:
+            await ls.ready()
             return await handler(ls, params)
         except (BadParams, SessionNotFound, ConfigError) as e:
             raise JsonRpcInvalidParams(str(e)) from e
@@ -188,7 +206,7 @@ def rpc(
     return wrapped
 
 
-def build_server(manager: SessionManager) -> LoopdServer:
+def build_server(manager: Starting) -> LoopdServer:
     """A server for one connection, with every feature registered."""
     from loopd.lsp import commands, extension
 
@@ -204,9 +222,11 @@ def build_server(manager: SessionManager) -> LoopdServer:
 
 
 async def serve(
-    manager: SessionManager, tcp: tuple[str, int] | None = None, out: BinaryIO | None = None
+    manager: Starting, tcp: tuple[str, int] | None = None, out: BinaryIO | None = None
 ) -> None:
     """Serve LSP on stdio (one connection) or on TCP (any number, until cancelled).
+    `manager` may still be starting: `initialize` is answered at once, and requests
+    that need sessions wait for it (see `loopd.sessions.starting`).
     `out` is the protocol's stdout from `loopd.stdio.protect_stdout`, for callers
     that protect it before building the manager (recommended: nothing may print)."""
     if tcp is None:
@@ -235,7 +255,7 @@ def run(manager: SessionManager, tcp: tuple[str, int] | None = None) -> None:
 
 
 async def _serve_connection(
-    manager: SessionManager,
+    manager: Starting,
     reader: asyncio.StreamReader,
     writer: Any,
 ) -> None:

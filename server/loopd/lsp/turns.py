@@ -17,15 +17,16 @@ import uuid
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.lsp.server import LanguageServer
 
 from loopd.lsp.link import LspLink
 from loopd.protocol.events import Prompt
 from loopd.protocol.turns import Outcome
-from loopd.sessions.manager import SessionManager
+
+if TYPE_CHECKING:
+    from loopd.lsp.server import LoopdServer
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +62,7 @@ class Turn:
 
 @dataclass(eq=False, slots=True)
 class Turns:
-    server: LanguageServer
-    manager: SessionManager
+    server: LoopdServer  # its manager, once started: turns only run after that
     link: LspLink
     running: dict[str, Turn] = field(default_factory=dict)
     finished: OrderedDict[str, Turn] = field(default_factory=OrderedDict)
@@ -91,10 +91,10 @@ class Turns:
         self.running[turn.id] = turn
         self.link.start_of_turn(turn.session_id, prompt.text)
         try:
-            turn.queued = self.manager.busy(turn.session_id)
+            turn.queued = self.server.manager.busy(turn.session_id)
             await self._begin_progress(turn)
             work = turn.work = asyncio.ensure_future(
-                self.manager.prompt(
+                self.server.manager.prompt(
                     turn.session_id, prompt, self.link, on_start=lambda: self._started(turn)
                 )
             )

@@ -1,0 +1,40 @@
+"""A session manager that may still be starting.
+
+`loopd acp` and `loopd lsp` answer `initialize` at once and build the app (catalog
+discovery runs each CLI's `--version`, the store opens) in a thread meanwhile. The
+protocol adapters hold the manager as `Starting`: the manager itself, or a future
+of it. Requests that need sessions wait for it; if the build failed, each is
+answered with the reason instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TypeAlias
+
+from loopd.protocol.errors import LoopdError
+from loopd.sessions.manager import SessionManager
+
+Starting: TypeAlias = SessionManager | asyncio.Future[SessionManager]
+
+
+class StartFailed(LoopdError):
+    """The app could not be built; the message says why."""
+
+
+def started(manager: Starting) -> SessionManager | None:
+    """The manager if it is ready, else None (still starting, or failed)."""
+    if isinstance(manager, SessionManager):
+        return manager
+    return manager.result() if manager.done() and manager.exception() is None else None
+
+
+async def wait_started(manager: Starting) -> SessionManager:
+    """The manager, once it is ready. Raises `StartFailed` if it never will be.
+    Shielded: a cancelled request does not cancel the build."""
+    if isinstance(manager, SessionManager):
+        return manager
+    try:
+        return await asyncio.shield(manager)
+    except Exception as err:
+        raise StartFailed(f"loopd could not start: {err}") from err
