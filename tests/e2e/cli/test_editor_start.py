@@ -154,11 +154,13 @@ async def test_loopd_lsp_never_imports_the_acp_sdk(home: Home, tmp_path: Path) -
 
 def slow_runtime(home: Home) -> Path:
     """A user-configured runtime whose `--version` waits for a line on the returned
-    FIFO: until then, loopd's catalog discovery cannot finish."""
+    FIFO: until then, loopd's catalog discovery cannot finish (but for the probe's
+    timeout: the file `probed` says the line came)."""
     gate = home.root / "gate"
     os.mkfifo(gate)
     cli = home.root / "slow-cli"
-    cli.write_text(f'#!/bin/sh\n[ "$1" = --version ] && read line < "{gate}"\necho 1.0.0\n')
+    done = home.root / "probed"  # only when the line came: not after a probe timeout
+    cli.write_text(f'#!/bin/sh\nread line < "{gate}" && touch "{done}"\necho 1.0.0\n')
     cli.chmod(0o755)
     config = home.root / "config" / "loopd" / "config.toml"
     config.parent.mkdir(parents=True)
@@ -185,6 +187,7 @@ async def test_loopd_lsp_answers_initialize_while_the_app_builds(home: Home) -> 
         fd = release(gate)  # the build could not have finished before this
         assert (await listing)["result"]["sessions"] == []
         os.close(fd)
+        assert (home.root / "probed").exists(), "the build waited for the release"
         assert await lsp.exit() == 0
 
 
@@ -197,4 +200,5 @@ async def test_loopd_acp_answers_initialize_while_the_app_builds(home: Home) -> 
         fd = release(gate)
         response, _ = await listing
         os.close(fd)
+        assert (home.root / "probed").exists(), "the build waited for the release"
         assert response["result"] == {"sessions": []}
