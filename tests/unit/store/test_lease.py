@@ -1,0 +1,96 @@
+"""Session leases over the real store file, as two processes would see it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from loopd.store.lease import TTL, Leases
+from loopd.store.sqlite import SessionRecord, SqliteStore
+from loopd.testing.fakes import FakeClock
+
+
+def stores(tmp_path: Path) -> tuple[SqliteStore, SqliteStore]:
+    """Two connections to one store file, each like its own process."""
+    first = SqliteStore(tmp_path / "sessions.db")
+    first.create(SessionRecord(id="s1", cwd="/w"))
+    return first, SqliteStore(tmp_path / "sessions.db")
+
+
+def dead_pid() -> int:
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
+                          capture_output=True, text=True)  # fmt: skip
+    return int(proc.stdout)
+
+
+def test_a_held_lease_refuses_another_holder_and_names_it(tmp_path: Path) -> None:
+    clock = FakeClock(1000.0)
+    one, two = stores(tmp_path)
+    a = Leases(one, clock=clock.monotonic)
+    b = Leases(two, clock=clock.monotonic)
+
+    assert a.take("s1") is None
+    holder = b.take("s1")
+    assert holder is not None and holder.owner == a.owner and holder.pid == a.pid
+    assert b.holder("s1") == holder
+    assert a.holder("s1") is None  # our own lease binds nobody here
+    assert a.take("s1") is None  # renewing our own lease
+
+
+def test_a_released_lease_is_free(tmp_path: Path) -> None:
+    one, two = stores(tmp_path)
+    a, b = Leases(one), Leases(two)
+    assert a.take("s1") is None
+    a.release("s1")
+    assert b.take("s1") is None
+    a.release("s1")  # not ours any more: stays with b
+    assert a.take("s1") is not None
+
+
+def test_an_expired_lease_is_taken_over_and_its_old_holder_learns_it(tmp_path: Path) -> None:
+    clock = FakeClock(1000.0)
+    one, two = stores(tmp_path)
+    a = Leases(one, clock=clock.monotonic)
+    b = Leases(two, clock=clock.monotonic)
+    assert a.take("s1") is None
+
+    clock.now += TTL - 1
+    assert a.renew() == set()  # renewed in time: still a's
+    clock.now += TTL - 1
+    assert b.take("s1") is not None
+
+    clock.now += TTL + 1  # a stalled past its expiry
+    assert b.take("s1") is None
+    assert a.renew() == {"s1"}
+    assert a.take("s1") is not None  # and a cannot take it back while b lives
+
+
+def test_a_lease_of_a_dead_process_on_this_host_is_taken_over(tmp_path: Path) -> None:
+    one, two = stores(tmp_path)
+    gone = Leases(one, pid=dead_pid())
+    assert gone.take("s1") is None
+    b = Leases(two)
+    assert b.holder("s1") is None
+    assert b.take("s1") is None
+
+
+def test_a_lease_from_another_host_binds_until_it_expires(tmp_path: Path) -> None:
+    """A pid elsewhere cannot be checked here: only expiry frees it."""
+    clock = FakeClock(1000.0)
+    one, two = stores(tmp_path)
+    remote = Leases(one, clock=clock.monotonic, pid=dead_pid(), host="elsewhere")
+    assert remote.take("s1") is None
+    local = Leases(two, clock=clock.monotonic)
+    assert local.take("s1") is not None
+    clock.now += TTL
+    assert local.take("s1") is None
+
+
+def test_deleting_a_session_drops_its_lease(tmp_path: Path) -> None:
+    one, two = stores(tmp_path)
+    a = Leases(one)
+    assert a.take("s1") is None
+    assert one.delete("s1")
+    two.create(SessionRecord(id="s1", cwd="/w"))
+    assert Leases(two).take("s1") is None
