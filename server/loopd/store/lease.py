@@ -24,7 +24,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from loopd.store.sqlite import SqliteStore
@@ -55,7 +55,7 @@ class Holder:
 
 class Leases:
     """This process's leases in `store`. `clock` is wall time (seconds), shared by
-    every process on the store's host; `pid` and `host` name this process to the
+    every process on the store's host, and `sleep` waits between renewals; `pid` and `host` name this process to the
     others. Thread-safe as the store is; the renewing task runs on the event loop
     of the first `take` made from one."""
 
@@ -64,11 +64,12 @@ class Leases:
         store: SqliteStore,
         *,
         clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         ttl: float = TTL,
         pid: int | None = None,
         host: str | None = None,
     ) -> None:
-        self.store, self.clock, self.ttl = store, clock, ttl
+        self.store, self.clock, self.sleep, self.ttl = store, clock, sleep, ttl
         self.pid = os.getpid() if pid is None else pid
         self.host = socket.gethostname() if host is None else host
         self.owner = f"{self.pid}@{self.host}/{uuid.uuid4().hex[:12]}"
@@ -156,7 +157,7 @@ class Leases:
 
     async def _renew_forever(self) -> None:
         while self._held:
-            await asyncio.sleep(self.ttl / 3)
+            await self.sleep(self.ttl / 3)
             try:
                 self.renew()
             except Exception:  # a busy or failing store: try again next time

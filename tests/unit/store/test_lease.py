@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -94,3 +95,22 @@ def test_deleting_a_session_drops_its_lease(tmp_path: Path) -> None:
     assert one.delete("s1")
     two.create(SessionRecord(id="s1", cwd="/w"))
     assert Leases(two).take("s1") is None
+
+
+async def test_held_leases_are_renewed_while_held_and_no_longer(tmp_path: Path) -> None:
+    clock = FakeClock(1000.0)
+    one, two = stores(tmp_path)
+    a = Leases(one, clock=clock.monotonic, sleep=clock.sleep)
+    b = Leases(two, clock=clock.monotonic)
+    assert a.take("s1") is None
+    for _ in range(20):  # the renewing task runs, the fake clock goes on
+        await asyncio.sleep(0)
+    assert clock.now > 1000.0 + 3 * TTL
+    assert b.take("s1") is not None  # renewed all along: still a's
+
+    a.release("s1")
+    stopped = clock.now
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert clock.now == stopped  # nothing left to renew: the task ended
+    assert b.take("s1") is None
