@@ -55,9 +55,9 @@ class Holder:
 
 class Leases:
     """This process's leases in `store`. `clock` is wall time (seconds), shared by
-    every process on the store's host, and `sleep` waits between renewals; `pid` and `host` name this process to the
-    others. Thread-safe as the store is; the renewing task runs on the event loop
-    of the first `take` made from one."""
+    every process on the store's host, and `sleep` waits between renewals; `pid`
+    and `host` name this process to the others. Thread-safe as the store is; the
+    renewing task runs on the event loop of the first `take` made from one."""
 
     def __init__(
         self,
