@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from loopd.store.lease import TTL, Leases
@@ -114,3 +116,23 @@ async def test_held_leases_are_renewed_while_held_and_no_longer(tmp_path: Path) 
         await asyncio.sleep(0)
     assert clock.now == stopped  # nothing left to renew: the task ended
     assert b.take("s1") is None
+
+
+def test_of_many_racing_takers_exactly_one_wins(tmp_path: Path) -> None:
+    """Each taker on its own connection (SQLite locks them as it locks processes),
+    all released at once, for several sessions in a row."""
+    seed = SqliteStore(tmp_path / "sessions.db")
+    ids = [f"s{i}" for i in range(10)]
+    for sid in ids:
+        seed.create(SessionRecord(id=sid, cwd="/w"))
+    takers = [Leases(SqliteStore(tmp_path / "sessions.db")) for _ in range(6)]
+    for sid in ids:
+        start = threading.Barrier(len(takers))
+
+        def race(leases: Leases, sid: str = sid, start: threading.Barrier = start) -> bool:
+            start.wait()
+            return leases.take(sid) is None
+
+        with ThreadPoolExecutor(len(takers)) as pool:
+            won = list(pool.map(race, takers))
+        assert won.count(True) == 1, (sid, won)
