@@ -9,7 +9,8 @@ transaction when it opens the session live, renews it while the session stays op
 (every `ttl / 3` seconds), confirms it at each turn, and drops it when the session
 closes. A lease is free when nobody holds it, when it has expired (its process hung
 or the machine slept past `ttl`), or when its holder's pid is no longer alive on
-this host (killed, crashed): a dead process never blocks a session for long.
+this host (killed, crashed), or now names another process (its start time
+differs, where the system tells it): a dead process never blocks a session.
 
 A process that finds the lease held elsewhere is refused (`take` returns who holds
 it); reading a session's rows (`loopd sessions show`) never needs the lease.
@@ -26,6 +27,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from loopd.store.sqlite import SqliteStore
 
@@ -39,9 +41,11 @@ CREATE TABLE IF NOT EXISTS leases (
     owner TEXT NOT NULL,
     pid INTEGER NOT NULL,
     host TEXT NOT NULL,
+    started TEXT NOT NULL,
     expires REAL NOT NULL
 )
 """
+_HOLDER = "SELECT owner, pid, host, started, expires FROM leases WHERE session_id = ?"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +76,7 @@ class Leases:
         self.store, self.clock, self.sleep, self.ttl = store, clock, sleep, ttl
         self.pid = os.getpid() if pid is None else pid
         self.host = socket.gethostname() if host is None else host
+        self.started = _started(self.pid)
         self.owner = f"{self.pid}@{self.host}/{uuid.uuid4().hex[:12]}"
         self._held: set[str] = set()
         self._renewing: asyncio.Task[None] | None = None
@@ -83,18 +88,22 @@ class Leases:
         gone, renewing it when it is ours); returns the live holder when another
         process has it, and then holds nothing."""
         with self.store.transaction() as db:
-            row = db.execute(
-                "SELECT owner, pid, host, expires FROM leases WHERE session_id = ?",
-                (session_id,),
-            ).fetchone()
+            row = db.execute(_HOLDER, (session_id,)).fetchone()
             if row is not None and row[0] != self.owner and self._alive(*row):
                 return Holder(row[0], row[1], row[2])
             db.execute(
-                "INSERT INTO leases (session_id, owner, pid, host, expires) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+                "INSERT INTO leases (session_id, owner, pid, host, started, expires) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
                 "owner = excluded.owner, pid = excluded.pid, host = excluded.host, "
-                "expires = excluded.expires",
-                (session_id, self.owner, self.pid, self.host, self.clock() + self.ttl),
+                "started = excluded.started, expires = excluded.expires",
+                (
+                    session_id,
+                    self.owner,
+                    self.pid,
+                    self.host,
+                    self.started,
+                    self.clock() + self.ttl,
+                ),
             )
         if row is not None and row[0] != self.owner:
             log.info("took over the lease of %s from pid %d (gone)", session_id, row[1])
@@ -105,10 +114,7 @@ class Leases:
     def holder(self, session_id: str) -> Holder | None:
         """The live holder of `session_id` when it is another process (read-only)."""
         with self.store.transaction() as db:
-            row = db.execute(
-                "SELECT owner, pid, host, expires FROM leases WHERE session_id = ?",
-                (session_id,),
-            ).fetchone()
+            row = db.execute(_HOLDER, (session_id,)).fetchone()
         if row is None or row[0] == self.owner or not self._alive(*row):
             return None
         return Holder(row[0], row[1], row[2])
@@ -142,12 +148,12 @@ class Leases:
             log.warning("lost the lease of %s to another loopd process", sid)
         return lost
 
-    def _alive(self, owner: str, pid: int, host: str, expires: float) -> bool:
+    def _alive(self, owner: str, pid: int, host: str, started: str, expires: float) -> bool:
         """Whether a lease held by someone else still binds: unexpired, and, when
         it was taken on this host, its process is still running."""
         if expires <= self.clock():
             return False
-        return host != self.host or _pid_alive(pid)
+        return host != self.host or _running(pid, started)
 
     def _keep_renewing(self) -> None:
         if self._renewing is not None and not self._renewing.done():
@@ -164,11 +170,25 @@ class Leases:
                 log.exception("could not renew session leases")
 
 
-def _pid_alive(pid: int) -> bool:
+def _running(pid: int, started: str) -> bool:
+    """Whether process `pid` runs, and is the one that started at `started`."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # someone else's process: alive
-        return True
-    return True
+        pass
+    now = _started(pid)
+    return not (started and now and now != started)
+
+
+def _started(pid: int) -> str:
+    """When process `pid` started (Linux: clock ticks since boot, from
+    /proc/PID/stat), so a pid the system gave to a new process is told apart;
+    "" where the system does not say."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    fields = stat[stat.rfind(")") + 2 :].split()  # the name may hold spaces and ")"
+    return fields[19] if len(fields) > 19 else ""

@@ -78,6 +78,24 @@ def test_a_lease_of_a_dead_process_on_this_host_is_taken_over(tmp_path: Path) ->
     assert b.take("s1") is None
 
 
+def test_a_lease_whose_pid_now_names_another_process_is_taken_over(tmp_path: Path) -> None:
+    """The holder was killed and the system gave its pid to a newer process: that
+    one started at another time, so the lease is free at once."""
+    one, two = stores(tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        held = Leases(one, pid=child.pid)
+        assert held.take("s1") is None
+        other = Leases(two)
+        assert other.take("s1") is not None  # the holder runs: it binds
+        held.started = str(int(held.started) - 1)  # as if an older process had the pid
+        assert held.take("s1") is None
+        assert other.take("s1") is None
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_a_lease_from_another_host_binds_until_it_expires(tmp_path: Path) -> None:
     """A pid elsewhere cannot be checked here: only expiry frees it."""
     clock = FakeClock(1000.0)
