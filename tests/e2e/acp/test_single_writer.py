@@ -40,14 +40,15 @@ async def prompted(agent: RawAgent, sid: str, text: str) -> None:
     assert response["result"]["stopReason"] == "end_turn"
 
 
-async def show(home: Home, sid: str) -> str:
+async def sessions(home: Home, action: str, sid: str) -> tuple[int, str, str]:
+    """`loopd sessions ACTION SID`: its exit code, stdout and stderr."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "loopd", "sessions", "show", sid,
-        env=home.env(), cwd=ROOT, stdout=asyncio.subprocess.PIPE,
+        sys.executable, "-m", "loopd", "sessions", action, sid, env=home.env(), cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    out, _ = await proc.communicate()
-    assert proc.returncode == 0
-    return out.decode()
+    out, err = await proc.communicate()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
 
 
 async def test_a_second_process_is_refused_until_the_first_exits(home: Home) -> None:
@@ -67,7 +68,10 @@ async def test_a_second_process_is_refused_until_the_first_exits(home: Home) -> 
             resume = {"sessionId": sid, "cwd": str(home.work), "mcpServers": []}
             again, _ = await second.request("session/resume", resume)
             assert again["error"]["code"] == -32600
-            assert "first question" in await show(home, sid)  # reading needs no lease
+            code, shown, _ = await sessions(home, "show", sid)
+            assert code == 0 and "first question" in shown  # reading needs no lease
+            code, _, told = await sessions(home, "delete", sid)
+            assert code == 1 and f"pid {first.proc.pid}" in told
 
             assert first.proc.stdin is not None
             first.proc.stdin.close()  # the editor closed: the lease goes with the process
