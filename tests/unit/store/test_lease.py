@@ -21,6 +21,12 @@ def stores(tmp_path: Path) -> tuple[SqliteStore, SqliteStore]:
     return first, SqliteStore(tmp_path / "sessions.db")
 
 
+def pair(tmp_path: Path, clock: FakeClock) -> tuple[Leases, Leases]:
+    """Two processes' leases on one store file, on one fake wall clock."""
+    one, two = stores(tmp_path)
+    return Leases(one, clock=clock.monotonic), Leases(two, clock=clock.monotonic)
+
+
 def dead_pid() -> int:
     proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
                           capture_output=True, text=True)  # fmt: skip
@@ -29,9 +35,7 @@ def dead_pid() -> int:
 
 def test_a_held_lease_refuses_another_holder_and_names_it(tmp_path: Path) -> None:
     clock = FakeClock(1000.0)
-    one, two = stores(tmp_path)
-    a = Leases(one, clock=clock.monotonic)
-    b = Leases(two, clock=clock.monotonic)
+    a, b = pair(tmp_path, clock)
 
     assert a.take("s1") is None
     holder = b.take("s1")
@@ -53,9 +57,7 @@ def test_a_released_lease_is_free(tmp_path: Path) -> None:
 
 def test_an_expired_lease_is_taken_over_and_its_old_holder_learns_it(tmp_path: Path) -> None:
     clock = FakeClock(1000.0)
-    one, two = stores(tmp_path)
-    a = Leases(one, clock=clock.monotonic)
-    b = Leases(two, clock=clock.monotonic)
+    a, b = pair(tmp_path, clock)
     assert a.take("s1") is None
 
     clock.now += TTL - 1
