@@ -92,6 +92,7 @@ from loopd.protocol.turns import Outcome
 from loopd.sessions.manager import (
     NoRuntime,
     SessionBusy,
+    SessionHeld,
     SessionManager,
     SessionNotFound,
     SessionView,
@@ -333,8 +334,8 @@ class LoopdAgent(Agent):
             outcome = await manager.prompt(session_id, content, link)
         except SessionNotFound as err:
             raise _not_found(session_id, err) from err
-        except SessionBusy as err:  # the queue is full: refused, not a finished turn
-            raise RequestError.invalid_request({"details": str(err)}) from err
+        except SessionBusy as err:  # queue full, or live elsewhere: not a finished turn
+            raise _refused(session_id, err) from err
         except Exception as err:
             log.exception("turn in %s failed", session_id)
             await self._say(session_id, f"loopd: the turn failed: {err}")
@@ -449,7 +450,7 @@ def _mapped_errors(
     except ConfigError as err:
         raise RequestError.invalid_params({"details": str(err)}) from err
     except (SessionBusy, NotRunning) as err:
-        raise RequestError.invalid_request({"details": str(err)}) from err
+        raise _refused(session_id, err) from err
     except RuntimeFailure as err:
         raise RequestError.invalid_request({"details": str(err)}) from err
 
@@ -471,6 +472,15 @@ def _options(view: SessionView) -> dict[str, Any]:
         "models": model_state(options),
         "config_options": config_options(options),
     }
+
+
+def _refused(session_id: str | None, err: Exception) -> RequestError:
+    """Invalid request: refused now, may work later. A session live in another
+    process says so in the message itself, which is what editors show."""
+    if isinstance(err, SessionHeld):
+        data = {"sessionId": session_id, "pid": err.holder.pid, "details": str(err)}
+        return RequestError(-32600, str(err), data)
+    return RequestError.invalid_request({"details": str(err)})
 
 
 def _not_found(session_id: str | None, err: Exception) -> RequestError:

@@ -150,8 +150,9 @@ def catalog(args: argparse.Namespace) -> int:
 
 def sessions(args: argparse.Namespace) -> int:
     from loopd.config import data_dir
-    from loopd.sessions.manager import SessionNotFound
+    from loopd.sessions.manager import SessionHeld, SessionNotFound
     from loopd.sessions.transcript import transcript
+    from loopd.store.lease import Leases
     from loopd.store.sqlite import SqliteStore
 
     store = SqliteStore(data_dir(os.environ) / "sessions.db")
@@ -161,6 +162,9 @@ def sessions(args: argparse.Namespace) -> int:
         if args.session_id is None:
             raise ConfigError(f"`loopd sessions {args.action}` needs a session id")
         if args.action == "delete":
+            holder = Leases(store).holder(args.session_id)
+            if holder is not None:
+                raise SessionHeld(args.session_id, holder)
             if not store.delete(args.session_id):
                 raise SessionNotFound(f"no session {args.session_id!r}")
             return 0

@@ -11,6 +11,10 @@ told it is queued), never interleaves; one beyond that is refused with
 prompt alone out of the queue, or ends its turn when it is the running one;
 `cancel` ends the running turn and every queued prompt of the session with
 `cancelled`. `steer` hands text to the running turn, read at its next step.
+
+Single writer: a session is live in one loopd process at a time. Opening it takes
+its lease in the store (`loopd.store.lease`), each turn confirms it, closing drops
+it; a process that finds it held by another live one is refused with `SessionHeld`.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -65,6 +70,7 @@ from loopd.sessions.live import (
 from loopd.sessions.queue import say_entry_changed, say_queued, steer_turn, title_of
 from loopd.sessions.transcript import HANDOVER, transcript, with_handover
 from loopd.sessions.trust import WorkspaceTrust
+from loopd.store.lease import Holder, Leases
 from loopd.store.reconcile import reconcile_events
 from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
 
@@ -82,6 +88,17 @@ class SessionNotFound(LoopdError):
 
 class SessionBusy(LoopdError):
     pass
+
+
+class SessionHeld(SessionBusy):
+    """The session is live in another loopd process (it holds the lease)."""
+
+    def __init__(self, session_id: str, holder: Holder) -> None:
+        super().__init__(
+            f"session {session_id} is open in another loopd process (pid {holder.pid}"
+            f" on {holder.host}); close it there or wait"
+        )
+        self.holder = holder
 
 
 class Credentials(Protocol):
@@ -126,7 +143,13 @@ class SessionManager:
     workspace: WorkspaceTrust | None = None
     """Asks about (or tells of) an untrusted workspace config at each session's first
     turn; None says nothing."""
+    lease_clock: Callable[[], float] = time.time
+    """Wall time in seconds, for the leases' expiry (shared by every process)."""
     _live: dict[str, LiveSession] = field(default_factory=dict)
+    _leases: Leases = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._leases = Leases(self.store, clock=self.lease_clock)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -240,6 +263,8 @@ class SessionManager:
         live = self._live.get(session_id)
         if live is not None:
             await self._shut(live)
+        elif (holder := self._leases.holder(session_id)) is not None:
+            raise SessionHeld(session_id, holder)
         if not self.store.delete(session_id):
             raise SessionNotFound(f"no session {session_id!r}")
 
@@ -275,6 +300,7 @@ class SessionManager:
         async with live.slot():
             if live.generation != generation:
                 return Outcome(turn_id="", stop_reason="cancelled")
+            self._hold(live.id)  # still ours (not taken over while this process stalled)
             if on_start is not None:
                 on_start()
             command = slash_command(prompt, live.runtime)
@@ -430,13 +456,21 @@ class SessionManager:
     ) -> LiveSession:
         factory = self._factory(str(record.runtime.get("name", self.default_runtime)))
         live = LiveSession(record, runtime=Unopened(), links=[link], mcp_servers=tuple(mcp))
+        self._hold(record.id)
         self._live[record.id] = live
         try:
             live.runtime = await factory.open(self._context(live))
         except BaseException:
             del self._live[record.id]
+            self._leases.release(record.id)
             raise
         return live
+
+    def _hold(self, session_id: str) -> None:
+        """Take (or renew) this process's lease of `session_id`, or raise `SessionHeld`."""
+        holder = self._leases.take(session_id)
+        if holder is not None:
+            raise SessionHeld(session_id, holder)
 
     def _context(self, live: LiveSession) -> RuntimeContext:
         record = live.record
@@ -527,6 +561,8 @@ class SessionManager:
             await live.runtime.close()
         except Exception:
             log.exception("runtime of %s failed to close", live.id)
+        finally:
+            self._leases.release(live.id)
 
     def _view(self, live: LiveSession) -> SessionView:
         names = sorted(self.runtimes)

@@ -27,7 +27,7 @@ import shutil
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -132,6 +132,12 @@ class SqliteStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One write transaction (`BEGIN IMMEDIATE`: it waits for other processes'
+        writes, up to the busy timeout), for modules that keep their own tables
+        here (`loopd.store.lease`)."""
+        return self._tx()
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
