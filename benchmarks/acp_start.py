@@ -40,16 +40,21 @@ def _answer(stdout: IO[str], rid: int) -> dict[str, Any]:
     raise RuntimeError("the agent closed stdout before answering")
 
 
-def _once(argv: list[str], home: Path) -> tuple[float, float]:
-    """Seconds from spawn to the initialize response, and for one session/new."""
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+def agent_env(home: Path, path: str) -> dict[str, str]:
+    """A throwaway home for an agent: no user config, nothing of the person's."""
+    return {
+        "PATH": path,
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / "config"),
         "LOOPD_HOME": str(home / "data"),
         "ANTHROPIC_API_KEY": "unused",
         "PYTHONPATH": os.pathsep.join(sys.path),
     }
+
+
+def _once(argv: list[str], home: Path) -> tuple[float, float]:
+    """Seconds from spawn to the initialize response, and for one session/new."""
+    env = agent_env(home, os.environ.get("PATH", "/usr/bin:/bin"))
     start = time.perf_counter()
     proc = subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=home

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from benchmarks.acp_start import ECHO
+from benchmarks.acp_start import ECHO, agent_env
 
 ROUNDS = 7
 LOOPD = [sys.executable, "-m", "loopd"]
@@ -62,14 +62,8 @@ def _nothing(stdin: IO[bytes], stdout: IO[bytes]) -> None:
 
 def _spawn(argv: list[str], home: Path, handshake: Handshake) -> float:
     """Seconds from spawn to the handshake done (for `python -c pass`: to its exit)."""
-    env = {
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / "config"),
-        "LOOPD_HOME": str(home / "data"),
-        "ANTHROPIC_API_KEY": "unused",
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
+    path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
+    env = agent_env(home, path)
     start = time.perf_counter()
     proc = subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
