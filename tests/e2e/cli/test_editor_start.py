@@ -202,3 +202,17 @@ async def test_loopd_acp_answers_initialize_while_the_app_builds(home: Home) -> 
         os.close(fd)
         assert (home.root / "probed").exists(), "the build waited for the release"
         assert response["result"] == {"sessions": []}
+
+
+async def test_loopd_lsp_that_cannot_start_answers_every_request_with_why(home: Home) -> None:
+    config = home.root / "config" / "loopd" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("this is = = not toml\n")
+    async with raw_lsp(home, home.env()) as lsp:
+        assert "result" in await lsp.initialize(home.work)
+        for _ in range(2):  # and the server stays up
+            failed = await lsp.request("loopd/session/list", {})
+            assert failed["error"]["code"] == -32603
+            assert "loopd could not start" in failed["error"]["message"]
+            assert "not valid TOML" in failed["error"]["message"]
+        assert await lsp.exit() == 0
