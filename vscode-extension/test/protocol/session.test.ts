@@ -61,8 +61,11 @@ before(async () => {
   writeFileSync(target, 'x = 1\n');
   model = await startFakeModel(home.root, [
     { text: 'Hello from the **fake** model, streamed in words.', pause_after: 6, gate: 'mid' },
-    { thinking: 'Change x.', tool_calls: [{ name: 'edit', input: { path: 'app.py', old_string: 'x = 1', new_string: 'x = 2' } }] },
+    // loopd edits only files the model has read as they are now: read, then edit.
+    { thinking: 'Change x.', tool_calls: [{ name: 'read', input: { path: 'app.py' } }] },
+    { tool_calls: [{ name: 'edit', input: { path: 'app.py', old_string: 'x = 1', new_string: 'x = 2' } }] },
     { text: 'Changed x to 2.' },
+    { tool_calls: [{ name: 'read', input: { path: 'app.py' } }] },
     { tool_calls: [{ name: 'edit', input: { path: 'app.py', old_string: 'x = 2', new_string: 'x = 3' } }] },
     { text: 'Left it alone.' },
     { text: 'A long answer that never', pause_after: 2, gate: 'hold' },
@@ -130,7 +133,7 @@ test('a whole session through the controller, on the real server', { timeout: 60
   await t.test('stop cancels a running turn', async () => {
     const turn = controller.prompt([{ type: 'text', text: 'talk for a long time' }]);
     // The model has been asked (its reply is held at the gate): the turn is under way.
-    while ((await model.requests()).length < 6) await new Promise((r) => setTimeout(r, 20));
+    while ((await model.requests()).length < 8) await new Promise((r) => setTimeout(r, 20));
     assert.equal(controller.state.turn.running, true);
     await controller.cancel();
     assert.equal(await turn, 'cancelled');
@@ -146,25 +149,23 @@ test('a whole session through the controller, on the real server', { timeout: 60
     );
     assert.equal(listed[0].title, 'say hello');
 
-    const second = await startLsp(home.work, serverEnv(home.root, model));
-    try {
-      const ui2 = new ScriptedUi();
-      const reloaded = new Controller(second.connection, ui2, home.work, memory);
-      connect(second, reloaded);
-      assert.equal(await reloaded.resume(), sessionId, 'a window reload loads the remembered session');
-      const forgetful = new Controller(second.connection, new ScriptedUi(), home.work, { get: () => undefined, set: () => {} });
-      connect(second, forgetful);
-      assert.equal(await forgetful.resume(), sessionId, "without a remembered one, the workspace's latest");
-      assert.match(agentText(reloaded), /^Hello from the \*\*fake\*\* model/);
-      assert.ok(Object.values(reloaded.state.tools).some((c) => c.kind === 'edit'));
-      assert.ok(reloaded.state.configOptions.length > 0);
-    } finally {
-      await second.close();
-    }
+    // A window reload stops the old server first: a live session belongs to one
+    // loopd process at a time, and the new one loads it once the old one is gone.
+    await lsp.close();
+    lsp = await startLsp(home.work, serverEnv(home.root, model));
+    const reloaded = new Controller(lsp.connection, new ScriptedUi(), home.work, memory);
+    connect(lsp, reloaded);
+    assert.equal(await reloaded.resume(), sessionId, 'a window reload loads the remembered session');
+    const forgetful = new Controller(lsp.connection, new ScriptedUi(), home.work, { get: () => undefined, set: () => {} });
+    connect(lsp, forgetful);
+    assert.equal(await forgetful.resume(), sessionId, "without a remembered one, the workspace's latest");
+    assert.match(agentText(reloaded), /^Hello from the \*\*fake\*\* model/);
+    assert.ok(Object.values(reloaded.state.tools).some((c) => c.kind === 'edit'));
+    assert.ok(reloaded.state.configOptions.length > 0);
 
-    await controller.delete(sessionId);
-    assert.deepEqual(await controller.list(), []);
+    await reloaded.delete(sessionId);
+    assert.deepEqual(await reloaded.list(), []);
     assert.equal(remembered, undefined);
-    assert.equal(controller.state.sessionId, undefined);
+    assert.equal(reloaded.state.sessionId, undefined);
   });
 });

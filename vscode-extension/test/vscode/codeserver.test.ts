@@ -64,6 +64,8 @@ before(async () => {
   writeFileSync(target, 'x = 1\n');
   model = await startFakeModel(home.root, [
     { text: REPLY, pause_after: 6, gate: 'mid' },
+    // loopd edits only files the model has read as they are now: read, then edit.
+    { tool_calls: [{ name: 'read', input: { path: 'app.py' } }] },
     { tool_calls: [{ name: 'edit', input: { path: 'app.py', old_string: 'x = 1', new_string: 'x = 2' } }] },
     { text: 'Changed x to 2.' },
   ]);
