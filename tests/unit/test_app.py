@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from loopd.app import GuardedParts, LazyProbe, build_app
+from loopd.app import build_app
 from loopd.engine.delegate import ChildRuntime
+from loopd.parts import GuardedParts, LazyProbe
 from loopd.policy.rules import RuleSet
 from loopd.protocol.events import AgentMessageChunk
 from loopd.runtimes.base import McpServerConfig, RuntimeContext
