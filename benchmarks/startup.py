@@ -43,7 +43,7 @@ def _acp_initialize(stdin: IO[bytes], stdout: IO[bytes]) -> None:
     raise RuntimeError("the agent closed stdout before answering")
 
 
-def _lsp_initialize(stdin: IO[bytes], stdout: IO[bytes]) -> None:
+def lsp_initialize(stdin: IO[bytes], stdout: IO[bytes]) -> None:
     params = {"processId": None, "rootUri": None, "capabilities": {}}
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
     stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body.encode()))
@@ -96,7 +96,7 @@ def main() -> dict[str, dict[str, float]]:
         "bare": (BARE, _nothing),
         "echo": (ECHO, _acp_initialize),
         "acp": ([*LOOPD, "acp"], _acp_initialize),
-        "lsp": ([*LOOPD, "lsp"], _lsp_initialize),
+        "lsp": ([*LOOPD, "lsp"], lsp_initialize),
     }
     times: dict[str, list[float]] = {name: [] for name in [*subjects, "version"]}
     with tempfile.TemporaryDirectory() as tmp:

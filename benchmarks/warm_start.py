@@ -1,0 +1,334 @@
+"""Warm start, side by side in one run: `loopd acp` cold (no daemon running), warm
+(its daemon running) and `--no-daemon`, against the ACP SDK's minimal echo agent
+(`echo_agent.py`) and Zed's Node adapter for Claude Code
+(`@agentclientprotocol/claude-agent-acp` from tests/clients, driving the pinned
+Claude Code CLI), every model request answered by the loopback fake.
+
+Measured per start: spawn to `initialize` answered; spawn to session ready
+(`initialize` + `session/new`); prompt to the first `agent_message_chunk`; stdin
+closed to exit; and the peak memory of the whole process tree (summed RSS sampled
+from /proc; for loopd's daemon modes the daemon and its children count too). Every
+figure is a median over rounds that alternate between the contenders, so drift hits
+all alike; targets are ratios to baselines measured in the same run (issue 16). Also
+`loopd lsp` against `loopd acp`, spawn to `initialize`, in the same mode.
+
+Where this build has no daemon (`loopd daemon` unknown), the cold and warm rows run
+the in-process `loopd acp` and the table says so.
+
+    python -m benchmarks.warm_start [ROUNDS]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from benchmarks.acp_start import ECHO, agent_env
+from benchmarks.memory import TreeMemory, daemon_pids
+from benchmarks.startup import lsp_initialize
+from loopd.testing.fake_llm import FakeLLMServer
+from loopd.testing.llm_script import Reply
+
+ROUNDS = 5
+TIMEOUT = 120.0  # seconds one start may take before it is killed and reported
+ROOT = Path(__file__).resolve().parents[1]
+CLIENTS = ROOT / "tests" / "clients" / "node_modules" / ".bin"
+LOOPD = [sys.executable, "-m", "loopd"]
+ADAPTER_ENV = {  # as tests/e2e/acp_runtime/test_claude_agent_acp.py gives it
+    "CLAUDE_CODE_EXECUTABLE": str(CLIENTS / "claude"),
+    "CLAUDE_CODE_MAX_RETRIES": "0",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+}
+MEASURES = ("initialize", "session", "first_chunk", "exit")
+
+
+@dataclass(frozen=True, slots=True)
+class Contender:
+    name: str
+    argv: tuple[str, ...]
+    daemon: bool = False  # a loopd forwarder: the daemon counts in its memory
+    before: Callable[[], None] = lambda: None  # run before each start (stop the daemon)
+    env: Mapping[str, str] = field(default_factory=dict)  # on top of the shared one
+
+
+@dataclass(slots=True)
+class Start:
+    """One start's figures, in seconds (`peak_rss` in bytes)."""
+
+    initialize: float
+    session: float
+    first_chunk: float
+    exit: float
+    peak_rss: int
+
+
+@dataclass(slots=True)
+class Figures:
+    starts: dict[str, list[Start]] = field(default_factory=dict)
+    lsp: dict[str, list[float]] = field(default_factory=dict)
+
+    def median(self, name: str, measure: str) -> float:
+        return float(statistics.median(getattr(s, measure) for s in self.starts[name]))
+
+    def lsp_median(self, mode: str) -> float:
+        return statistics.median(self.lsp[mode])
+
+
+class Agent:
+    """One spawned ACP agent, driven over raw NDJSON (no SDK in the way)."""
+
+    def __init__(self, argv: tuple[str, ...], env: Mapping[str, str], cwd: Path) -> None:
+        self.log = cwd / "stderr.log"
+        with self.log.open("ab") as err:
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env, cwd=cwd
+            )
+        self.next_id = 0
+        self._watchdog = threading.Timer(TIMEOUT, self.proc.kill)
+        self._watchdog.start()
+
+    @property
+    def stdin(self) -> IO[bytes]:
+        assert self.proc.stdin is not None
+        return self.proc.stdin
+
+    @property
+    def stdout(self) -> IO[bytes]:
+        assert self.proc.stdout is not None
+        return self.proc.stdout
+
+    def request(self, method: str, params: dict[str, Any]) -> int:
+        self.next_id += 1
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        self.stdin.write(json.dumps(message).encode() + b"\n")
+        self.stdin.flush()
+        return self.next_id
+
+    def until(self, done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """Read messages until `done` says one is what was awaited (the agent's own
+        requests on the way are refused: nothing here should ask)."""
+        while line := self.stdout.readline():
+            message: dict[str, Any] = json.loads(line)
+            if done(message):
+                return message
+            if "method" in message and "id" in message:
+                error = {"code": -32601, "message": "the benchmark answers nothing"}
+                reply = {"jsonrpc": "2.0", "id": message["id"], "error": error}
+                self.stdin.write(json.dumps(reply).encode() + b"\n")
+                self.stdin.flush()
+        raise RuntimeError(f"the agent closed stdout; its stderr: {self._stderr()}")
+
+    def answer(self, rid: int) -> dict[str, Any]:
+        message = self.until(lambda m: m.get("id") == rid and "method" not in m)
+        if "error" in message:
+            raise RuntimeError(f"the agent failed: {message['error']}; {self._stderr()}")
+        result: dict[str, Any] = message["result"]
+        return result
+
+    def close(self) -> float:
+        """Seconds from closing stdin to the process's exit."""
+        start = time.perf_counter()
+        self.stdin.close()
+        self.proc.wait()
+        elapsed = time.perf_counter() - start
+        self._watchdog.cancel()
+        return elapsed
+
+    def _stderr(self) -> str:
+        return self.log.read_text(errors="replace")[-2000:]
+
+
+def first_chunk(message: dict[str, Any]) -> bool:
+    if message.get("method") != "session/update":
+        return False
+    return bool(message["params"]["update"].get("sessionUpdate") == "agent_message_chunk")
+
+
+def one_start(contender: Contender, env: Mapping[str, str], work: Path) -> Start:
+    contender.before()
+    start = time.perf_counter()
+    agent = Agent(contender.argv, env, work)
+    daemons: list[int] = []
+    memory = TreeMemory(lambda: [agent.proc.pid, *daemons])
+    with memory.sampling():
+        try:
+            agent.answer(agent.request("initialize", {"protocolVersion": 1}))
+            initialized = time.perf_counter()
+            if contender.daemon:
+                daemons += daemon_pids(env["LOOPD_HOME"], exclude=agent.proc.pid)
+            new = agent.answer(agent.request("session/new", {"cwd": str(work), "mcpServers": []}))
+            ready = time.perf_counter()
+            sid = new["sessionId"]
+            prompt = [{"type": "text", "text": "hi"}]
+            asked = time.perf_counter()
+            agent.request("session/prompt", {"sessionId": sid, "prompt": prompt})
+            agent.until(first_chunk)
+            chunked = time.perf_counter()
+            agent.until(lambda m: m.get("id") == agent.next_id and "method" not in m)
+            memory.sample()
+        finally:
+            exited = agent.close()
+    return Start(initialized - start, ready - start, chunked - asked, exited, memory.peak)
+
+
+def lsp_start(argv: tuple[str, ...], env: Mapping[str, str], work: Path) -> float:
+    """Seconds from spawn to `initialize` answered by `loopd lsp`."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=env, cwd=work,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        lsp_initialize(proc.stdin, proc.stdout)
+        return time.perf_counter() - start
+    finally:
+        proc.stdin.close()
+        proc.wait(TIMEOUT)
+
+
+def has_daemon(env: Mapping[str, str]) -> bool:
+    """Whether this build's loopd has a daemon (`loopd daemon status` is a command)."""
+    done = subprocess.run(
+        [*LOOPD, "daemon", "status"], env=env, capture_output=True, text=True, timeout=60
+    )
+    return "invalid choice" not in done.stderr
+
+
+def stop_daemon(env: Mapping[str, str]) -> None:
+    subprocess.run([*LOOPD, "daemon", "stop"], env=env, capture_output=True, timeout=60)
+
+
+def contenders(env: Mapping[str, str], daemon: bool) -> list[Contender]:
+    """Cold runs first in each round and leaves its daemon running for warm."""
+    acp = (*LOOPD, "acp")
+    stop = (lambda: stop_daemon(env)) if daemon else (lambda: None)
+    return [
+        Contender("loopd cold", acp, daemon, stop),
+        Contender("loopd warm", acp, daemon),
+        Contender("loopd --no-daemon", (*acp, "--no-daemon") if daemon else acp),
+        Contender("echo agent", tuple(ECHO)),
+        Contender("claude-agent-acp", (str(CLIENTS / "claude-agent-acp"),), env=ADAPTER_ENV),
+    ]
+
+
+def lsp_modes(daemon: bool) -> dict[str, tuple[str, ...]]:
+    """`loopd lsp` against the acp row it is compared with."""
+    lsp = (*LOOPD, "lsp")
+    if not daemon:
+        return {"loopd --no-daemon": lsp}
+    return {"loopd warm": lsp, "loopd --no-daemon": (*lsp, "--no-daemon")}
+
+
+@contextmanager
+def throwaway(rounds: int) -> Iterator[tuple[dict[str, str], Path]]:
+    """A private home, the fake model answering every request with text, and the
+    environment every contender shares (`agent_env`: no user config)."""
+    answer = Reply(text="hello from the fake model")
+    with tempfile.TemporaryDirectory() as tmp, FakeLLMServer(responder=lambda r: answer) as fake:
+        home = Path(tmp).resolve()
+        work = home / "work"
+        work.mkdir()
+        path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
+        env = agent_env(home, path) | {"ANTHROPIC_BASE_URL": fake.base_url}
+        yield env, work
+
+
+def measure(rounds: int = ROUNDS) -> tuple[Figures, bool]:
+    figures = Figures()
+    with throwaway(rounds) as (env, work):
+        daemon = has_daemon(env)
+        subjects = contenders(env, daemon)
+        try:
+            for i in range(rounds + 1):  # the first round warms caches and is not kept
+                for c in subjects:
+                    start = one_start(c, {**env, **c.env}, work)
+                    if i:
+                        figures.starts.setdefault(c.name, []).append(start)
+                for mode, argv in lsp_modes(daemon).items():
+                    took = lsp_start(argv, env, work)
+                    if i:
+                        figures.lsp.setdefault(mode, []).append(took)
+        finally:
+            if daemon:
+                stop_daemon(env)
+    return figures, daemon
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """`subject <= limit * baseline`, each a (row, measure) median."""
+
+    title: str
+    subject: tuple[str, str]
+    baseline: tuple[str, str]
+    limit: float
+
+    def figures(self, f: Figures) -> dict[str, float]:
+        s, b = _value(f, *self.subject), _value(f, *self.baseline)
+        return {"subject": s, "baseline": b, "ratio": s / b, "limit": self.limit}
+
+
+def targets(daemon: bool) -> list[Target]:
+    warm, nod, node, echo = "loopd warm", "loopd --no-daemon", "claude-agent-acp", "echo agent"
+    lsp_mode = warm if daemon else nod
+    return [
+        Target("warm: spawn -> session ready vs the Node adapter's", (warm, "session"),
+               (node, "session"), 0.1),
+        Target("warm: spawn -> session ready vs the echo agent's initialize", (warm, "session"),
+               (echo, "initialize"), 0.1),
+        Target("cold: spawn -> session ready vs --no-daemon", ("loopd cold", "session"),
+               (nod, "session"), 1.0),
+        Target("warm: prompt -> first chunk vs the Node adapter's", (warm, "first_chunk"),
+               (node, "first_chunk"), 0.1),
+        Target("--no-daemon: prompt -> first chunk vs the Node adapter's", (nod, "first_chunk"),
+               (node, "first_chunk"), 0.1),
+        Target("warm: peak memory (daemon + forwarder) vs the Node adapter's tree",
+               (warm, "peak_rss"), (node, "peak_rss"), 0.25),
+        Target(f"loopd lsp initialize vs loopd acp initialize ({lsp_mode})",
+               ("lsp", lsp_mode), (lsp_mode, "initialize"), 1.0),
+    ]  # fmt: skip
+
+
+def _value(f: Figures, row: str, measure: str) -> float:
+    return f.lsp_median(measure) if row == "lsp" else f.median(row, measure)
+
+
+def table(f: Figures, daemon: bool) -> str:
+    note = "" if daemon else "  (no daemon in this build: cold and warm run in-process)"
+    head = f"{'':22}{'initialize':>12}{'session':>10}{'1st chunk':>11}{'exit':>8}{'peak MB':>9}"
+    lines = [f"warm start, medians in ms{note}", head]
+    for name in f.starts:
+        ms = [f.median(name, m) * 1000 for m in MEASURES]
+        mb = f.median(name, "peak_rss") / 2**20
+        lines.append(f"{name:22}{ms[0]:12.0f}{ms[1]:10.0f}{ms[2]:11.1f}{ms[3]:8.0f}{mb:9.0f}")
+    for mode in f.lsp:
+        lines.append(f"{'loopd lsp (' + mode.removeprefix('loopd ') + ')':22}"
+                     f"{f.lsp_median(mode) * 1000:12.0f}")  # fmt: skip
+    lines += ["", "targets (issue 16)"]
+    for t in targets(daemon):
+        r = t.figures(f)
+        met = "met" if r["ratio"] <= t.limit else "NOT met"
+        lines.append(f"  {t.title}: {r['ratio']:.2f}x (target <= {t.limit:g}x) {met}")
+    return "\n".join(lines)
+
+
+def main(rounds: int = ROUNDS) -> dict[str, dict[str, float]]:
+    figures, daemon = measure(rounds)
+    print(table(figures, daemon))
+    return {t.title: t.figures(figures) for t in targets(daemon)}
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else ROUNDS)
