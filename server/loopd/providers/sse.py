@@ -14,6 +14,7 @@ the format's job: the decoders raise `IncompleteStream` when it never came.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import logging
 import ssl
@@ -50,8 +51,19 @@ def bearer_auth(api_key: str) -> dict[str, str]:
 def new_client() -> httpx.AsyncClient:
     """The client providers share: connection pooling across requests and providers.
     Timeouts are set per request, so one client serves endpoints with different idle
-    timeouts."""
+    timeouts. Made with the provider, off the path of a prompt: so is everything its
+    first request would otherwise load (`_network_backend`)."""
+    _network_backend()
     return httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=10.0), verify=_tls())
+
+
+@functools.cache
+def _network_backend() -> None:
+    """httpcore picks its network backend when it opens its first connection, and
+    that imports anyio's asyncio backend: 20-30 ms that would fall between the first
+    prompt and its request reaching the model. Imported here instead, once."""
+    for module in ("sniffio", "httpcore._backends.anyio", "anyio._backends._asyncio"):
+        importlib.import_module(module)
 
 
 @functools.cache
