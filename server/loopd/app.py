@@ -109,10 +109,12 @@ def build_app(env: Mapping[str, str], cwd: str, *, editor: bool = False) -> App:
     config to the person at each session's first turn; the CLI says it on stderr
     instead (`loopd run --yes` must never trust a folder)."""
     effective, config = _configure(env, cwd)
+    probe = LazyProbe(effective)
+    if editor:  # an editor opens a session next: probe beside the rest of the build
+        probe.start()
     catalog = discover_catalog(config, effective)
     store = SqliteStore(data_dir(env) / "sessions.db")
     providers: list[ClosableProvider] = []
-    probe = LazyProbe(effective)
     manager = SessionManager(
         store=store,
         runtimes=_factories(catalog, effective, config, store, providers, probe),

@@ -67,13 +67,22 @@ def workspace_done(env: Mapping[str, str], cwd: str) -> DoneSet:
 
 
 class LazyProbe:
-    """The sandbox probe runs once per process, when the first session needs it:
-    `loopd acp` answers `initialize` before paying for it."""
+    """The sandbox probe runs once per process, when the first session needs it or
+    in the background once `start`ed: `loopd acp` answers `initialize` before paying
+    for it."""
 
     def __init__(self, env: Mapping[str, str]) -> None:
         self._env = env
         self._probe: SandboxProbe | None = None
         self._lock = threading.Lock()
+
+    def start(self) -> threading.Thread:
+        """Probe now, in a thread: an editor's first session then finds it done, or
+        waits only for what is left. Its trial commands mostly wait on their
+        processes, so it runs beside the rest of the start-up at little cost."""
+        thread = threading.Thread(target=self.get, name="loopd-sandbox-probe")
+        thread.start()
+        return thread
 
     def get(self) -> SandboxProbe:
         with self._lock:  # sessions opening at once share the one probe

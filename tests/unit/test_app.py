@@ -80,3 +80,15 @@ def test_a_claude_entry_hands_its_small_model_to_the_cli(tmp_path: Path) -> None
     assert factory.settings.env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == "haiku"
     assert factory.settings.env["ANTHROPIC_SMALL_FAST_MODEL"] == "haiku"
     app.store.close()
+
+
+def test_a_started_probe_is_the_one_every_session_gets() -> None:
+    """`start` probes in the background; the sessions that open meanwhile wait for
+    that probe and share it (it runs once)."""
+    probe = LazyProbe({"PATH": os.environ["PATH"]})
+    running = probe.start()
+    first = probe.get()  # waits for the started probe
+    running.join(30)
+    assert not running.is_alive()
+    assert first.best in {r.tier for r in first.reports if r.available}
+    assert probe.get() is first
