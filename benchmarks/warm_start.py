@@ -165,10 +165,10 @@ def one_start(contender: Contender, env: Mapping[str, str], work: Path) -> Start
         try:
             agent.answer(agent.request("initialize", {"protocolVersion": 1}))
             initialized = time.perf_counter()
-            if contender.daemon:
-                daemons += daemon_pids(env["LOOPD_HOME"], exclude=agent.proc.pid)
             new = agent.answer(agent.request("session/new", {"cwd": str(work), "mcpServers": []}))
             ready = time.perf_counter()
+            if contender.daemon:  # found now, outside the timed spans
+                daemons += daemon_pids(env["LOOPD_HOME"], exclude=agent.proc.pid)
             sid = new["sessionId"]
             prompt = [{"type": "text", "text": "hi"}]
             asked = time.perf_counter()

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from loopd.config import data_dir, load_config
 from loopd.engine.delegate import ChildRuntime
@@ -69,20 +69,35 @@ def workspace_done(env: Mapping[str, str], cwd: str) -> DoneSet:
 class LazyProbe:
     """The sandbox probe runs once per process, when the first session needs it or
     in the background once `start`ed: `loopd acp` answers `initialize` before paying
-    for it."""
+    for it. Every app of the process shares it (`shared`): the daemon builds one app
+    per editor connection, and what the probe finds is the machine's."""
+
+    _shared: ClassVar[dict[str, LazyProbe]] = {}
+    _shared_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, env: Mapping[str, str]) -> None:
         self._env = env
         self._probe: SandboxProbe | None = None
         self._lock = threading.Lock()
+        self._started: threading.Thread | None = None
+
+    @classmethod
+    def shared(cls, env: Mapping[str, str]) -> LazyProbe:
+        """This process's probe for `env`'s PATH (where the probe finds bwrap, and
+        what its trial commands run with)."""
+        with cls._shared_lock:
+            return cls._shared.setdefault(env.get("PATH", ""), cls(env))
 
     def start(self) -> threading.Thread:
-        """Probe now, in a thread: an editor's first session then finds it done, or
-        waits only for what is left. Its trial commands mostly wait on their
-        processes, so it runs beside the rest of the start-up at little cost."""
-        thread = threading.Thread(target=self.get, name="loopd-sandbox-probe")
-        thread.start()
-        return thread
+        """Probe now, in a thread (once: a later call returns the same thread): an
+        editor's first session then finds it done, or waits only for what is left.
+        Its trial commands mostly wait on their processes, so it runs beside the
+        rest of the start-up at little cost."""
+        with self._lock:
+            if self._started is None:
+                self._started = threading.Thread(target=self.get, name="loopd-sandbox-probe")
+                self._started.start()
+            return self._started
 
     def get(self) -> SandboxProbe:
         with self._lock:  # sessions opening at once share the one probe

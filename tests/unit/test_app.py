@@ -92,3 +92,12 @@ def test_a_started_probe_is_the_one_every_session_gets() -> None:
     assert not running.is_alive()
     assert first.best in {r.tier for r in first.reports if r.available}
     assert probe.get() is first
+
+
+def test_apps_of_one_process_share_the_probe_of_their_path() -> None:
+    """The daemon builds an app per editor connection; the sandbox is the machine's,
+    probed once (per PATH, where bwrap is looked up)."""
+    path = os.environ["PATH"]
+    one = LazyProbe.shared({"PATH": path, "HOME": "/one"})
+    assert LazyProbe.shared({"PATH": path, "HOME": "/two"}) is one
+    assert LazyProbe.shared({"PATH": "/nowhere"}) is not one

@@ -48,8 +48,26 @@ def parse_version(output: str) -> str | None:
     return match.group(0) if match else None
 
 
+_Binary = tuple[str, int, int, int, int]  # path, device, inode, size, mtime (ns)
+_versions: dict[_Binary, str | None] = {}
+
+
 def cli_version(command: str, *, timeout: float = VERSION_TIMEOUT) -> str | None:
-    """Run `command --version` and parse its answer; `None` when that fails."""
+    """`command --version`, parsed; `None` when that fails. Asked once per process
+    for each binary, and again when it changes (an upgrade replaces the file): the
+    daemon builds an app for every editor connection, and Claude Code takes ~2 s to
+    say its version. What is remembered is the binary's path, inode, size and mtime."""
+    try:
+        st = os.stat(command)
+    except OSError:
+        return _ask_version(command, timeout)
+    binary = (command, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    if binary not in _versions:
+        _versions[binary] = _ask_version(command, timeout)
+    return _versions[binary]
+
+
+def _ask_version(command: str, timeout: float) -> str | None:
     try:
         done = subprocess.run(
             [command, "--version"],

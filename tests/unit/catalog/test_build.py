@@ -363,3 +363,17 @@ def test_discovery_never_finds_a_program_through_a_relative_path_entry(
     for search in ("/nonexistent-bin:", ":/nonexistent-bin", ".", "./"):
         assert path_which(search)("claude") is None, search
     assert path_which(str(tmp_path))("claude") == str(planted)
+
+
+def test_cli_version_asks_each_binary_once_until_it_changes(tmp_path: Path) -> None:
+    """The daemon builds a catalog for every editor connection: a CLI's `--version`
+    (2 s for Claude Code) runs once per binary, and again after an upgrade."""
+    runs = tmp_path / "runs"
+    cli = executable(tmp_path / "cli", f'echo run >> "{runs}"; echo "tool 1.0.0"')
+    assert cli_version(str(cli)) == "1.0.0"
+    assert cli_version(str(cli)) == "1.0.0"
+    assert runs.read_text().count("run") == 1
+    upgraded = executable(tmp_path / "upgraded", f'echo run >> "{runs}"; echo "tool 1.2.0"')
+    upgraded.replace(cli)  # as an installer does: a new file at the same path
+    assert cli_version(str(cli)) == "1.2.0"
+    assert runs.read_text().count("run") == 2
