@@ -9,14 +9,17 @@ one `Command` in `COMMANDS`: a small function adding its arguments and a
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from loopd import __version__
+
+if TYPE_CHECKING:  # loaded by `build_parser`: an editor's `loopd acp` never needs it
+    import argparse
 
 EXIT_CODES_HELP = """\
 exit codes:
@@ -68,6 +71,8 @@ def _no_daemon_argument(p: argparse.ArgumentParser) -> None:
 
 
 def _daemon_arguments(p: argparse.ArgumentParser) -> None:
+    import argparse
+
     p.add_argument("action", choices=["status", "stop", "serve"], help="serve: what editors start")
     p.add_argument("--ready", type=int, metavar="FD", help=argparse.SUPPRESS)
     _json_argument(p)
@@ -132,6 +137,8 @@ COMMANDS: tuple[Command, ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="loopd",
         description="A coding-agent server for editors (ACP, LSP) and terminals.",
@@ -160,8 +167,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    given = sys.argv[1:] if argv is None else list(argv)
+    if given in (["acp"], ["lsp"]):  # as editors start it: to the daemon before all else
+        code = _forwarded(given[0])
+        if code is not None:
+            return code
+        given.append("--no-daemon")  # served here: the daemon was asked already
     parser = build_parser()
-    args = parser.parse_args(argv)  # `--version` and `--help` exit here, importing nothing
+    args = parser.parse_args(given)  # `--version` and `--help` exit here, importing nothing
     import logging
 
     logging.basicConfig(
@@ -191,6 +204,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_FAILED
+
+
+def _forwarded(protocol: str) -> int | None:
+    """The exit status of an editor's connection served by the daemon, or None to
+    serve it here (see `loopd.daemon.forward`). Reached before the parser, logging or
+    the commands load: what a warm start costs is the forwarder's own start."""
+    from loopd.daemon.forward import forward
+
+    try:
+        return forward(protocol)
+    except KeyboardInterrupt:
+        return 130  # EXIT_CANCELLED, without loading `loopd.cli.exits` first
 
 
 def _dispatch(args: argparse.Namespace) -> int:

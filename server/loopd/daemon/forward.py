@@ -19,10 +19,8 @@ import contextlib
 import os
 import select
 import socket
-import subprocess
 import sys
 import time
-import tomllib
 from collections.abc import Mapping
 
 from loopd import __version__
@@ -59,6 +57,8 @@ def daemon_idle(env: Mapping[str, str]) -> str | None:
         return None
     try:
         with open(user_config_file(env), "rb") as file:
+            import tomllib  # only when there is a file: a forwarder's start is its cost
+
             table = tomllib.load(file).get("daemon", {})
     except (OSError, ValueError):
         table = {}
@@ -116,6 +116,8 @@ def _start(place: Place, env: Mapping[str, str]) -> socket.socket | None:
     The daemon says on the pipe handed to it (`--ready FD`) that it listens, or that
     another forwarder's won the race (the data dir's lock lets one serve); a daemon
     that dies first says nothing."""
+    import subprocess  # only to start one: a warm start never needs it
+
     log = os.open(place.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     ready, told = os.pipe()
     try:
