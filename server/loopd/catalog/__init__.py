@@ -1,13 +1,15 @@
 """The runtime catalog: which runtimes a session may run on, and how a choice resolves.
 
 `build_catalog` (pure, lookups injected) or `discover_catalog` (this machine) makes a
-`RuntimeCatalog`; `catalog.resolve(runtime, model, effort)` gives a `Resolved` tuple
-whose `identity()` a session records. See `catalog.py` for the resolution rules and
+`RuntimeCatalog`; `catalog.resolve(runtime, model, effort, agent=...)` gives a
+`Resolved` tuple, chosen among the entries that agent role admits, whose
+`identity()` a session records. See `catalog.py` for the resolution rules and
 `build.py` for where entries come from.
 """
 
+from loopd.catalog.agents import EXPLORE_AGENT, MAIN_AGENT, AgentScope
 from loopd.catalog.build import CatalogBuild, Skipped, VersionOf, Which, build_catalog, ollama_url
-from loopd.catalog.catalog import Resolved, RuntimeCatalog, RuntimeIdentity
+from loopd.catalog.catalog import Resolved, RuntimeCatalog
 from loopd.catalog.discovery import cli_version, discover_catalog, parse_version, path_which
 from loopd.catalog.entry import (
     CredentialMode,
@@ -20,14 +22,19 @@ from loopd.catalog.entry import (
 from loopd.catalog.errors import (
     CatalogError,
     InvalidCatalog,
+    UnknownAgent,
     UnknownHarness,
     UnknownModel,
     UnknownRuntime,
     UnsupportedEffort,
 )
+from loopd.catalog.identity import RuntimeIdentity
 from loopd.catalog.render import catalog_to_json, catalog_to_text
 
 __all__ = [
+    "EXPLORE_AGENT",
+    "MAIN_AGENT",
+    "AgentScope",
     "CatalogBuild",
     "CatalogError",
     "CredentialMode",
@@ -41,6 +48,7 @@ __all__ = [
     "SelectionKind",
     "Skipped",
     "Source",
+    "UnknownAgent",
     "UnknownHarness",
     "UnknownModel",
     "UnknownRuntime",

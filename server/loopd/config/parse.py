@@ -18,6 +18,7 @@ from loopd.config.jsonschema import toml_keys
 from loopd.config.merge import KeyPath, Merged
 from loopd.config.schema import (
     CREDENTIALS,
+    AgentConfig,
     Approvals,
     Choices,
     Config,
@@ -162,6 +163,7 @@ def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
         sandbox=_sandbox(root.table("sandbox")),
         done=_done(root.table("done")),
         delegate=_delegate(root.table("delegate")),
+        agents={name: _agent(name, t) for name, t in root.table("agents").tables()},
         sources=sources,
         origins={".".join(k): v for k, v in merged.origins.items() if v is not None},
     )
@@ -328,6 +330,30 @@ def _sandbox(t: _Table) -> SandboxSettings:
 def _delegate(t: _Table) -> Delegate:
     t.only(toml_keys(Delegate))
     return Delegate(runtime=t.name("runtime"), model=t.text("model"))
+
+
+def _agent(name: str, t: _Table) -> AgentConfig:
+    """`[agents.NAME]`. Whether the runtimes it names exist is the catalog's check
+    (a CLI may be missing on this machine); that `default` is one of them is not."""
+    t.only(toml_keys(AgentConfig))
+    runtimes = t.texts("runtimes")
+    for runtime in runtimes or ():
+        if not NAME_RE.match(runtime):
+            t.fail("runtimes", f"{runtime!r} is not a runtime name")
+    if runtimes is not None and len(set(runtimes)) != len(runtimes):
+        t.fail("runtimes", "names a runtime twice")
+    if runtimes == ():
+        t.fail("runtimes", "is empty: name at least one runtime (or leave it out for all)")
+    default = t.name("default")
+    if default is not None and runtimes is not None and default not in runtimes:
+        t.fail("default", f"{default!r} is not one of runtimes")
+    return AgentConfig(
+        name=name,
+        runtimes=runtimes,
+        default=default,
+        model=t.text("model"),
+        effort=t.text("effort"),
+    )
 
 
 def _done(t: _Table) -> Done:

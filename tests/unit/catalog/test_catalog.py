@@ -21,7 +21,7 @@ from loopd.catalog import (
     UnknownRuntime,
     UnsupportedEffort,
 )
-from loopd.catalog.catalog import entry_changes
+from loopd.catalog.identity import entry_changes
 from loopd.config import Harness, ProviderKind
 from loopd.protocol.errors import ConfigError
 

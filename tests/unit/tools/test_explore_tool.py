@@ -67,6 +67,7 @@ async def test_the_report_is_capped_and_says_what_was_read(ws: ToolEnv) -> None:
             "unwritten": [],
             "truncated": True,
             "stopReason": "end_turn",
+            "child": {"agent": "explore", "runtime": "cheap", "model": "child-model"},
         }
     }
     offered = [spec.name for spec in provider.requests[0].tools]
