@@ -8,7 +8,7 @@
 """
 
 from loopd.catalog.agents import EXPLORE_AGENT, MAIN_AGENT, AgentScope
-from loopd.catalog.build import CatalogBuild, Skipped, VersionOf, Which, build_catalog, ollama_url
+from loopd.catalog.build import CatalogBuild, VersionOf, Which, build_catalog, ollama_url
 from loopd.catalog.catalog import Resolved, RuntimeCatalog
 from loopd.catalog.discovery import cli_version, discover_catalog, parse_version, path_which
 from loopd.catalog.entry import (
@@ -30,6 +30,7 @@ from loopd.catalog.errors import (
 )
 from loopd.catalog.identity import RuntimeIdentity
 from loopd.catalog.render import catalog_to_json, catalog_to_text
+from loopd.catalog.roles import Skipped
 
 __all__ = [
     "EXPLORE_AGENT",

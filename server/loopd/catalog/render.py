@@ -11,10 +11,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from loopd.catalog.agents import EXPLORE_AGENT, AgentScope
-from loopd.catalog.build import Skipped
 from loopd.catalog.catalog import RuntimeCatalog
 from loopd.catalog.entry import RuntimeEntry, public_url
 from loopd.catalog.errors import NO_RUNTIME_HELP
+from loopd.catalog.roles import Skipped
 
 if TYPE_CHECKING:
     from loopd.providers.models import Listed

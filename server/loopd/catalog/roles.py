@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from loopd.catalog.agents import EXPLORE_AGENT, MAIN_AGENT, AgentScope
 from loopd.catalog.catalog import RuntimeCatalog
@@ -77,7 +78,8 @@ def roles_of(config: Config) -> dict[str, Role]:
     }
     for name, spellings in older.items():
         role = roles.get(name, Role(settings=AgentConfig(name=name)))
-        filled, keys = {}, dict(role.keys)
+        filled: dict[str, Any] = {}
+        keys = dict(role.keys)
         for setting, (key, value) in spellings.items():
             if value is not None and getattr(role.settings, setting) is None:
                 filled[setting], keys[setting] = value, key
@@ -91,9 +93,8 @@ def with_roles(catalog: RuntimeCatalog, config: Config, skipped: list[Skipped]) 
     main = _scope(roles[MAIN_AGENT], catalog, config, skipped)
     if main.default is not None:
         catalog = _pin(catalog, main.default, roles[MAIN_AGENT], config)
-    others = [_scope(role, catalog, config, skipped) for role in roles.values()]
-    agents = [main, *(scope for scope in others if scope.name != MAIN_AGENT)]
-    return RuntimeCatalog(catalog.entries, main.default, tuple(agents))
+    others = [_scope(r, catalog, config, skipped) for r in roles.values() if r.name != MAIN_AGENT]
+    return RuntimeCatalog(catalog.entries, main.default, (main, *others))
 
 
 def _scope(

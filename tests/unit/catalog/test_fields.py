@@ -13,9 +13,9 @@ from test_build import build
 from loopd.catalog import (
     CatalogError,
     InvalidCatalog,
-    UnknownAgent,
     RuntimeEntry,
     RuntimeIdentity,
+    UnknownAgent,
     UnknownHarness,
     UnknownModel,
     UnknownRuntime,
