@@ -103,8 +103,10 @@ def _scope(
     settings = role.settings
     scope = RuntimeCatalog(_admitted(role, catalog, config, skipped))
     default = _default(role, scope, config, skipped)
-    model = effort = None
-    if default is not None and role.name != MAIN_AGENT:  # main's are pinned on its entry
+    model, effort = settings.model, settings.effort  # with no default: checked when chosen
+    if role.name == MAIN_AGENT:
+        model = effort = None  # pinned on its default entry instead
+    elif default is not None:
         entry = scope.select(default)
         with _blamed(config, role.key("model")):
             model = entry.resolve_model(settings.model) if settings.model else None

@@ -171,3 +171,20 @@ def test_catalog_shows_each_agent_and_its_entries(
     assert any(
         line.split()[:3] == ["explore", "cheap", "(child-model,"] for line in text.splitlines()
     )
+
+
+def test_an_explore_model_the_session_runtime_lacks_is_a_config_error(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
+) -> None:
+    """`[delegate] model` alone goes with the session's runtime: one that does not
+    offer it stops the run before any request, naming the file and the key."""
+    env = isolated_env(tmp_path, fake_llm, OPENAI_API_KEY="child-key")
+    file = tmp_path / "config" / "loopd" / "config.toml"
+    file.parent.mkdir(parents=True)
+    file.write_text(config(fake_llm).replace('runtime = "cheap"', 'model = "child-model"'))
+    done = run_loopd(["run", "hello"], env, workspace)
+    assert done.returncode == 2
+    assert f"{file}: delegate.model: runtime 'main' does not offer model 'child-model'" in (
+        done.stderr
+    )
+    assert fake_llm.requests == []

@@ -151,3 +151,15 @@ def test_any_role_the_config_names_is_known_and_in_the_digest() -> None:
     assert named.agent("reviewer").default == "main"
     assert named.digest != plain.digest
     assert named.entries == plain.entries
+
+
+def test_a_role_model_without_a_runtime_goes_with_the_session_runtime() -> None:
+    """`[delegate] model` alone: explore's model on whatever runtime the session has,
+    checked when that runtime is chosen."""
+    catalog = build('[delegate]\nmodel = "kid"\n').catalog
+    assert catalog.agent(EXPLORE_AGENT) == AgentScope(
+        name=EXPLORE_AGENT, runtimes=("cheap", "main"), model="kid"
+    )
+    assert catalog.resolve("cheap", agent=EXPLORE_AGENT).model == "small-2"
+    with pytest.raises(UnknownModel):
+        catalog.resolve("main", agent=EXPLORE_AGENT)
