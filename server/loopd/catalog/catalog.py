@@ -29,13 +29,15 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from loopd.catalog.agents import MAIN_AGENT, AgentScope
 from loopd.catalog.entry import CredentialMode, RuntimeEntry, Source, digest
 from loopd.catalog.errors import InvalidCatalog, UnknownAgent, UnknownHarness, UnknownRuntime
 from loopd.catalog.identity import RuntimeIdentity
 from loopd.config.schema import Harness
+
+_T = TypeVar("_T", RuntimeEntry, AgentScope)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,13 +56,7 @@ class RuntimeCatalog:
 
     def __post_init__(self) -> None:
         entries = tuple(sorted(self.entries, key=lambda entry: entry.name))
-        by_name: dict[str, RuntimeEntry] = {}
-        for entry in entries:
-            if not isinstance(entry, RuntimeEntry):
-                raise InvalidCatalog("catalog", "entries", "holds something not an entry")
-            if entry.name in by_name:
-                raise InvalidCatalog("catalog", "entries", f"two runtimes named {entry.name!r}")
-            by_name[entry.name] = entry
+        by_name = _named(entries, RuntimeEntry, "entries", "runtimes")
         if self.default is not None and self.default not in by_name:
             raise UnknownRuntime(self.default, by_name)
         object.__setattr__(self, "entries", entries)
@@ -75,13 +71,10 @@ class RuntimeCatalog:
         """The roles by name (`main` made up when absent), each checked against the
         entries: it admits only entries of this catalog, and its model and effort
         are valid on its default entry (the model stored as the id it selects)."""
-        roles: dict[str, AgentScope] = {}
-        for role in agents:
-            if not isinstance(role, AgentScope):
-                raise InvalidCatalog("catalog", "agents", "holds something not an agent")
-            if role.name in roles:
-                raise InvalidCatalog("catalog", "agents", f"two agents named {role.name!r}")
-            roles[role.name] = self._checked(role)
+        roles = {
+            name: self._checked(role)
+            for name, role in _named(agents, AgentScope, "agents", "agents").items()
+        }
         main = roles.setdefault(MAIN_AGENT, AgentScope(name=MAIN_AGENT, runtimes=self.names))
         if main.default is None and self.default is not None:
             roles[MAIN_AGENT] = self._checked(dataclasses.replace(main, default=self.default))
@@ -192,6 +185,18 @@ class RuntimeCatalog:
             raise UnknownHarness(runtime, role.runtimes, agent)
         preferred = [e for e in candidates if e.name == role.default]
         return (preferred or candidates)[0]
+
+
+def _named(items: Iterable[_T], kind: type[_T], field: str, noun: str) -> dict[str, _T]:
+    """`items` by name: each must be a `kind`, and no two may share a name."""
+    found: dict[str, _T] = {}
+    for item in items:
+        if not isinstance(item, kind):
+            raise InvalidCatalog("catalog", field, f"holds something not {kind.__name__}")
+        if item.name in found:
+            raise InvalidCatalog("catalog", field, f"two {noun} named {item.name!r}")
+        found[item.name] = item
+    return found
 
 
 def _narrowed(role: AgentScope, keep: set[str]) -> AgentScope:

@@ -9,36 +9,20 @@ import pytest
 
 from loopd.testing.fake_llm import FakeLLMServer
 from loopd.testing.llm_script import Reply
-from tests.e2e.conftest import isolated_env, run_loopd
+from tests.e2e.cli.test_explore import configured, providers
+from tests.e2e.conftest import run_loopd
 
 pytestmark = pytest.mark.e2e
 
 
 def config(fake: FakeLLMServer) -> str:
-    return f"""
-[providers.main]
-kind = "anthropic"
-base_url = "{fake.base_url}"
-api_key_env = "ANTHROPIC_API_KEY"
-models = ["parent-model"]
-
-[providers.cheap]
-kind = "openai_chat"
-base_url = "{fake.openai_base_url}"
-models = ["cheap-model"]
-
-[agents.main]
-runtimes = ["main"]
-"""
+    return providers(fake) + '\n[agents.main]\nruntimes = ["main"]\n'
 
 
 def test_a_session_runs_only_on_the_main_agents_runtimes(
     fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
 ) -> None:
-    env = isolated_env(tmp_path, fake_llm)
-    file = tmp_path / "config" / "loopd" / "config.toml"
-    file.parent.mkdir(parents=True)
-    file.write_text(config(fake_llm))
+    env = configured(tmp_path, fake_llm, config(fake_llm))
 
     refused = run_loopd(["run", "--runtime", "cheap", "hello"], env, workspace)
     assert refused.returncode == 2
@@ -46,7 +30,7 @@ def test_a_session_runs_only_on_the_main_agents_runtimes(
     assert fake_llm.requests == []
 
     fake_llm.script("/v1/messages", Reply(text="hi"))
-    done = run_loopd(["run", "hello"], env, workspace)  # main's default: the one it lists
+    done = run_loopd(["run", "hello"], env, workspace)  # the default, which main admits
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "hi"
     assert [(r.path, r.body["model"]) for r in fake_llm.requests] == [
