@@ -21,8 +21,6 @@ from pathlib import Path
 from typing import Any, cast, get_args
 
 from loopd.catalog import (
-    EXPLORE_AGENT,
-    MAIN_AGENT,
     CatalogBuild,
     CatalogError,
     RuntimeCatalog,
@@ -34,7 +32,7 @@ from loopd.catalog.listing import listing_for, lists_models, no_model_help
 from loopd.catalog.roles import roles_of
 from loopd.config import Config, TrustStore, data_dir, load_config, user_config_file
 from loopd.config.login import LoginFileError, forget_login, read_login, with_login
-from loopd.config.schema import Harness
+from loopd.config.schema import EXPLORE_AGENT, MAIN_AGENT, Harness
 from loopd.engine.delegate import ChildRuntime
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig
@@ -54,6 +52,7 @@ from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
 from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
 from loopd.sandbox.probe import Boundary
 from loopd.sessions.manager import SessionManager
+from loopd.sessions.table import SessionTable
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.sqlite import SqliteStore
 from loopd.tools.env import (
@@ -79,12 +78,21 @@ class App:
     manager: SessionManager
     _providers: list[ClosableProvider] = field(default_factory=list)
     _probe: LazyProbe | None = None
+    shares_store: bool = False  # the daemon's: its table outlives this app
 
     async def aclose(self) -> None:
+        """Close every session, the providers and (unless shared) the store."""
         await self.manager.shutdown()
+        await self.release()
+        if not self.shares_store:
+            self.store.close()
+
+    async def release(self) -> None:
+        """Close the providers, once no live session runs on them (see
+        `SessionManager.runs_sessions`)."""
         for provider in self._providers:
             await provider.aclose()
-        self.store.close()
+        self._providers.clear()
 
     async def logout(self) -> None:
         forget_login(data_dir(self.env))
@@ -108,13 +116,16 @@ class App:
         self.manager.no_default_help = _no_default_help(config, catalog)
 
 
-def build_app(env: Mapping[str, str], cwd: str, *, editor: bool = False) -> App:
+def build_app(
+    env: Mapping[str, str], cwd: str, *, editor: bool = False, table: SessionTable | None = None
+) -> App:
     """The app for a workspace. `editor` (ACP, LSP) puts an untrusted workspace
     config to the person at each session's first turn; the CLI says it on stderr
-    instead (`loopd run --yes` must never trust a folder)."""
+    instead (`loopd run --yes` must never trust a folder). `table` is the daemon's,
+    shared by every connection's app; None opens the store for this app alone."""
     effective, config = _configure(env, cwd)
     catalog = discover_catalog(config, effective)
-    store = SqliteStore(data_dir(env) / "sessions.db")
+    store = table.store if table else SqliteStore(data_dir(env) / "sessions.db")
     providers: list[ClosableProvider] = []
     probe = LazyProbe(effective)
     manager = SessionManager(
@@ -126,8 +137,9 @@ def build_app(env: Mapping[str, str], cwd: str, *, editor: bool = False) -> App:
         no_runtime_help=f"{NO_RUNTIME_HELP} (`loopd doctor` shows what was found)",
         no_default_help=_no_default_help(config, catalog),
         identify=functools.partial(_identity, catalog.catalog),
+        table=table,
     )
-    app = App(env, cwd, config, catalog, store, manager, providers, probe)
+    app = App(env, cwd, config, catalog, store, manager, providers, probe, table is not None)
     manager.credentials = app
     if editor:
         if config.workspace is not None and config.workspace.notice:
@@ -179,8 +191,7 @@ def _identity(catalog: RuntimeCatalog, name: str, config: Mapping[str, str]) -> 
     (`main`) agent; a model the catalog does not list (an open-model server) is
     recorded as chosen."""
     try:
-        resolved = catalog.resolve(name, agent=MAIN_AGENT)
-        identity: dict[str, Any] = dict(resolved.identity().to_json())
+        identity = catalog.resolve(name, agent=MAIN_AGENT).identity().to_json()
     except CatalogError:
         identity = {"agent": MAIN_AGENT, "runtime": name}
     model = config.get("model")
@@ -202,20 +213,22 @@ def _factory(
             wiring = _native_wiring(entry, env, config, providers, probe, catalog)
             return NativeRuntimeFactory(entry.name, wiring, store)
         case Harness.CLAUDE:
-            return ClaudeRuntimeFactory(ClaudeSettings(**_cli_fields(entry)))
+            return ClaudeRuntimeFactory(ClaudeSettings(**_cli_fields(entry, env)))
         case Harness.CODEX:
-            return CodexRuntimeFactory(CodexSettings(**_cli_fields(entry)))
+            return CodexRuntimeFactory(CodexSettings(**_cli_fields(entry, env)))
         case Harness.ACP:
             settings = AcpSettings(entry.command or "", tuple(entry.args), entry.env, env)
             return AcpRuntimeFactory(entry.name, settings)
 
 
-def _cli_fields(entry: RuntimeEntry) -> dict[str, Any]:
+def _cli_fields(entry: RuntimeEntry, env: Mapping[str, str]) -> dict[str, Any]:
     """A foreign CLI's settings from its catalog entry: where it is, what it is
-    given, and the models and efforts the session offers."""
+    given (on top of the editor's environment `env`), and the models and efforts
+    the session offers."""
     return {
         "binary": entry.command,
         "env": dict(entry.env) | _small_model_env(entry),
+        "inherit": dict(env),
         "extra_args": tuple(entry.args),
         "models": tuple(m.id for m in entry.models),
         "default_model": entry.default_model,
@@ -324,11 +337,10 @@ def _explore_child(
     env: Mapping[str, str],
 ) -> Callable[[list[ClosableProvider]], ChildRuntime]:
     """Where this entry's `explore` children run: resolved for the `explore` agent
-    among the entries that role admits (seed 001's per-agent entries), on its
-    default runtime with its model and effort; a role with no default runs on this
-    entry. The model sent is the one resolved (its per-effort target where the entry
-    names one). An entry whose server lists its models (none known yet) lends its
-    own. Raises ConfigError, naming the key, for a role that cannot run here."""
+    among the entries it admits (seed 001's per-agent entries), on its default
+    runtime with its model and effort, the model sent being the resolved id (its
+    per-effort target where one is named); with no default, on this entry, which
+    lends its own model when its server lists them. Raises ConfigError naming the key."""
     try:
         role = catalog.agent(EXPLORE_AGENT)
         name = role.default or entry.name
@@ -343,13 +355,12 @@ def _explore_child(
         return lambda providers: replace(own, name=entry.name)
     effort = resolved.effort if resolved.effort_explicit else None
     thinking = cast(ThinkingLevel, effort) if effort in get_args(ThinkingLevel) else "off"
-    model = resolved.entry.target_of(resolved.model, thinking) or own.model
-    child = resolved.entry
+    child, model = resolved.entry, resolved.entry.target_of(resolved.model, thinking)
 
     def build(providers: list[ClosableProvider]) -> ChildRuntime:
-        provider = own.provider if child.name == entry.name else None
-        provider = provider or _provider(child, env, config, providers)
-        return ChildRuntime(provider, model, child.name, thinking)
+        same = child.name == entry.name
+        provider = own.provider if same else _provider(child, env, config, providers)
+        return ChildRuntime(provider, model or own.model, child.name, thinking)
 
     return build
 

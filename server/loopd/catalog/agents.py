@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopd.catalog.errors import InvalidCatalog
-from loopd.config.parse import NAME_RE
 from loopd.config.schema import EXPLORE_AGENT, MAIN_AGENT
+from loopd.config.table import NAME_RE
 
 __all__ = ["EXPLORE_AGENT", "MAIN_AGENT", "AgentScope"]
 

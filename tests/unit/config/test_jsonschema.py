@@ -84,6 +84,10 @@ home_readable = ["~/.m2"]
 runtime = "fast"
 model = "qwen"
 
+[daemon]
+enabled = true
+idle_seconds = 600
+
 [agents.explore]
 runtimes = ["fast", "groq"]
 default = "groq"
@@ -138,7 +142,7 @@ def test_every_key_the_schema_names_is_used_above() -> None:
     used = set(re.findall(r"^(\w+) =", EVERY_KEY, re.M)) | {"aliases", "id", "providers"}
     used |= {"context_window", "credential", "targets"}  # inline in a model table
     used |= {"runtimes", "defaults", "limits", "approvals", "delegate", "done", "criteria"}
-    used |= {"sandbox", "agents"}
+    used |= {"sandbox", "agents", "daemon"}
     assert named <= used
 
 
