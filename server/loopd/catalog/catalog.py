@@ -148,16 +148,6 @@ class RuntimeCatalog:
             agent=agent,
         )
 
-    def scoped(self, allowed: Iterable[str]) -> RuntimeCatalog:
-        """The part of this catalog a session may delegate to: entries named in
-        `allowed` (names not in the catalog grant nothing), each role narrowed to
-        them. A role's default survives only if it is in scope; otherwise a child
-        must name its runtime explicitly."""
-        keep = set(allowed)
-        entries = tuple(entry for entry in self.entries if entry.name in keep)
-        roles = tuple(_narrowed(role, keep) for role in self.agents)
-        return RuntimeCatalog(entries, None, roles)
-
     def to_json(self) -> dict[str, Any]:
         return {**self._projection(), "digest": self.digest}
 
@@ -197,15 +187,6 @@ def _named(items: Iterable[_T], kind: type[_T], field: str, noun: str) -> dict[s
             raise InvalidCatalog("catalog", field, f"two {noun} named {item.name!r}")
         found[item.name] = item
     return found
-
-
-def _narrowed(role: AgentScope, keep: set[str]) -> AgentScope:
-    default = role.default if role.default in keep else None
-    model, effort = (role.model, role.effort) if default == role.default else (None, None)
-    runtimes = tuple(name for name in role.runtimes if name in keep)
-    return AgentScope(
-        name=role.name, runtimes=runtimes, default=default, model=model, effort=effort
-    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -225,18 +225,7 @@ def test_the_digest_covers_the_agent_scoping() -> None:
     }
 
 
-# -- scoped views and identity ---------------------------------------------------------
-
-
-def test_a_scoped_view_narrows_every_role() -> None:
-    catalog = catalog_with(explore(default="cheap", model="small-1"))
-    kept = catalog.scoped({"anthropic", "claude"})
-    assert kept.agent(EXPLORE_AGENT) == AgentScope(name=EXPLORE_AGENT, runtimes=("anthropic",))
-    assert kept.agent(MAIN_AGENT).runtimes == ("anthropic", "claude")
-    assert kept.default == "anthropic"
-    narrowed = catalog.scoped({"cheap"})
-    assert narrowed.resolve(agent=EXPLORE_AGENT).model == "small-1"
-    assert narrowed.default is None
+# -- identity ---------------------------------------------------------
 
 
 def test_the_identity_records_the_agent_and_older_records_read_as_main() -> None:
