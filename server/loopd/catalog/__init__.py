@@ -3,8 +3,9 @@
 `build_catalog` (pure, lookups injected) or `discover_catalog` (this machine) makes a
 `RuntimeCatalog`; `catalog.resolve(runtime, model, effort, agent=...)` gives a
 `Resolved` tuple, chosen among the entries that agent role admits, whose
-`identity()` a session records. See `catalog.py` for the resolution rules and
-`build.py` for where entries come from.
+`identity()` a session records. See `catalog.py` for the resolution rules,
+`agents.py` for the agent roles (`main`, `explore`, any the config names), `build.py`
+for where entries come from and `roles.py` for how the config gives the roles.
 """
 
 from loopd.catalog.agents import EXPLORE_AGENT, MAIN_AGENT, AgentScope
