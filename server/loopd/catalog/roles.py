@@ -11,10 +11,11 @@ codex, acp; configured before discovered; then by name) and for the others none
 (`explore` then runs on the session's own runtime).
 
 What the person named but this machine lacks (a CLI not installed) is reported in
-`skipped` and grants nothing. A value that is simply wrong (a default the role does
-not admit, a model its default runtime does not offer, a non-native runtime for
-`explore`) raises, naming the file and key; `main`'s default, like `[defaults]
-runtime` always was, is reported instead, so `loopd doctor` still runs.
+`skipped` and grants nothing; a role whose default it is then has none. A value
+that is simply wrong (a default naming no runtime at all, a model its default
+runtime does not offer, a non-native runtime for `explore`) raises, naming the file
+and key; `main`'s default, like `[defaults] runtime` always was, is reported
+instead, so `loopd doctor` still runs.
 
 `main`'s model and effort become its default entry's defaults, because that is what
 a session on it starts with; the other roles keep theirs (`AgentScope`).
@@ -149,8 +150,9 @@ def _default(
         except CatalogError as err:
             if role.name == EXPLORE_AGENT and settings.default in _foreign(config):
                 raise _not_native(config, key, settings.default) from err
-            if role.name != MAIN_AGENT:
-                raise err.located(config.where(key)) from None
+            lacking = settings.default in {*config.runtimes, *(h.value for h in Harness)}
+            if role.name != MAIN_AGENT and not lacking:
+                raise err.located(config.where(key)) from None  # a name nothing has
             skipped.append(Skipped(settings.default, f"{config.where(key)}: {err}"))
             if settings.runtimes is None:
                 return None  # never a runtime the person did not name

@@ -106,6 +106,15 @@ def test_wrong_role_values_raise_naming_file_and_key() -> None:
         build('[agents.main]\ndefault = "cheap"\nmodel = "parent-model"\n')
 
 
+def test_a_default_this_machine_lacks_is_reported_and_no_default_is_made_up() -> None:
+    built = build('[agents.reviewer]\ndefault = "claude-work"\n')  # claude not installed
+    assert built.catalog.agent("reviewer").default is None
+    (skipped,) = [s for s in built.skipped if s.reason.startswith(f"{FILE}: agents.reviewer")]
+    assert skipped.name == "claude-work" and "unknown runtime 'claude-work'" in skipped.reason
+    with pytest.raises(UnknownRuntime, match=r"agents\.reviewer\.default"):
+        build('[agents.reviewer]\ndefault = "clade-work"\n')  # a name nothing has
+
+
 def test_a_runtime_this_machine_lacks_is_reported_and_grants_nothing() -> None:
     built = build('[agents.reviewer]\nruntimes = ["claude-work", "main"]\n')  # no claude
     assert built.catalog.agent("reviewer") == AgentScope(
