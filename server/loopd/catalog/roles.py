@@ -14,8 +14,9 @@ What the person named but this machine lacks (a CLI not installed) is reported i
 `skipped` and grants nothing; a role whose default it is then has none. A value
 that is simply wrong (a default naming no runtime at all, a model its default
 runtime does not offer, a non-native runtime for `explore`) raises, naming the file
-and key; `main`'s default, like `[defaults] runtime` always was, is reported
-instead, so `loopd doctor` still runs.
+and key, as does any default `explore` cannot have (without one it would run on the
+session's runtime, which the person did not choose); `main`'s default, like
+`[defaults] runtime` always was, is reported instead, so `loopd doctor` still runs.
 
 `main`'s model and effort become its default entry's defaults, because that is what
 a session on it starts with; the other roles keep theirs (`AgentScope`).
@@ -151,8 +152,8 @@ def _default(
             if role.name == EXPLORE_AGENT and settings.default in _foreign(config):
                 raise _not_native(config, key, settings.default) from err
             lacking = settings.default in {*config.runtimes, *(h.value for h in Harness)}
-            if role.name != MAIN_AGENT and not lacking:
-                raise err.located(config.where(key)) from None  # a name nothing has
+            if role.name == EXPLORE_AGENT or (role.name != MAIN_AGENT and not lacking):
+                raise err.located(config.where(key)) from None  # explore: no fallback
             skipped.append(Skipped(settings.default, f"{config.where(key)}: {err}"))
             if settings.runtimes is None:
                 return None  # never a runtime the person did not name

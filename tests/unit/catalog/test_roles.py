@@ -113,6 +113,9 @@ def test_a_default_this_machine_lacks_is_reported_and_no_default_is_made_up() ->
     assert skipped.name == "claude-work" and "unknown runtime 'claude-work'" in skipped.reason
     with pytest.raises(UnknownRuntime, match=r"agents\.reviewer\.default"):
         build('[agents.reviewer]\ndefault = "clade-work"\n')  # a name nothing has
+    lost = '[runtimes.gone]\nharness = "native"\nprovider = "nowhere"\n'
+    with pytest.raises(UnknownRuntime, match=r"agents\.explore\.default: unknown runtime"):
+        build(lost + '[agents.explore]\ndefault = "gone"\n')  # never the session's instead
 
 
 def test_a_runtime_this_machine_lacks_is_reported_and_grants_nothing() -> None:
