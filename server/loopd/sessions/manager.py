@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from loopd.catalog.catalog import entry_changes
+from loopd.catalog.identity import entry_changes
 from loopd.protocol.errors import ConfigError, LoopdError, RuntimeFailure
 from loopd.protocol.events import (
     AgentMessageChunk,
