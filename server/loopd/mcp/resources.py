@@ -110,5 +110,5 @@ def _block(content: Mapping[str, Any], uri: str, budget: int) -> tuple[ContentBl
     if isinstance(blob, str) and usable_image({"type": "image", "data": blob, "mimeType": mime}):
         return ImageBlock(blob, str(mime), str(where)), budget
     kind = mime or "unknown type"
-    size = len(blob) * 3 // 4 if isinstance(blob, str) else 0
-    return TextBlock(f"[binary resource {where} ({kind}, about {size} bytes), not shown]"), budget
+    size = len(blob.rstrip("=")) * 3 // 4 if isinstance(blob, str) else 0  # base64's
+    return TextBlock(f"[binary resource {where} ({kind}, {size} bytes), not shown]"), budget
