@@ -58,6 +58,7 @@ SESSION_REQUESTS = (
     "delete",
     "setConfigOption",
     "steer",
+    "mentions",
 )
 R = TypeVar("R")
 
