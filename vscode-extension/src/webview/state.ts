@@ -361,7 +361,8 @@ export function completeMention(mentions: Mention[], input: string): MentionChoi
 
 /** A resource the person chose, as the attachment that links it in the prompt. */
 export function mentionAttachment(mention: Mention): Attachment {
-  return { kind: 'resource', uri: mention.uri, name: mention.title ?? mention.name, mimeType: mention.mimeType };
+  const attachment: Attachment = { kind: 'resource', uri: mention.uri, name: mention.title ?? mention.name };
+  return mention.mimeType ? { ...attachment, mimeType: mention.mimeType } : attachment;
 }
 
 /** `path` relative to `cwd` when it is under it (for display only). */
