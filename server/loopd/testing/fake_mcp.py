@@ -7,7 +7,8 @@ grandchild that sleeps, and answers its pid, to see that closing kills it),
 `picture {}` (a caption and a PNG image), `grow {}` (adds the tool `added` and sends
 `notifications/tools/list_changed` before its answer), `publish {}` (adds the
 resource `mem://notes/late` and sends `notifications/resources/list_changed`
-before its answer). The list comes in pages of two, so clients must follow
+before its answer), `retract {}` (drops `mem://notes/readme` from the list, which
+it still serves, and says so the same way). The list comes in pages of two, so clients must follow
 `nextCursor`. Prompts: `review {file, focus?}` (a text and the file as an embedded
 resource) and `hello {}`. Resources (pages of two as well): a text note, a PNG, a
 binary blob and a text past loopd's cap; `resources/read` also answers the unlisted
@@ -64,6 +65,7 @@ TOOLS: list[dict[str, Any]] = [
     {"name": "picture", "description": "A picture.", "inputSchema": {"type": "object"}},
     {"name": "grow", "description": "Add a tool.", "inputSchema": {"type": "object"}},
     {"name": "publish", "description": "Add a resource.", "inputSchema": {"type": "object"}},
+    {"name": "retract", "description": "Unlist a resource.", "inputSchema": {"type": "object"}},
 ]
 ADDED = {"name": "added", "description": "Added by grow.", "inputSchema": {"type": "object"}}
 PROMPTS: list[dict[str, Any]] = [
@@ -161,6 +163,10 @@ class Fake:
                 self.resources.append(LATE)
                 self.notices.append(RESOURCES_CHANGED)
                 return {"content": [{"type": "text", "text": "published"}]}
+            case "retract" if self.resources is not None:
+                self.resources = [r for r in self.resources if r["uri"] != "mem://notes/readme"]
+                self.notices.append(RESOURCES_CHANGED)
+                return {"content": [{"type": "text", "text": "retracted"}]}
             case "picture":
                 image = {"type": "image", "data": PNG, "mimeType": "image/png"}
                 return {"content": [{"type": "text", "text": "a red dot"}, image]}

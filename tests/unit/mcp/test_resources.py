@@ -166,5 +166,19 @@ async def test_a_changed_resource_list_is_mentionable_and_read(transport: str) -
     )
 
 
+async def test_a_resource_the_server_no_longer_lists_is_no_longer_read() -> None:
+    """The fake still serves it: only the current listing decides."""
+    with FakeMcpHttpServer() as web:
+        async with connected([served("http", web)]) as servers:
+            retract = next(t for t in servers.tools if t.name == "mcp__srv__retract")
+            await retract.run({}, ToolEnv(roots=("/",)), RecordingProgress())
+            resolved = await servers.resolve(Prompt((link("mem://notes/readme"),)))
+            listed = [m.uri for m in servers.mentions()]
+        reads = web.fake.read
+    assert "mem://notes/readme" not in listed and listed
+    assert resolved.blocks == (link("mem://notes/readme"),)
+    assert reads == []
+
+
 def test_no_servers_offer_no_mentions() -> None:
     assert McpServers().mentions() == ()
