@@ -43,6 +43,7 @@ from loopd.protocol.events import (
     UserMessageChunk,
     to_wire,
 )
+from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import Outcome, UndoReport
 from loopd.runtimes.base import (
     ForkableFactory,
@@ -57,6 +58,7 @@ from loopd.sessions.commands import (
     command_text,
     commands_for,
     fills_in,
+    mentions_of,
     run_command,
     slash_command,
 )
@@ -320,6 +322,10 @@ class SessionManager:
             if command is not None:
                 return await self._run_command(live, command, prompt, link)
             return await self._run_turn(live, prompt, link)
+
+    def mentions(self, session_id: str) -> tuple[Mention, ...]:
+        """What the person may @-mention in the session's prompts, as it is now."""
+        return mentions_of(self._require(session_id).runtime)
 
     def busy(self, session_id: str) -> bool:
         """Whether a prompt sent now would wait for the turn slot."""
