@@ -28,7 +28,7 @@ from loopd.sandbox.base import PreparedCommand
 log = logging.getLogger(__name__)
 
 
-class _Child(asyncio.SubprocessProtocol):
+class Spawned(asyncio.SubprocessProtocol):
     """One spawned command, seen through asyncio's protocol callbacks.
 
     Not `asyncio.subprocess.Process`: its `wait()` returns only once the output pipe
@@ -105,10 +105,10 @@ class _Child(asyncio.SubprocessProtocol):
 MAX_QUEUED = 64  # chunks of output waiting for the consumer before reading pauses
 
 
-async def spawn(prepared: PreparedCommand, stdout: int) -> _Child:
+async def spawn(prepared: PreparedCommand, stdout: int) -> Spawned:
     """Start `prepared` as the leader of a new session and process group, stdin closed,
     stderr merged into `stdout` (a pipe or a file descriptor)."""
-    child = _Child()
+    child = Spawned()
     await asyncio.get_running_loop().subprocess_exec(
         lambda: child,
         *prepared.argv,
@@ -143,7 +143,7 @@ async def first_of(work: Awaitable[object], clock: Clock, seconds: float) -> boo
     return work_task.done() and not work_task.cancelled()
 
 
-async def stop(child: _Child, clock: Clock, grace: float) -> None:
+async def stop(child: Spawned, clock: Clock, grace: float) -> None:
     """Terminate the group `child` leads: SIGTERM, up to `grace` seconds for the
     leader to exit, then SIGKILL to the group whatever happened (children that
     ignored SIGTERM or outlived the leader), then reap the leader. The SIGKILL is in
@@ -212,7 +212,7 @@ class BackgroundProcesses:
     def __init__(self, clock: Clock, grace: float) -> None:
         self._clock = clock
         self._grace = grace
-        self._procs: dict[str, tuple[BackgroundProcess, _Child]] = {}
+        self._procs: dict[str, tuple[BackgroundProcess, Spawned]] = {}
         self._closed = False
         self._started = 0
 
@@ -248,7 +248,7 @@ class BackgroundProcesses:
             if isinstance(r, Exception):
                 log.warning("stopping a background process failed: %r", r)
 
-    async def _stop(self, child: _Child) -> None:
+    async def _stop(self, child: Spawned) -> None:
         try:
             await stop(child, self._clock, self._grace)
         finally:
