@@ -36,6 +36,7 @@ import re
 import shlex
 import signal
 import subprocess
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -200,7 +201,7 @@ class AcpTerminals:
         if dropped:
             log.info("terminal variables dropped (secret or invalid): %s", ", ".join(dropped))
         line = prefix + command_line(command, args)
-        terminal_id = f"term_{next(self._ids)}"
+        terminal_id = f"term_{next(self._ids)}_{uuid.uuid4().hex[:8]}"  # unique in the thread
         self._reserved += 1
         try:
             shown = await self._gate.admit(line, where, terminal_id)

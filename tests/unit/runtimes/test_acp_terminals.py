@@ -288,38 +288,40 @@ async def test_the_session_closing_and_the_child_dying_kill_its_terminals(
         assert not running("1234.4")
 
 
-async def test_the_output_shows_live_in_the_childs_tool_call(tmp_path: Path) -> None:
+def _card(update: str, **fields: Any) -> dict[str, Any]:
+    """A child's tool call `c9` that shows terminal `$t`."""
     shows = {"type": "terminal", "terminalId": "$t"}
+    return {"update": {"sessionUpdate": update, "toolCallId": "c9", "content": [shows], **fields}}
+
+
+def _shown(s: Scripted) -> list[str]:
+    """The texts tool call `c9` showed, in order; no terminal id only loopd knows."""
+    events = [e for e in s.emitter.events if isinstance(e, ToolCallStarted | ToolCallUpdated)]
+    contents = [c for e in events if e.tool_call_id == "c9" for c in e.content or ()]
+    assert not any(isinstance(c, TerminalContent) for c in contents)
+    return [c.text for c in contents if isinstance(c, TextBlock)]
+
+
+async def test_the_output_shows_live_in_the_childs_tool_call(tmp_path: Path) -> None:
+    """The command prints, then waits on a FIFO the test opens only once the person
+    saw the first line: the output was shown while it ran."""
+    (tmp_path / "ws").mkdir()
+    os.mkfifo(tmp_path / "ws" / "gate")
     turn = [
-        create("printf 'hello\\n'"),
-        {
-            "update": {
-                "sessionUpdate": "tool_call",
-                "toolCallId": "c9",
-                "title": "Run",
-                "kind": "execute",
-                "content": [shows],
-            }
-        },  # fmt: skip
+        create("printf 'hello\\n'; read line < gate; printf 'bye\\n'"),
+        _card("tool_call", title="Run", kind="execute"),
         on("wait_for_exit"),
-        {
-            "update": {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": "c9",
-                "status": "completed",
-                "content": [shows],
-            }
-        },  # fmt: skip
+        _card("tool_call_update", status="completed"),
     ]
     async with scripted(tmp_path, [turn]) as s:
-        await s.runtime.prompt(GO)
-    shown = [e for e in s.emitter.of(ToolCallStarted) + s.emitter.of(ToolCallUpdated)
-             if e.tool_call_id == "c9"]  # fmt: skip
-    contents = [c for e in shown for c in e.content or ()]
-    assert not any(isinstance(c, TerminalContent) for c in contents)  # an id only loopd knows
-    last = contents[-1]
-    assert isinstance(last, TextBlock)
-    assert last.text == "hello\n\nExit code: 0"
+        prompt = asyncio.create_task(s.runtime.prompt(GO))
+        async with asyncio.timeout(30):
+            await s.emitter.wait_for(lambda _: any("hello" in t for t in _shown(s)))
+            await asyncio.to_thread((s.ws / "gate").write_text, "go\n")
+            await prompt
+    shown = _shown(s)
+    assert "bye" not in shown[0]
+    assert shown[-1] == "hello\nbye\n\nExit code: 0"
 
 
 async def test_the_childs_variables_reach_the_command_but_no_secret(tmp_path: Path) -> None:
