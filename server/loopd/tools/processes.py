@@ -147,14 +147,49 @@ async def stop(child: Spawned, clock: Clock, grace: float) -> None:
     """Terminate the group `child` leads: SIGTERM, up to `grace` seconds for the
     leader to exit, then SIGKILL to the group whatever happened (children that
     ignored SIGTERM or outlived the leader), then reap the leader. The SIGKILL is in
-    a `finally` so a second cancellation during the grace still kills."""
+    a `finally` so a second cancellation during the grace still kills.
+
+    The leader's own children are read first and killed with their groups too: a
+    sandbox launcher (bwrap) runs the command under a child that starts a session of
+    its own (`--new-session`), out of the leader's group, and that ignores SIGTERM
+    from outside (it is its pid namespace's init). It dies with the launcher only
+    once it has set its parent-death signal, so a launcher stopped just after it
+    started would otherwise leave it, and the command, running."""
+    children = _children(child.pid)
     try:
         if child.returncode is None:
             kill_group(child.pid, signal.SIGTERM)
             await first_of(child.wait(), clock, grace)
     finally:
         kill_group(child.pid, signal.SIGKILL)
+        for pid, started in children:
+            if _started(pid) == started:  # still that process, not a reused pid
+                kill_group(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
     await child.wait()
+
+
+def _children(pid: int) -> tuple[tuple[int, str], ...]:
+    """The direct children of `pid` with their start times (none when the kernel
+    does not list children)."""
+    found: list[tuple[int, str]] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as listed:
+                found += [(int(p), _started(int(p))) for p in listed.read().split()]
+    except (OSError, ValueError):
+        pass
+    return tuple((p, t) for p, t in found if t)
+
+
+def _started(pid: int) -> str:
+    """The start time of `pid` (its /proc stat field 22), "" when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
 
 
 @dataclass(frozen=True, slots=True)
