@@ -272,7 +272,7 @@ class AcpRuntime:
             self._child_options = tuple(options_of(update.get("configOptions") or ()))
         event = event_of(update)
         if event is not None:
-            await self._emitter.emit(await self._terminals.shown(event))
+            await self._emitter.emit(self._terminals.shown(event))
 
     async def _on_question(self, question: Question) -> ApprovalDecision:
         """The child's permission request, decided by loopd's mode, then the person."""

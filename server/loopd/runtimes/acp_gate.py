@@ -117,11 +117,14 @@ class AcpGuard:
         return decision.reason if decision.verdict is Verdict.DENY else None
 
     def heard(self, command: str, answer: ApprovalDecision, *, asked: bool) -> None:
-        """An answer to the child's question about `command`: the person's is
-        remembered like a native call's ("always"); an allow admits one run."""
-        if asked:
-            call, declaration = _call(f"question:{command}", command)
-            self.policy.remember(call, declaration, answer)
+        """An answer to the child's question about `command`. Only the person's
+        counts: it is remembered like a native call's ("always"), and an allow
+        admits one run. loopd's own answer does not: it allows a question by the
+        kind the child claims (a "read"), which proves nothing about the command."""
+        if not asked:
+            return
+        call, declaration = _call(f"question:{command}", command)
+        self.policy.remember(call, declaration, answer)
         if answer.allowed:
             self._approved[command] += 1
 

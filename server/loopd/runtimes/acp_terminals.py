@@ -224,10 +224,12 @@ class AcpTerminals:
         return t.exit
 
     async def kill(self, terminal_id: str) -> None:
-        """Stop the command and its group; the terminal stays readable."""
+        """Stop the command and its group; the terminal stays readable. One that
+        exited is left alone: its group was killed then, and its pid may be reused."""
         t = self._get(terminal_id)
-        await stop(t.child, self._clock, self._limits.kill_grace)
-        await t.exited.wait()
+        if not t.exited.is_set():
+            await stop(t.child, self._clock, self._limits.kill_grace)
+            await t.exited.wait()
 
     async def release(self, terminal_id: str) -> None:
         """Kill when still running, then forget the id (its last output stays shown)."""
@@ -251,7 +253,7 @@ class AcpTerminals:
 
     # -- what the person sees ------------------------------------------------------------
 
-    async def shown(self, event: SessionEvent) -> SessionEvent:
+    def shown(self, event: SessionEvent) -> SessionEvent:
         """A child's tool call showing one of these terminals, with the output in its
         place (kept live from here on); any other event as it is."""
         if not isinstance(event, ToolCallStarted | ToolCallUpdated) or not event.content:
@@ -323,7 +325,8 @@ class AcpTerminals:
         except OSError as err:
             raise TerminalRefused(f"the command could not start: {err}") from err
         keep = 2 * max(cap, self._limits.shown_max_chars, self._limits.live_max_chars)
-        t = _Terminal(terminal_id, line, child, HeadTail(keep), min(limit or cap, cap))
+        wanted = limit if limit is not None and limit > 0 else cap
+        t = _Terminal(terminal_id, line, child, HeadTail(keep), min(wanted, cap))
         if card:
             t.own_card = terminal_id
             t.cards[terminal_id] = (TerminalContent(terminal_id),)

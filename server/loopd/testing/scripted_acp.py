@@ -32,7 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from acp import PROTOCOL_VERSION, Agent, RequestError, run_agent
-from acp.schema import AgentCapabilities, InitializeResponse, NewSessionResponse, PromptResponse
+from acp.schema import (
+    AgentCapabilities,
+    ClientCapabilities,
+    Implementation,
+    InitializeResponse,
+    NewSessionResponse,
+    PromptResponse,
+)
 
 
 class ScriptedAgent(Agent):
@@ -51,15 +58,27 @@ class ScriptedAgent(Agent):
         with self.log.open("a") as f:
             f.write(json.dumps(entry) + "\n")
 
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        caps = kwargs.get("client_capabilities")
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        caps = client_capabilities
         dumped = caps.model_dump(mode="json", by_alias=True) if caps is not None else None
         self._write({"initialize": dumped})
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION, agent_capabilities=AgentCapabilities()
         )
 
-    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
         return NewSessionResponse(session_id=uuid.uuid4().hex)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:

@@ -41,11 +41,11 @@ def on(method: str, name: str = "t", **step: Any) -> dict[str, Any]:
     return {"call": f"terminal/{method}", "params": {"terminalId": f"${name}"}, **step}
 
 
-def ask_first(command: str) -> dict[str, Any]:
+def ask_first(command: str, kind: str = "execute") -> dict[str, Any]:
     """The child's own question about a command, before it runs it."""
     options = [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
                {"optionId": "no", "name": "Reject", "kind": "reject_once"}]  # fmt: skip
-    call = {"toolCallId": "c1", "title": command, "kind": "execute",
+    call = {"toolCallId": "c1", "title": command, "kind": kind,
             "rawInput": {"command": command}}  # fmt: skip
     return {"call": "session/request_permission", "params": {"toolCall": call, "options": options}}
 
@@ -164,6 +164,22 @@ async def test_the_childs_own_question_is_not_asked_twice(tmp_path: Path) -> Non
     first, second, third = results(s, "terminal/create")
     assert "result" in first and "result" in second and "error" in third
     assert (s.ws / "a").exists() and (s.ws / "b").exists()
+
+
+async def test_a_question_loopd_allowed_by_its_claimed_kind_admits_nothing(
+    tmp_path: Path,
+) -> None:
+    """A "read" question is allowed without the person; naming a command in it does
+    not let that command's terminal skip the question the policy asks."""
+    approver = ScriptedApprover.of(ApprovalDecision.REJECT_ONCE)
+    turn = [ask_first("touch sneaky", kind="read"), create("touch sneaky")]
+    async with scripted(tmp_path, [turn], mode="plan", approver=approver) as s:
+        await s.runtime.prompt(GO)
+    [question, created] = s.answers()
+    assert question["result"]["outcome"]["optionId"] == "yes"  # loopd allowed the "read"
+    assert [r.title for r in approver.requests] == ["Run `touch sneaky`"]
+    assert "error" in created
+    assert not (s.ws / "sneaky").exists()
 
 
 async def test_without_a_question_the_policy_still_decides(tmp_path: Path) -> None:
