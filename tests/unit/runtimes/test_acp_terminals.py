@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +23,12 @@ from loopd.protocol.events import (
 )
 from loopd.sandbox.tiers import Tier
 from loopd.testing.fakes import ScriptedApprover
+from loopd.testing.processes import ended, running
 from loopd.tools.env import ToolLimits
 from tests.unit.runtimes.acp_scripted import SECRET, Scripted, probe, scripted
+from tests.unit.sandbox.conftest import outside
+
+__all__ = ["outside"]
 
 GO = Prompt((TextBlock("go"),))
 REFUSED = -32600
@@ -57,25 +58,6 @@ def results(s: Scripted, method: str) -> list[dict[str, Any]]:
 def sandboxed() -> None:
     if probe().best is Tier.NONE:
         pytest.skip("no OS sandbox on this machine")
-
-
-def running(marker: str) -> bool:
-    """Whether a process whose command line holds `marker` is alive."""
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                return True
-        except OSError:
-            continue
-    return False
-
-
-@pytest.fixture
-def outside() -> Iterator[Path]:
-    base = "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
-    path = Path(tempfile.mkdtemp(prefix="loopd-outside-", dir=base)).resolve()
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 class FailingApprover:
@@ -247,13 +229,13 @@ async def test_kill_stops_the_command_and_release_forgets_it(tmp_path: Path) -> 
     ]
     async with scripted(tmp_path, [turn]) as s:
         await asyncio.wait_for(s.runtime.prompt(GO), 30)
-        alive = running("1234.1")
+        stopped = await ended("1234.1")
     [waited] = results(s, "terminal/wait_for_exit")
     assert waited["result"].get("signal") or waited["result"].get("exitCode")
     after_kill, after_release = results(s, "terminal/output")
     assert after_kill["result"]["exitStatus"] == waited["result"]
     assert after_release["error"]["code"] == -32602  # released: the id is gone
-    assert not alive
+    assert stopped
 
 
 async def test_output_is_bounded_head_and_tail(tmp_path: Path) -> None:
@@ -283,7 +265,7 @@ async def test_cancel_kills_the_running_terminal(tmp_path: Path) -> None:
             await s.emitter.wait_for(lambda _: "started" in s.emitter.text)
             await s.runtime.cancel()
             outcome = await prompt
-        assert not running("1234.2")
+        assert await ended("1234.2")
     assert outcome.stop_reason == "cancelled"
     [waited] = results(s, "terminal/wait_for_exit")
     assert "result" in waited
@@ -295,13 +277,13 @@ async def test_the_session_closing_and_the_child_dying_kill_its_terminals(
     async with scripted(tmp_path, [[create("sleep 1234.3")]]) as s:
         await s.runtime.prompt(GO)
         assert running("1234.3")
-    assert not running("1234.3")
+    assert await ended("1234.3")
     crash = tmp_path / "crash"
     crash.mkdir()
     async with scripted(crash, [[create("sleep 1234.4"), {"exit": 3}]]) as s:
         outcome = await asyncio.wait_for(s.runtime.prompt(GO), 30)
         assert outcome.error is not None  # the child died mid-turn
-        assert not running("1234.4")
+        assert await ended("1234.4")
 
 
 def _card(update: str, **fields: Any) -> dict[str, Any]:

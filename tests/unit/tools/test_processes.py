@@ -11,18 +11,9 @@ from pathlib import Path
 import pytest
 
 from loopd.sandbox.base import PreparedCommand
+from loopd.testing.processes import ended, running
 from loopd.tools import processes
 from loopd.tools.env import SystemClock
-
-
-def alive(marker: str) -> bool:
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                return True
-        except OSError:
-            continue
-    return False
 
 
 @pytest.fixture
@@ -37,9 +28,9 @@ async def test_stop_kills_a_child_in_a_session_of_its_own(cwd: str) -> None:
     child = await processes.spawn(prepared, subprocess.PIPE)
     try:
         assert await child.output.get() == "ready\n"
-        assert alive("4321.5")
+        assert running("4321.5")
         await processes.stop(child, SystemClock(), grace=0.5)
     finally:
         assert child.transport is not None
         child.transport.close()
-    assert not alive("4321.5")
+    assert await ended("4321.5")
