@@ -207,7 +207,13 @@ class AcpTerminals:
             shown = await self._gate.admit(line, where, terminal_id)
             if shown:
                 await self._emit(ToolCallUpdated(terminal_id, status="in_progress"))
-            await self._start(terminal_id, line, where, output_byte_limit, shown)
+            try:
+                await self._start(terminal_id, line, where, output_byte_limit, shown)
+            except TerminalRefused as err:
+                if shown:  # the person allowed it: say why it did not run
+                    failed = (TextBlock(str(err)),)
+                    await self._emit(ToolCallUpdated(terminal_id, "failed", content=failed))
+                raise
         finally:
             self._reserved -= 1
         return terminal_id
