@@ -50,6 +50,7 @@ from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
 from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
 from loopd.sandbox.probe import Boundary
 from loopd.sessions.manager import SessionManager
+from loopd.sessions.table import SessionTable
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.sqlite import SqliteStore
 from loopd.tools.env import (
@@ -75,12 +76,21 @@ class App:
     manager: SessionManager
     _providers: list[ClosableProvider] = field(default_factory=list)
     _probe: LazyProbe | None = None
+    shares_store: bool = False  # the daemon's: its table outlives this app
 
     async def aclose(self) -> None:
+        """Close every session, the providers and (unless shared) the store."""
         await self.manager.shutdown()
+        await self.release()
+        if not self.shares_store:
+            self.store.close()
+
+    async def release(self) -> None:
+        """Close the providers, once no live session runs on them (see
+        `SessionManager.runs_sessions`)."""
         for provider in self._providers:
             await provider.aclose()
-        self.store.close()
+        self._providers.clear()
 
     async def logout(self) -> None:
         forget_login(data_dir(self.env))
@@ -104,13 +114,16 @@ class App:
         self.manager.no_default_help = _no_default_help(config, catalog)
 
 
-def build_app(env: Mapping[str, str], cwd: str, *, editor: bool = False) -> App:
+def build_app(
+    env: Mapping[str, str], cwd: str, *, editor: bool = False, table: SessionTable | None = None
+) -> App:
     """The app for a workspace. `editor` (ACP, LSP) puts an untrusted workspace
     config to the person at each session's first turn; the CLI says it on stderr
-    instead (`loopd run --yes` must never trust a folder)."""
+    instead (`loopd run --yes` must never trust a folder). `table` is the daemon's,
+    shared by every connection's app; None opens the store for this app alone."""
     effective, config = _configure(env, cwd)
     catalog = discover_catalog(config, effective)
-    store = SqliteStore(data_dir(env) / "sessions.db")
+    store = table.store if table else SqliteStore(data_dir(env) / "sessions.db")
     providers: list[ClosableProvider] = []
     probe = LazyProbe(effective)
     manager = SessionManager(
@@ -122,8 +135,9 @@ def build_app(env: Mapping[str, str], cwd: str, *, editor: bool = False) -> App:
         no_runtime_help=f"{NO_RUNTIME_HELP} (`loopd doctor` shows what was found)",
         no_default_help=_no_default_help(config, catalog),
         identify=functools.partial(_identity, catalog.catalog),
+        table=table,
     )
-    app = App(env, cwd, config, catalog, store, manager, providers, probe)
+    app = App(env, cwd, config, catalog, store, manager, providers, probe, table is not None)
     manager.credentials = app
     if editor:
         if config.workspace is not None and config.workspace.notice:
@@ -196,9 +210,9 @@ def _factory(
             wiring = _native_wiring(entry, env, config, providers, probe, catalog)
             return NativeRuntimeFactory(entry.name, wiring, store)
         case Harness.CLAUDE:
-            return ClaudeRuntimeFactory(ClaudeSettings(**_cli_fields(entry)))
+            return ClaudeRuntimeFactory(ClaudeSettings(**_cli_fields(entry, env)))
         case Harness.CODEX:
-            return CodexRuntimeFactory(CodexSettings(**_cli_fields(entry)))
+            return CodexRuntimeFactory(CodexSettings(**_cli_fields(entry, env)))
         case Harness.ACP:
             settings = AcpSettings(
                 entry.command or "",
@@ -213,12 +227,14 @@ def _factory(
             return AcpRuntimeFactory(entry.name, settings)
 
 
-def _cli_fields(entry: RuntimeEntry) -> dict[str, Any]:
+def _cli_fields(entry: RuntimeEntry, env: Mapping[str, str]) -> dict[str, Any]:
     """A foreign CLI's settings from its catalog entry: where it is, what it is
-    given, and the models and efforts the session offers."""
+    given (on top of the editor's environment `env`), and the models and efforts
+    the session offers."""
     return {
         "binary": entry.command,
         "env": dict(entry.env) | _small_model_env(entry),
+        "inherit": dict(env),
         "extra_args": tuple(entry.args),
         "models": tuple(m.id for m in entry.models),
         "default_model": entry.default_model,

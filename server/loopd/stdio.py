@@ -48,19 +48,26 @@ class Stdin:
     batch: bool  # a regular file: a batch of requests, not a live client
     keep: tuple[Any, ...]  # strong references asyncio does not keep itself
 
+    def close(self) -> None:
+        """Stop watching the descriptor (it stays open: its owner closes it)."""
+        for item in self.keep:
+            if isinstance(item, asyncio.BaseTransport):
+                item.close()
 
-async def open_stdin(limit: int) -> Stdin:
-    """A reader on descriptor 0, whatever it is (see the module doc)."""
-    _require_open(0, "stdin")
+
+async def open_stdin(limit: int, fd: int = 0) -> Stdin:
+    """A reader on descriptor `fd` (stdin: this process's, or an editor's handed to
+    the daemon), whatever it is (see the module doc). The descriptor stays open."""
+    _require_open(fd, "stdin")
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=limit)
-    mode = os.fstat(0).st_mode
-    if _pollable(0, mode):
+    mode = os.fstat(fd).st_mode
+    if _pollable(fd, mode):
         protocol = asyncio.StreamReaderProtocol(reader)
-        source = os.fdopen(0, "rb", buffering=0, closefd=False)
+        source = os.fdopen(fd, "rb", buffering=0, closefd=False)
         transport, _ = await loop.connect_read_pipe(lambda: protocol, source)
         return Stdin(reader, False, (protocol, transport, source))
-    pump = threading.Thread(target=_pump, args=(reader, loop), name="loopd-stdin", daemon=True)
+    pump = threading.Thread(target=_pump, args=(fd, reader, loop), name="loopd-stdin", daemon=True)
     pump.start()
     return Stdin(reader, stat.S_ISREG(mode), (pump,))
 
@@ -100,10 +107,10 @@ class FileTransport(asyncio.WriteTransport):
         return 0
 
 
-def _pump(reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop) -> None:
-    """Feed descriptor 0 to `reader` from a thread, then its end."""
+def _pump(fd: int, reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop) -> None:
+    """Feed descriptor `fd` to `reader` from a thread, then its end."""
     try:
-        while chunk := os.read(0, _CHUNK):
+        while chunk := os.read(fd, _CHUNK):
             _call(loop, reader.feed_data, chunk)
     except OSError as err:
         sys.stderr.write(f"loopd: cannot read stdin: {err}\n")

@@ -67,17 +67,23 @@ async def serve_stdio(manager: Starting, out: IO[bytes] | None = None) -> None:
     """`loopd acp`: one ACP connection on this process's stdin and stdout. `manager`
     may still be starting (see `LoopdAgent`). `out` is the handle `protect_stdout`
     returned, for callers that protect stdout before building the manager
-    (recommended: nothing may print first).
+    (recommended: nothing may print first)."""
+    out = out if out is not None else protect_stdout()
+    if not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    await serve_streams(manager, 0, cast(BinaryIO, out))
+
+
+async def serve_streams(manager: Starting, stdin_fd: int, out: BinaryIO) -> None:
+    """One ACP connection on an editor's stdin (descriptor `stdin_fd`) and stdout
+    (`out`): this process's own, or an editor's handed to the daemon.
 
     stdin may be a regular file of requests (`loopd acp < requests.jsonl`): they are
     served in order, each answered before the next is read, and all before the end
     of the file closes the connection. Such a client cannot answer requests of ours:
     approvals are refused unasked."""
-    out = out if out is not None else protect_stdout()
-    if not logging.getLogger().handlers:
-        logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    stdin = await open_stdin(STDIN_LIMIT)
-    writer = await open_stdout(cast(BinaryIO, out))
+    stdin = await open_stdin(STDIN_LIMIT, stdin_fd)
+    writer = await open_stdout(out)
     requests = InFlight()
     pace = requests.settled if stdin.batch else None  # one request at a time, in order
     try:
@@ -88,9 +94,7 @@ async def serve_stdio(manager: Starting, out: IO[bytes] | None = None) -> None:
         sys.stderr.write("loopd acp: stdin closed, exiting\n")
     finally:
         writer.close()
-        for item in stdin.keep:
-            if isinstance(item, asyncio.BaseTransport):
-                item.close()
+        stdin.close()
 
 
 class InFlight:

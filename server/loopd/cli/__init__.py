@@ -51,10 +51,26 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
 
 def _acp_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("then", nargs="?", choices=["login"], help="login: what an editor's log-in runs")
+    _no_daemon_argument(p)
 
 
 def _lsp_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    _no_daemon_argument(p)
+
+
+def _no_daemon_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="serve in this process, not in the shared loopd daemon (as LOOPD_DAEMON=off)",
+    )
+
+
+def _daemon_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=["status", "stop", "serve"], help="serve: what editors start")
+    p.add_argument("--ready", type=int, metavar="FD", help=argparse.SUPPRESS)
+    _json_argument(p)
 
 
 def _json_argument(p: argparse.ArgumentParser) -> None:
@@ -90,6 +106,8 @@ COMMANDS: tuple[Command, ...] = (
             "loopd.cli.commands:acp"),
     Command("lsp", "serve LSP with the loopd extension (VS Code, Neovim)", _lsp_arguments,
             "loopd.cli.commands:lsp"),
+    Command("daemon", "the loopd daemon editors share: status, stop", _daemon_arguments,
+            "loopd.cli.daemon:daemon"),
     Command("catalog", "list the runtimes this machine can use", _json_argument,
             "loopd.cli.commands:catalog"),
     Command("sessions", "list, show or delete stored sessions", _sessions_arguments,

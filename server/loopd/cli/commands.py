@@ -16,7 +16,6 @@ from loopd.protocol.errors import ConfigError
 
 if TYPE_CHECKING:
     from loopd.app import App
-    from loopd.sessions.manager import SessionManager
     from loopd.sessions.starting import Starting
     from loopd.store.sqlite import SqliteStore
 
@@ -69,6 +68,9 @@ def acp(args: argparse.Namespace) -> int:
         from loopd.cli.login import login
 
         return login(os.environ)
+    code = _forwarded("acp", args)
+    if code is not None:
+        return code
     from loopd.acp.server import serve_stdio
     from loopd.stdio import protect_stdout
 
@@ -86,6 +88,9 @@ def lsp(args: argparse.Namespace) -> int:
         if not host or not port.isdigit():
             raise ConfigError(f"--tcp wants HOST:PORT, got {tcp!r}")
         address = (host, int(port))
+    code = None if address else _forwarded("lsp", args)
+    if code is not None:
+        return code
     from loopd.lsp.server import serve
     from loopd.stdio import protect_stdout
 
@@ -94,24 +99,24 @@ def lsp(args: argparse.Namespace) -> int:
     return 0
 
 
+def _forwarded(protocol: str, args: argparse.Namespace) -> int | None:
+    """The exit status of the connection served by the daemon, or None to serve
+    here (`--no-daemon`, `LOOPD_DAEMON=off`, or no daemon could serve it)."""
+    if args.no_daemon:
+        return None
+    from loopd.daemon.forward import forward
+
+    return forward(protocol)
+
+
 def _serve_while_building(serve: Callable[[Starting], Awaitable[None]]) -> None:
-    """Serve a protocol on a manager that is still being built, in a thread: catalog
-    discovery runs each CLI's `--version` and the store opens meanwhile, so the
-    editor's `initialize` is answered at once; the first request that needs sessions
-    waits for it. A build that fails is said on stderr and in every such answer."""
+    """Serve a protocol while the app is built (see `serve_building`), then close it."""
+    from loopd.sessions.starting import serve_building
 
     async def main() -> None:
-        building = asyncio.create_task(asyncio.to_thread(_build_editor_app))
-        manager = asyncio.ensure_future(_manager_of(building))
-        try:
-            await serve(manager)
-        finally:
-            try:
-                app = await building
-            except Exception:
-                pass  # said on stderr, and every request answered with the reason
-            else:
-                await app.aclose()
+        app = await serve_building(_build_editor_app, serve)
+        if app is not None:
+            await app.aclose()
 
     asyncio.run(main())
 
@@ -120,14 +125,6 @@ def _build_editor_app() -> App:
     from loopd.app import build_app  # imported here, off the thread that answers
 
     return build_app(dict(os.environ), os.getcwd(), editor=True)
-
-
-async def _manager_of(building: Awaitable[App]) -> SessionManager:
-    try:
-        return (await building).manager
-    except Exception as err:
-        sys.stderr.write(f"loopd: could not start: {err}\n")
-        raise
 
 
 def catalog(args: argparse.Namespace) -> int:

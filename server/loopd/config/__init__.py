@@ -84,14 +84,7 @@ The file format (every key optional; unknown keys are errors):
     exit_code = 0
 """
 
-from loopd.config.load import (
-    Env,
-    data_dir,
-    load_config,
-    read_env,
-    user_config_file,
-    workspace_config_file,
-)
+from loopd.config.load import Env, load_config, read_env, workspace_config_file
 from loopd.config.merge import Merged, merge_layers
 from loopd.config.parse import parse_config
 from loopd.config.schema import (
@@ -116,6 +109,7 @@ from loopd.config.schema import (
     WorkspaceStatus,
 )
 from loopd.config.trust import TrustStore, WorkspaceFile
+from loopd.home import data_dir, user_config_file
 
 __all__ = [
     "UNTRUSTED_KEYS",

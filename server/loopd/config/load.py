@@ -12,13 +12,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 from loopd.config.gate import gate_untrusted
 from loopd.config.merge import merge_layers
 from loopd.config.parse import parse_config
 from loopd.config.schema import Config, ConfigFileError, EnvSettings, TrustState, WorkspaceStatus
 from loopd.config.trust import TrustStore, WorkspaceFile
+from loopd.home import data_dir, user_config_file
 
 Env = Mapping[str, str]
 
@@ -28,16 +27,6 @@ HOW_TO_CONFIGURE = (
     "OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server), "
     "or OLLAMA_HOST for a local Ollama"
 )
-
-
-def user_config_file(env: Env) -> Path:
-    """`$XDG_CONFIG_HOME/loopd/config.toml`, where XDG_CONFIG_HOME defaults to
-    `~/.config` (HOME from `env` when set) on every platform, as the docs promise."""
-    base = env.get("XDG_CONFIG_HOME")
-    if base:
-        return Path(base) / "loopd" / "config.toml"
-    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    return home / ".config" / "loopd" / "config.toml"
 
 
 def workspace_config_file(cwd: Path) -> Path:
@@ -93,15 +82,6 @@ def read_env(env: Env) -> EnvSettings:
         ollama_host=get("OLLAMA_HOST"),
         loopd_home=get("LOOPD_HOME"),
     )
-
-
-def data_dir(env: Env) -> Path:
-    """Where loopd keeps its data (the session store): `$LOOPD_HOME`, else the
-    platform's user data dir for "loopd"."""
-    home = read_env(env).loopd_home
-    if home is not None:
-        return Path(home).expanduser()
-    return Path(platformdirs.user_data_dir("loopd", appauthor=False))
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from loopd.config.schema import (
     Choices,
     Config,
     ConfigFileError,
+    DaemonSettings,
     Defaults,
     Delegate,
     Done,
@@ -162,6 +163,7 @@ def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
         sandbox=_sandbox(root.table("sandbox")),
         done=_done(root.table("done")),
         delegate=_delegate(root.table("delegate")),
+        daemon=_daemon(root.table("daemon")),
         sources=sources,
         origins={".".join(k): v for k, v in merged.origins.items() if v is not None},
     )
@@ -379,3 +381,12 @@ def _env_table(t: _Table) -> dict[str, str]:
             t.fail(key, 'must be NAME = "string" with an environment variable name')
         env[key] = value
     return env
+
+
+def _daemon(t: _Table) -> DaemonSettings:
+    t.only(toml_keys(DaemonSettings))
+    enabled = t.flag("enabled")
+    return DaemonSettings(
+        enabled=True if enabled is None else enabled,
+        idle_seconds=t.number("idle_seconds", DaemonSettings().idle_seconds),
+    )

@@ -244,6 +244,20 @@ class Delegate:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DaemonSettings:
+    """`[daemon]`, read from the user file only (by `loopd acp`/`loopd lsp` before
+    anything else loads; see `loopd.daemon`): whether editors share one loopd
+    daemon, and how long it stays without any."""
+
+    enabled: bool = field(
+        default=True, metadata={"doc": "false: every editor's loopd serves in its own process."}
+    )
+    idle_seconds: int = field(
+        default=600, metadata={"doc": "The daemon exits after this long with no editor."}
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EnvSettings:
     """The environment variables loopd reads itself. Keys stay out of `repr`."""
 
@@ -301,6 +315,7 @@ class Config:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     done: Done = field(default_factory=Done)
     delegate: Delegate = field(default_factory=Delegate)
+    daemon: DaemonSettings = field(default_factory=DaemonSettings)
     sources: tuple[Path, ...] = ()
     origins: Mapping[str, Path] = field(default_factory=dict, repr=False, compare=False)
     workspace: WorkspaceStatus | None = None

@@ -24,7 +24,6 @@ from typing import Any, BinaryIO, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcInvalidRequest
-from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
@@ -45,7 +44,7 @@ from loopd.runtimes.base import McpServerConfig
 from loopd.sessions.manager import SessionBusy, SessionManager, SessionNotFound, SessionView
 from loopd.sessions.queue import NotRunning
 from loopd.sessions.starting import StartFailed, Starting, started, wait_started
-from loopd.stdio import open_stdin, protect_stdout
+from loopd.stdio import open_stdin, open_stdout, protect_stdout
 
 log = logging.getLogger(__name__)
 
@@ -230,10 +229,7 @@ async def serve(
     `out` is the protocol's stdout from `loopd.stdio.protect_stdout`, for callers
     that protect it before building the manager (recommended: nothing may print)."""
     if tcp is None:
-        stdin = await open_stdin(1 << 20)
-        writer = StdoutWriter(out if out is not None else protect_stdout())
-        await _serve_connection(manager, stdin.reader, writer)
-        sys.stderr.write("loopd lsp: stdin closed, exiting\n")
+        await serve_streams(manager, 0, out if out is not None else protect_stdout())
         return
 
     async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -248,6 +244,20 @@ async def serve(
     sys.stderr.flush()
     async with listener:
         await listener.serve_forever()
+
+
+async def serve_streams(manager: Starting, stdin_fd: int, out: BinaryIO) -> None:
+    """One LSP connection on an editor's stdin (descriptor `stdin_fd`) and stdout
+    (`out`): this process's own, or an editor's handed to the daemon. Writes go
+    through the event loop, so an editor slow to read stalls only itself."""
+    stdin = await open_stdin(1 << 20, stdin_fd)
+    writer = await open_stdout(out)
+    try:
+        await _serve_connection(manager, stdin.reader, writer)
+        sys.stderr.write("loopd lsp: stdin closed, exiting\n")
+    finally:
+        writer.close()
+        stdin.close()
 
 
 def run(manager: SessionManager, tcp: tuple[str, int] | None = None) -> None:

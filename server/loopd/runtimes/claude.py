@@ -14,7 +14,6 @@ control requests, and the `api_retry` notices counted against `max_api_retries`.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -97,7 +96,7 @@ class ClaudeRuntime(ForeignRuntime):
         return argv + list(self._settings.extra_args)
 
     def _env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k != "CLAUDECODE"}
+        env = {k: v for k, v in self._settings.inherited().items() if k != "CLAUDECODE"}
         return env | _QUIET_ENV | dict(self._settings.env)
 
     async def _begin(self, prompt: Prompt) -> None:

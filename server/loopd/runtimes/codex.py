@@ -103,7 +103,7 @@ class CodexRuntime(ForeignRuntime):
         return [binary, "app-server", *flags, *self._settings.extra_args]
 
     def _env(self) -> dict[str, str]:
-        env = dict(os.environ) | dict(self._settings.env)
+        env = self._settings.inherited() | dict(self._settings.env)
         if self._codex.codex_home:
             os.makedirs(self._codex.codex_home, exist_ok=True)
             env["CODEX_HOME"] = self._codex.codex_home

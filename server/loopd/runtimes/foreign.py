@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import os
 import shutil
 import uuid
 from abc import ABC, abstractmethod
@@ -54,11 +55,14 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class ForeignSettings:
     """How to run a CLI. `binary` None: its command on PATH. `env` is added to the
-    inherited environment; `extra_args` follow loopd's own flags. `models` and
+    inherited environment: `inherit`, the environment of the editor the session
+    came from (a daemon serves many, and one's keys never reach another's CLI), or
+    this process's when None. `extra_args` follow loopd's own flags. `models` and
     `efforts` (with their defaults) are what the catalog entry offers."""
 
     binary: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    inherit: Mapping[str, str] | None = None
     extra_args: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
     default_model: str | None = None
@@ -66,6 +70,10 @@ class ForeignSettings:
     default_effort: str | None = None
     stall_timeout: float = 300.0
     cancel_timeout: float = 10.0
+
+    def inherited(self) -> dict[str, str]:
+        """The environment the CLI starts from, before loopd's own variables."""
+        return dict(os.environ if self.inherit is None else self.inherit)
 
 
 @dataclass(frozen=True, slots=True)

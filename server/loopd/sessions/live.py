@@ -79,6 +79,7 @@ class LiveSession:
     generation: int = 0  # bumped by cancel: queued prompts of an older one give up
     mcp_servers: tuple[McpServerConfig, ...] = ()  # the editor's, for a runtime switch
     greeted: bool = False  # the first turn's workspace-trust step is done
+    owner: object = None  # the manager whose runtimes made `runtime` (see SessionTable)
 
     @property
     def id(self) -> str:

@@ -68,6 +68,7 @@ from loopd.sessions.live import (
     Unopened,
 )
 from loopd.sessions.queue import say_entry_changed, say_queued, steer_turn, title_of
+from loopd.sessions.table import SessionTable
 from loopd.sessions.transcript import HANDOVER, transcript, with_handover
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.lease import Holder, Leases
@@ -145,11 +146,16 @@ class SessionManager:
     turn; None says nothing."""
     lease_clock: Callable[[], float] = time.time
     """Wall time in seconds, for the leases' expiry (shared by every process)."""
-    _live: dict[str, LiveSession] = field(default_factory=dict)
+    table: SessionTable | None = None
+    """The live sessions, shared with the process's other managers (the daemon's,
+    one per editor connection); None: this manager's own."""
+    _live: dict[str, LiveSession] = field(init=False)
     _leases: Leases = field(init=False)
 
     def __post_init__(self) -> None:
-        self._leases = Leases(self.store, clock=self.lease_clock)
+        if self.table is None:
+            self.table = SessionTable(self.store, Leases(self.store, clock=self.lease_clock))
+        self._live, self._leases = self.table.live, self.table.leases
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -279,6 +285,11 @@ class SessionManager:
     async def shutdown(self) -> None:
         for live in list(self._live.values()):
             await self._shut(live)
+
+    def runs_sessions(self) -> bool:
+        """Whether a live session's runtime came from this manager's runtimes (its
+        providers must stay open while one does)."""
+        return any(live.owner is self for live in self._live.values())
 
     # -- turns -------------------------------------------------------------------------
 
@@ -446,6 +457,7 @@ class SessionManager:
         live.record = replace(live.record, runtime=identity, runtime_state=state, config=config)
         self.store.update(live.id, runtime=identity, runtime_state=state, config=config)
         live.runtime = await self._factory(name).open(self._context(live))
+        live.owner = self
         commands = commands_for(live.runtime)
         await self._emitter(live).show(to_wire(AvailableCommandsUpdated(commands)))
 
@@ -455,7 +467,9 @@ class SessionManager:
         self, record: SessionRecord, link: ClientLink, mcp: Sequence[McpServerConfig]
     ) -> LiveSession:
         factory = self._factory(str(record.runtime.get("name", self.default_runtime)))
-        live = LiveSession(record, runtime=Unopened(), links=[link], mcp_servers=tuple(mcp))
+        live = LiveSession(
+            record, runtime=Unopened(), links=[link], mcp_servers=tuple(mcp), owner=self
+        )
         self._hold(record.id)
         self._live[record.id] = live
         try:

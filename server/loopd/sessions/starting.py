@@ -10,10 +10,15 @@ answered with the reason instead.
 from __future__ import annotations
 
 import asyncio
-from typing import TypeAlias
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeAlias
 
 from loopd.protocol.errors import LoopdError
 from loopd.sessions.manager import SessionManager
+
+if TYPE_CHECKING:
+    from loopd.app import App
 
 Starting: TypeAlias = SessionManager | asyncio.Future[SessionManager]
 
@@ -38,3 +43,32 @@ async def wait_started(manager: Starting) -> SessionManager:
         return await asyncio.shield(manager)
     except Exception as err:
         raise StartFailed(f"loopd could not start: {err}") from err
+
+
+async def serve_building(
+    build: Callable[[], App], serve: Callable[[Starting], Awaitable[None]]
+) -> App | None:
+    """Serve a protocol on a manager still being built, in a thread (catalog
+    discovery runs each CLI's `--version`, the store opens meanwhile), so the
+    editor's `initialize` is answered at once; the first request that needs sessions
+    waits for it. Returns the app once served, for the caller to close; None when
+    the build failed (said on stderr, and in every answer that needed it)."""
+    building = asyncio.create_task(asyncio.to_thread(build))
+    manager = asyncio.ensure_future(_manager_of(building))
+    try:
+        await serve(manager)
+    finally:
+        app: App | None
+        try:
+            app = await building
+        except Exception:
+            app = None
+    return app
+
+
+async def _manager_of(building: Awaitable[App]) -> SessionManager:
+    try:
+        return (await building).manager
+    except Exception as err:
+        sys.stderr.write(f"loopd: could not start: {err}\n")
+        raise

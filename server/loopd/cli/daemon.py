@@ -1,0 +1,53 @@
+"""`loopd daemon status|stop` (and `serve`, what a forwarder starts)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from loopd.cli.render import escape
+from loopd.daemon.frames import receive, send
+from loopd.daemon.place import place_of
+
+
+def daemon(args: argparse.Namespace) -> int:
+    match args.action:
+        case "serve":
+            from loopd.daemon.serve import serve_daemon
+
+            return serve_daemon(args.ready)
+        case "stop":
+            from loopd.daemon.forward import stop
+
+            stopped = stop(place_of(os.environ))
+            print("stopped" if stopped else "no daemon was running")
+            return 0
+        case _:
+            return _status(args.json)
+
+
+def _status(as_json: bool) -> int:
+    """What the daemon of this data dir says of itself; exit 1 when none runs."""
+    place = place_of(os.environ)
+    sock = place.connect()
+    status: dict[str, Any] = {"running": False, "socket": str(place.endpoint)}
+    if sock is not None:
+        with sock:
+            send(sock, {"op": "status"})
+            status = {"running": True, "socket": str(place.endpoint)} | receive(sock)[0]
+            status.pop("ok", None)
+    if as_json:
+        print(json.dumps(status, indent=2))
+    elif not status["running"]:
+        print(f"no daemon is running for {escape(str(place.data))}")
+    else:
+        print(
+            f"loopd {status['version']} daemon, pid {status['pid']}, serving"
+            f" {escape(str(status['data']))}\n"
+            f"  {status['connections']} editor connection(s),"
+            f" {len(status['sessions'])} live session(s); exits after"
+            f" {status['idleSeconds']:.0f} s with none"
+        )
+    return 0 if status["running"] else 1

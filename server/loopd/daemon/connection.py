@@ -1,0 +1,83 @@
+"""One editor connection in the daemon: the editor's own stdin, stdout and stderr
+(handed over by its forwarder), its environment and cwd, its app.
+
+Each connection builds its own app (`loopd.app.build_app`) from the editor's
+environment and workspace: its runtimes, credentials, config and approver are its
+own, over the daemon's one session table. What the connection logs, and what the
+server writes to stderr while serving it, goes to the editor's stderr (the
+editor's log), through `RoutedStderr`; the daemon's own lines go to its log file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+from loopd.app import App, build_app
+from loopd.daemon.stderr import editor_stderr
+from loopd.protocol.errors import ConfigError
+from loopd.sessions.starting import Starting, serve_building
+from loopd.sessions.table import SessionTable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    """What a forwarder asks for: checked before anything is built from it."""
+
+    protocol: str  # "acp" | "lsp"
+    cwd: str
+    env: Mapping[str, str]
+
+    @staticmethod
+    def of(message: Mapping[str, Any]) -> Hello:
+        protocol, cwd, env = message.get("protocol"), message.get("cwd"), message.get("env")
+        if protocol not in ("acp", "lsp"):
+            raise ConfigError(f"unknown protocol {protocol!r}")
+        if not isinstance(cwd, str) or not os.path.isabs(cwd):
+            raise ConfigError("the forwarder sent no absolute cwd")
+        if not isinstance(env, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+        ):
+            raise ConfigError("the forwarder's environment is not a map of strings")
+        return Hello(protocol, cwd, env)
+
+
+async def serve_editor(
+    hello: Hello, fds: list[int], table: SessionTable, retire: Callable[[App], None]
+) -> None:
+    """Serve one editor on its descriptors until it hangs up (or this is cancelled),
+    then close them: the editor sees its stdout close. The app goes to `retire`,
+    which closes it once no live session runs on it."""
+    stdin_fd, stdout_fd, stderr_fd = fds
+    err = os.fdopen(stderr_fd, "w", buffering=1, errors="backslashreplace")
+    out = os.fdopen(stdout_fd, "wb", buffering=0)
+    token = editor_stderr.set(err)
+    try:
+        app = await serve_building(
+            lambda: build_app(hello.env, hello.cwd, editor=True, table=table),
+            _server(hello.protocol, stdin_fd, out),
+        )
+        if app is not None:
+            retire(app)
+    finally:
+        editor_stderr.reset(token)
+        os.close(stdin_fd)
+        for stream in (out, err):
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
+def _server(protocol: str, stdin_fd: int, out: BinaryIO) -> Callable[[Starting], Any]:
+    if protocol == "acp":
+        from loopd.acp.server import serve_streams as serve_acp
+
+        return lambda manager: serve_acp(manager, stdin_fd, out)
+    from loopd.lsp.server import serve_streams as serve_lsp
+
+    return lambda manager: serve_lsp(manager, stdin_fd, out)

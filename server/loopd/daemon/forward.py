@@ -1,0 +1,170 @@
+"""`loopd acp` and `loopd lsp` as forwarders: standard library only, nothing heavy.
+
+`forward` finds (or starts) the daemon of this data dir, hands it the editor's
+stdin, stdout and stderr with the cwd, arguments and environment, and waits for
+the connection's exit status. It returns None when the connection should be served
+in this process instead: the daemon is of another version and busy (an idle one is
+replaced), or it could not be started, or its folder is not private (said on
+stderr). The editor then gets the same loopd, only slower to start.
+
+After the handover the forwarder holds no copy of stdin or stdout: when the daemon
+ends the connection, or dies, the editor sees its pipes close at once. When the
+forwarder dies (the editor killed it), the daemon sees the control socket close
+and ends the connection: cancels its turn, detaches its sessions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import socket
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Mapping
+
+from loopd import __version__
+from loopd.daemon.frames import BadFrame, receive, send
+from loopd.daemon.place import Place, Unsafe, place_of
+from loopd.home import user_config_file
+
+START_TIMEOUT = 20.0  # seconds for a new daemon to listen
+_INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "PYTHONPATH")
+
+
+def forward(protocol: str) -> int | None:
+    env = dict(os.environ)
+    idle = daemon_idle(env)
+    if idle is None:
+        return None
+    env.setdefault("LOOPD_DAEMON_IDLE", idle)
+    place = place_of(env)
+    try:
+        place.prepare()
+        return _forward(place, protocol, env)
+    except Unsafe as err:
+        _say(f"not using the loopd daemon: {err}")
+    except (OSError, BadFrame) as err:
+        _say(f"the loopd daemon could not be reached ({err}); serving here")
+    return None
+
+
+def daemon_idle(env: Mapping[str, str]) -> str | None:
+    """The daemon's idle seconds, or None when editors are not to share a daemon:
+    `LOOPD_DAEMON=off`, or `[daemon] enabled = false` in the user config (read here
+    with tomllib alone; a file that does not parse is left for loopd to report)."""
+    if env.get("LOOPD_DAEMON", "").lower() in ("off", "0", "false", "no"):
+        return None
+    try:
+        with open(user_config_file(env), "rb") as file:
+            table = tomllib.load(file).get("daemon", {})
+    except (OSError, ValueError):
+        table = {}
+    if not isinstance(table, dict) or table.get("enabled") is False:
+        return None if isinstance(table, dict) else "600"
+    idle = table.get("idle_seconds", 600)
+    return str(idle) if isinstance(idle, int) and not isinstance(idle, bool) else "600"
+
+
+def _forward(place: Place, protocol: str, env: dict[str, str]) -> int | None:
+    hello = {
+        "op": "connect", "version": __version__, "protocol": protocol,
+        "cwd": os.getcwd(), "env": env,
+    }  # fmt: skip
+    for attempt in range(2):
+        sock = place.connect() or _start(place, env)
+        if sock is None:
+            _say(f"the loopd daemon did not start (see {place.log}); serving here")
+            return None
+        with sock:
+            send(sock, hello, fds=(0, 1, 2))
+            reply, _ = receive(sock)
+            if reply.get("ok"):
+                _let_go()
+                sock.settimeout(None)
+                return _wait(sock)
+        if reply.get("error") != "version" or not reply.get("idle") or attempt:
+            return None  # a busy daemon of another version keeps its editors
+        stop(place)  # an idle one of another version makes way
+    return None
+
+
+def _wait(sock: socket.socket) -> int:
+    """The connection's exit status, once the daemon says it ended."""
+    try:
+        while True:
+            message, _ = receive(sock)
+            if "exit" in message:
+                return int(message["exit"])
+    except (EOFError, BadFrame, OSError):
+        _say("the loopd daemon went away; the session is kept, load it again")
+        return 1
+
+
+def _let_go() -> None:
+    """Drop this process's copies of stdin and stdout (the daemon has them now)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+
+
+def _start(place: Place, env: Mapping[str, str]) -> socket.socket | None:
+    """Start a daemon in the background and connect to it; None if it never listens.
+    The daemon says on the pipe handed to it (`--ready FD`) that it listens, or that
+    another forwarder's won the race (the data dir's lock lets one serve); a daemon
+    that dies first says nothing."""
+    log = os.open(place.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    ready, told = os.pipe()
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "loopd", "daemon", "serve", "--ready", str(told)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/", pass_fds=(told,),
+            env=daemon_env(env), start_new_session=True,
+        )  # fmt: skip
+        os.close(told)
+        news = os.read(ready, 1) if select.select([ready], [], [], START_TIMEOUT)[0] else b""
+    finally:
+        os.close(log)
+        os.close(ready)
+    if news == b"L":
+        return place.connect()
+    return _connect_soon(place) if news == b"O" else None
+
+
+def _connect_soon(place: Place) -> socket.socket | None:
+    """A connection once the daemon listens: the one just started, or, when it lost
+    the race to another forwarder's, that one (still starting, perhaps)."""
+    deadline = time.monotonic() + START_TIMEOUT
+    pause = 0.002
+    while (sock := place.connect()) is None and time.monotonic() < deadline:
+        time.sleep(pause)  # the only wait: a daemon another forwarder is starting
+        pause = min(pause * 2, 0.05)
+    return sock
+
+
+def daemon_env(env: Mapping[str, str]) -> dict[str, str]:
+    """What the daemon itself runs with: where things are, never credentials. Each
+    connection brings its own environment for its sessions."""
+    keep = {k: v for k, v in env.items() if k in _INHERITED or k.startswith(("LC_", "XDG_"))}
+    return keep | {k: v for k, v in env.items() if k in ("LOOPD_HOME", "LOOPD_DAEMON_IDLE")}
+
+
+def stop(place: Place, timeout: float = 30.0) -> bool:
+    """Ask the daemon to exit and wait until it has (it hangs up last); False if
+    none ran."""
+    sock = place.connect(timeout)
+    if sock is None:
+        return False
+    with sock, contextlib.suppress(EOFError, OSError, BadFrame):
+        send(sock, {"op": "stop", "version": __version__})
+        while True:
+            receive(sock)
+    return True
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(f"loopd: {text}\n")
+    sys.stderr.flush()

@@ -1,0 +1,257 @@
+"""`loopd daemon serve`: the daemon of one data dir (started by a forwarder).
+
+It takes the data dir's lock (a second daemon exits at once), listens on the socket
+in the private folder (`loopd.daemon.place`), says so on the `--ready` pipe, and
+then loads what connections need. Every peer must run as this user (SO_PEERCRED).
+A peer sends one frame (`loopd.daemon.frames`): `status`, `stop`, or `connect` with
+the editor's descriptors. A forwarder of another version is refused, told whether
+the daemon is idle (it may then be stopped and replaced). Each connection is served
+until its editor hangs up or its forwarder goes away (the control socket closes),
+then the forwarder is told the exit status.
+
+With no connection for `LOOPD_DAEMON_IDLE` seconds (default 600), or on `stop`,
+the daemon closes its sessions (each is journaled as it goes: nothing is lost, and
+a later daemon loads them), removes its socket and exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from loopd import __version__
+from loopd.daemon.frames import BadFrame, receive, send
+from loopd.daemon.place import Place, Unsafe, place_of, require_own_peer, short_path
+from loopd.daemon.stderr import RoutedStderr
+
+if TYPE_CHECKING:  # loaded after the socket listens (see `warm_imports`)
+    from loopd.app import App
+    from loopd.sessions.table import SessionTable
+
+log = logging.getLogger(__name__)
+
+DEFAULT_IDLE = 600.0
+LISTENING, LOST = b"L", b"O"  # on the `--ready` pipe: listening; lost the race to another
+HELLO_TIMEOUT = 10.0
+
+
+def serve_daemon(ready_fd: int | None) -> int:
+    """Run the daemon of the data dir this process's environment names."""
+    sys.stderr = RoutedStderr(sys.__stderr__ or sys.stderr)
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"
+    )
+    place = place_of(os.environ)
+    place.prepare()
+    lock = os.open(place.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        log.info("another daemon serves %s", place.data)
+        _tell(ready_fd, LOST)
+        return 0
+    listener = _listen(place)
+    _tell(ready_fd, LISTENING)
+    log.info("loopd %s daemon %d serves %s", __version__, os.getpid(), place.data)
+    idle = float(os.environ.get("LOOPD_DAEMON_IDLE") or DEFAULT_IDLE)
+    daemon = Daemon(place, listener, idle)
+    try:
+        asyncio.run(daemon.run())
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(place.endpoint)
+        listener.close()
+        os.close(lock)  # a new daemon may start now
+        for conn in daemon.stoppers:
+            conn.close()  # `loopd daemon stop` returns when this one is gone
+    return 0
+
+
+def _tell(ready_fd: int | None, news: bytes) -> None:
+    """Tell the forwarder that started this daemon (see `loopd.daemon.forward`)."""
+    if ready_fd is not None:
+        with contextlib.suppress(OSError):
+            os.write(ready_fd, news)
+        os.close(ready_fd)
+
+
+def _listen(place: Place) -> socket.socket:
+    """The listening socket, private from birth (umask), replacing a dead one's."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(place.endpoint)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(short_path(place.endpoint))
+    finally:
+        os.umask(old)
+    listener.listen(64)
+    listener.setblocking(False)
+    return listener
+
+
+@dataclass(slots=True)
+class Daemon:
+    place: Place
+    listener: socket.socket
+    idle: float
+    connections: set[asyncio.Task[Any]] = field(default_factory=set)
+    table: SessionTable | None = None
+    apps: list[App] = field(default_factory=list)  # retired, closed when unused
+    stoppers: list[socket.socket] = field(default_factory=list)  # who asked to stop
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    since: float = field(default_factory=time.monotonic)  # idle since, or started
+
+    async def run(self) -> None:
+        warming = asyncio.create_task(asyncio.to_thread(_warm_imports))
+        accepting = asyncio.create_task(self._accept())
+        idling = asyncio.create_task(self._idle())
+        await self.stopping.wait()
+        for task in (accepting, idling, *self.connections):
+            task.cancel()
+        await asyncio.gather(warming, *self.connections, return_exceptions=True)
+        if self.table is not None:
+            await self._close_all()
+
+    async def _accept(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            conn, _ = await loop.sock_accept(self.listener)
+            task = asyncio.create_task(self._handle(conn))
+            self.connections.add(task)
+            task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[Any]) -> None:
+        self.connections.discard(task)
+        if not self.connections:
+            self.since = time.monotonic()
+
+    async def _idle(self) -> None:
+        while True:
+            await asyncio.sleep(min(self.idle, 5.0))
+            quiet = not self.connections and self._no_sessions()
+            if quiet and time.monotonic() - self.since >= self.idle:
+                log.info("idle for %.0f s: exiting", self.idle)
+                self.stopping.set()
+
+    def _no_sessions(self) -> bool:
+        return self.table is None or not self.table.live
+
+    async def _handle(self, conn: socket.socket) -> None:
+        try:
+            require_own_peer(conn)
+            conn.settimeout(HELLO_TIMEOUT)
+            message, fds = await asyncio.to_thread(receive, conn)
+        except (Unsafe, EOFError, BadFrame, OSError) as err:
+            log.warning("refused a connection: %s", err)
+            conn.close()
+            return
+        if message.get("op") == "stop":
+            self.stoppers.append(conn)  # hung up by the exit: the caller waits for it
+        with contextlib.ExitStack() if message.get("op") == "stop" else conn:
+            await self._answer(conn, message, fds)
+
+    async def _answer(self, conn: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
+        op = message.get("op")
+        if op != "connect" or len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+        match op:
+            case "status":
+                send(conn, self.status())
+            case "stop":
+                send(conn, {"ok": True, "pid": os.getpid()})
+                self.stopping.set()
+            case "connect" if message.get("version") != __version__:
+                idle = len(self.connections) == 1 and self._no_sessions()
+                send(conn, {"ok": False, "error": "version", "version": __version__, "idle": idle})
+            case "connect" if len(fds) == 3:
+                await self._connect(conn, message, fds)
+            case _:
+                send(conn, {"ok": False, "error": f"unknown request {op!r}"})
+
+    async def _connect(self, conn: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
+        from loopd.daemon.connection import Hello, serve_editor
+        from loopd.protocol.errors import ConfigError
+
+        try:
+            hello = Hello.of(message)
+        except ConfigError as err:
+            for fd in fds:
+                os.close(fd)
+            send(conn, {"ok": False, "error": str(err)})
+            return
+        table = self.table if self.table else await asyncio.to_thread(self._open_table)
+        send(conn, {"ok": True, "pid": os.getpid()})
+        serving = asyncio.create_task(serve_editor(hello, fds, table, self.apps.append))
+        hangup = asyncio.create_task(_hung_up(conn))
+        try:
+            await asyncio.wait([serving, hangup], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (serving, hangup):
+                task.cancel()
+            await asyncio.gather(serving, hangup, return_exceptions=True)
+            await self._sweep()
+        code = 1 if serving.cancelled() or serving.exception() else 0
+        with contextlib.suppress(OSError):
+            send(conn, {"exit": code})
+
+    def _open_table(self) -> SessionTable:
+        from loopd.sessions.table import SessionTable
+        from loopd.store.lease import Leases
+        from loopd.store.sqlite import SqliteStore
+
+        if self.table is None:
+            store = SqliteStore(self.place.data / "sessions.db")
+            self.table = SessionTable(store, Leases(store))
+        return self.table
+
+    async def _sweep(self) -> None:
+        """Close the apps of ended connections that no live session runs on."""
+        for app in [a for a in self.apps if not a.manager.runs_sessions()]:
+            self.apps.remove(app)
+            await app.release()
+
+    async def _close_all(self) -> None:
+        assert self.table is not None
+        managers = {id(live.owner): live.owner for live in self.table.live.values()}
+        for app in self.apps:
+            managers[id(app.manager)] = app.manager
+        for manager in managers.values():
+            await manager.shutdown()  # type: ignore[attr-defined]
+        for app in self.apps:
+            await app.release()
+        self.table.store.close()
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "ok": True, "pid": os.getpid(), "version": __version__,
+            "data": str(self.place.data), "connections": max(len(self.connections) - 1, 0),
+            "sessions": sorted(self.table.live) if self.table else [],
+            "idleSeconds": self.idle,
+        }  # fmt: skip
+
+
+def _warm_imports() -> None:
+    """What every connection needs, loaded once the socket listens: the first
+    editor's `initialize` waits only for its protocol's part."""
+    import loopd.acp.server
+    import loopd.daemon.connection
+    import loopd.lsp.server  # noqa: F401
+
+
+async def _hung_up(conn: socket.socket) -> None:
+    """Returns when the forwarder closes the control socket (it died or was killed)."""
+    conn.setblocking(False)
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(OSError):
+        while await loop.sock_recv(conn, 1024):
+            pass
