@@ -148,6 +148,22 @@ async def test_the_childs_own_question_is_not_asked_twice(tmp_path: Path) -> Non
     assert (s.ws / "a").exists() and (s.ws / "b").exists()
 
 
+async def test_a_deny_rule_refuses_the_childs_own_question_unasked(tmp_path: Path) -> None:
+    """A command the child would run itself is refused by the same rule, and the
+    person's "always" answer to a question is kept like a native call's."""
+    rules = RuleSet.parse(deny=["bash(rm:*)"])
+    approver = ScriptedApprover.of(ApprovalDecision.ALLOW_ALWAYS)
+    turn = [ask_first("rm -rf build"), ask_first("npm test")]
+    async with scripted(tmp_path, [turn], rules=rules, approver=approver) as s:
+        await s.runtime.prompt(GO)
+        state = s.runtime.state()
+    refused, allowed = (a["result"]["outcome"] for a in s.answers())
+    assert refused == {"outcome": "selected", "optionId": "no"}
+    assert allowed == {"outcome": "selected", "optionId": "yes"}
+    assert [r.title for r in approver.requests] == ["npm test"]
+    assert state["approvals"]["allow"] == ["bash(npm test:*)"]
+
+
 async def test_a_question_loopd_allowed_by_its_claimed_kind_admits_nothing(
     tmp_path: Path,
 ) -> None:
