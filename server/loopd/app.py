@@ -217,7 +217,16 @@ def _factory(
         case Harness.CODEX:
             return CodexRuntimeFactory(CodexSettings(**_cli_fields(entry, env)))
         case Harness.ACP:
-            settings = AcpSettings(entry.command or "", tuple(entry.args), entry.env, env)
+            settings = AcpSettings(
+                entry.command or "",
+                tuple(entry.args),
+                entry.env,
+                env,
+                rules=RuleSet.from_config(_rules_table(config)),
+                boundary=_boundary(env, config),
+                probe=probe.get,
+                limits=_tool_limits(config),
+            )
             return AcpRuntimeFactory(entry.name, settings)
 
 
@@ -264,11 +273,6 @@ def _native_wiring(
     rules = RuleSet.from_config(_rules_table(config))
     child = _explore_child(catalog, entry, ChildRuntime(provider, default_model), config, env)
     shelf = SkillShelf(env)
-    boundary = Boundary(
-        private=_own_dirs(env),
-        home_readable=config.sandbox.home_readable,
-        unix_sockets=config.sandbox.allow_unix_sockets,
-    )
     return NativeWiring(
         provider_for=lambda model: provider if model else unavailable,
         parts_for=functools.partial(
@@ -279,7 +283,7 @@ def _native_wiring(
             child=child(providers),
             shelf=shelf,
             limits=_tool_limits(config),
-            boundary=boundary,
+            boundary=_boundary(env, config),
         ),
         system_for=lambda ctx, chain: shelf.book(ctx).indexed(
             system_prompt(ctx.cwd, ctx.roots, chain)
@@ -298,6 +302,15 @@ def _native_wiring(
         listing=listing,
         resolve_model=functools.partial(_model_id, entry),
         target_for=functools.partial(_target, entry),
+    )
+
+
+def _boundary(env: Mapping[str, str], config: Config) -> Boundary:
+    """What every session's sandbox hides and lets through, native or a child's."""
+    return Boundary(
+        private=_own_dirs(env),
+        home_readable=config.sandbox.home_readable,
+        unix_sockets=config.sandbox.allow_unix_sockets,
     )
 
 
