@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
 
 from loopd.catalog import (
     CatalogBuild,
@@ -29,9 +29,10 @@ from loopd.catalog import (
 )
 from loopd.catalog.errors import NO_RUNTIME_HELP
 from loopd.catalog.listing import listing_for, lists_models, no_model_help
+from loopd.catalog.roles import roles_of
 from loopd.config import Config, TrustStore, data_dir, load_config, user_config_file
 from loopd.config.login import LoginFileError, forget_login, read_login, with_login
-from loopd.config.schema import Harness
+from loopd.config.schema import EXPLORE_AGENT, MAIN_AGENT, Harness
 from loopd.engine.delegate import ChildRuntime
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig
@@ -40,6 +41,7 @@ from loopd.parts import GuardedParts, LazyProbe
 from loopd.policy.modes import DEFAULT_MODE
 from loopd.policy.rules import RuleSet
 from loopd.protocol.errors import ConfigError
+from loopd.protocol.model import ThinkingLevel
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
 from loopd.providers.factory import ClosableProvider, make_provider
 from loopd.providers.models import NoModelProvider
@@ -171,7 +173,7 @@ def _factories(
     probe: LazyProbe,
 ) -> dict[str, RuntimeFactory]:
     factories: dict[str, RuntimeFactory] = {}
-    for entry in catalog.catalog:
+    for entry in catalog.catalog.entries_for(MAIN_AGENT):  # what a session may run on
         factory = _factory(entry, env, config, store, providers, probe, catalog.catalog)
         if factory is not None:
             factories[entry.name] = factory
@@ -187,12 +189,13 @@ def _no_default_help(config: Config, catalog: CatalogBuild) -> str:
 
 
 def _identity(catalog: RuntimeCatalog, name: str, config: Mapping[str, str]) -> dict[str, Any]:
-    """The catalog's identity for a session's runtime and model; a model the catalog
-    does not list (an open-model server) is recorded as chosen."""
+    """The catalog's identity for a session's runtime and model, as the session's own
+    (`main`) agent; a model the catalog does not list (an open-model server) is
+    recorded as chosen."""
     try:
-        identity: dict[str, Any] = dict(catalog.resolve(name).identity().to_json())
+        identity = catalog.resolve(name, agent=MAIN_AGENT).identity().to_json()
     except CatalogError:
-        identity = {"runtime": name}
+        identity = {"agent": MAIN_AGENT, "runtime": name}
     model = config.get("model")
     return identity | ({"model": model} if model else {})
 
@@ -216,7 +219,16 @@ def _factory(
         case Harness.CODEX:
             return CodexRuntimeFactory(CodexSettings(**_cli_fields(entry, env)))
         case Harness.ACP:
-            settings = AcpSettings(entry.command or "", tuple(entry.args), entry.env, env)
+            settings = AcpSettings(
+                entry.command or "",
+                tuple(entry.args),
+                entry.env,
+                env,
+                rules=RuleSet.from_config(_rules_table(config)),
+                boundary=_boundary(env, config),
+                probe=probe.get,
+                limits=_tool_limits(config),
+            )
             return AcpRuntimeFactory(entry.name, settings)
 
 
@@ -263,11 +275,6 @@ def _native_wiring(
     rules = RuleSet.from_config(_rules_table(config))
     child = _explore_child(catalog, entry, ChildRuntime(provider, default_model), config, env)
     shelf = SkillShelf(env)
-    boundary = Boundary(
-        private=_own_dirs(env),
-        home_readable=config.sandbox.home_readable,
-        unix_sockets=config.sandbox.allow_unix_sockets,
-    )
     return NativeWiring(
         provider_for=lambda model: provider if model else unavailable,
         parts_for=functools.partial(
@@ -278,7 +285,7 @@ def _native_wiring(
             child=child(providers),
             shelf=shelf,
             limits=_tool_limits(config),
-            boundary=boundary,
+            boundary=_boundary(env, config),
         ),
         system_for=lambda ctx, chain: shelf.book(ctx).indexed(
             system_prompt(ctx.cwd, ctx.roots, chain)
@@ -297,6 +304,15 @@ def _native_wiring(
         listing=listing,
         resolve_model=functools.partial(_model_id, entry),
         target_for=functools.partial(_target, entry),
+    )
+
+
+def _boundary(env: Mapping[str, str], config: Config) -> Boundary:
+    """What every session's sandbox hides and lets through, native or a child's."""
+    return Boundary(
+        private=_own_dirs(env),
+        home_readable=config.sandbox.home_readable,
+        unix_sockets=config.sandbox.allow_unix_sockets,
     )
 
 
@@ -335,27 +351,31 @@ def _explore_child(
     config: Config,
     env: Mapping[str, str],
 ) -> Callable[[list[ClosableProvider]], ChildRuntime]:
-    """Where this entry's `explore` children run: the `[delegate]` runtime and model,
-    resolved through the catalog scoped to what a session may delegate to (seed 001's
-    parent-scoped catalog); unset, the entry itself with its default model. Raises
-    ConfigError for a delegate the catalog does not hold or that is not native."""
-    wanted = config.delegate
-    name = wanted.runtime or entry.name
-    if name == entry.name and wanted.model is None:
-        return lambda providers: replace(own, name=entry.name)
+    """Where this entry's `explore` children run: resolved for the `explore` agent
+    among the entries it admits (seed 001's per-agent entries), on its default
+    runtime with its model and effort, the model sent being the resolved id (its
+    per-effort target where one is named); with no default, on this entry, which
+    lends its own model when its server lists them. Raises ConfigError naming the key."""
     try:
-        resolved = catalog.scoped([name]).resolve(name, wanted.model)
+        role = catalog.agent(EXPLORE_AGENT)
+        name = role.default or entry.name
+        listed = catalog.select(name, agent=EXPLORE_AGENT).default_model is None
+        chosen = role.selectors(name)[0] is not None or not listed
+        resolved = catalog.resolve(name, agent=EXPLORE_AGENT) if chosen else None
     except CatalogError as err:
-        raise ConfigError(f"[delegate]: {err}") from err
-    if resolved.entry.harness is not Harness.NATIVE:
-        raise ConfigError(f"[delegate] runtime {name!r} is not native; explore needs one")
-    model = resolved.model or own.model
+        setting = {"unknown_model": "model", "unsupported_effort": "effort"}.get(err.kind)
+        key = roles_of(config)[EXPLORE_AGENT].key(setting or "default")
+        raise ConfigError(f"{config.where(key)}: {err}") from err
+    if resolved is None:
+        return lambda providers: replace(own, name=entry.name)
+    effort = resolved.effort if resolved.effort_explicit else None
+    thinking = cast(ThinkingLevel, effort) if effort in get_args(ThinkingLevel) else "off"
+    child, model = resolved.entry, resolved.entry.target_of(resolved.model, thinking)
 
     def build(providers: list[ClosableProvider]) -> ChildRuntime:
-        if resolved.entry.name == entry.name:
-            return ChildRuntime(own.provider, model, entry.name)
-        child = _provider(resolved.entry, env, config, providers)
-        return ChildRuntime(child, model, resolved.entry.name)
+        same = child.name == entry.name
+        provider = own.provider if same else _provider(child, env, config, providers)
+        return ChildRuntime(provider, model or own.model, child.name, thinking)
 
     return build
 

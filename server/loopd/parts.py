@@ -28,6 +28,7 @@ from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import AgentMessageChunk, Command, PlanEntry, PlanUpdated, Prompt
+from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import UndoReport
 from loopd.runtimes.base import RuntimeContext
 from loopd.sandbox.base import Unsandboxed
@@ -244,6 +245,12 @@ class GuardedParts:
             return await prompt.expand(text)
         except McpError as err:
             raise RuntimeFailure(str(err)) from err
+
+    def mentions(self) -> tuple[Mention, ...]:
+        return self.mcp.mentions()
+
+    async def resolve(self, prompt: Prompt) -> Prompt:
+        return await self.mcp.resolve(prompt)
 
     async def aclose(self) -> None:
         self.shelf.forget(self.tool_env.session_id)

@@ -78,6 +78,15 @@ def run_loopd(
     )
 
 
+def serving() -> dict[str, str]:
+    """How the `loopd acp` and `loopd lsp` these tests start serve: in their own
+    process (`LOOPD_DAEMON=off`, as `--no-daemon`), unless the run asks for the
+    daemon (`LOOPD_DAEMON=on pytest tests/e2e/acp ...`, which `make test` does for
+    the ACP and LSP suites). A daemon a test starts serves that test's throwaway
+    `LOOPD_HOME` alone, and exits a few seconds after its last editor."""
+    return {"LOOPD_DAEMON": os.environ.get("LOOPD_DAEMON", "off"), "LOOPD_DAEMON_IDLE": "3"}
+
+
 def isolated_env(tmp: Path, fake: FakeLLMServer | None, **extra: str) -> dict[str, str]:
     home = tmp / "home"
     home.mkdir(exist_ok=True)
@@ -88,6 +97,7 @@ def isolated_env(tmp: Path, fake: FakeLLMServer | None, **extra: str) -> dict[st
         "XDG_CONFIG_HOME": str(tmp / "config"),
         "PYTHONPATH": str(ROOT / "server"),
         "LANG": "C.UTF-8",
+        **serving(),
     }
     if fake is not None:
         env["ANTHROPIC_BASE_URL"] = fake.base_url

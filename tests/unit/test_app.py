@@ -101,3 +101,29 @@ def test_apps_of_one_process_share_the_probe_of_their_path() -> None:
     one = LazyProbe.shared({"PATH": path, "HOME": "/one"})
     assert LazyProbe.shared({"PATH": path, "HOME": "/two"}) is one
     assert LazyProbe.shared({"PATH": "/nowhere"}) is not one
+
+
+def test_sessions_are_offered_only_the_main_agents_runtimes(tmp_path: Path) -> None:
+    config = tmp_path / "config" / "loopd" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        '[providers.main]\nkind = "anthropic"\nmodels = ["m"]\n'
+        '[providers.cheap]\nkind = "openai_chat"\nbase_url = "http://127.0.0.1:1/v1"\n'
+        'models = ["c"]\n[agents.main]\nruntimes = ["cheap"]\n'
+    )
+    env = {
+        "PATH": str(tmp_path),  # no claude, no codex
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "LOOPD_HOME": str(tmp_path / "data"),
+    }
+    app = build_app(env, str(tmp_path))
+    try:
+        assert app.catalog.catalog.names == ("cheap", "main")
+        assert set(app.manager.runtimes) == {"cheap"}
+        assert app.manager.default_runtime == "cheap"
+        identity = app.manager.identify("cheap", {})
+        assert (identity["agent"], identity["runtime"]) == ("main", "cheap")
+        assert identity["catalog_digest"] == app.catalog.catalog.digest
+    finally:
+        app.store.close()

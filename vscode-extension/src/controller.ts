@@ -12,6 +12,9 @@ import {
   type ConfigOption,
   type ContentBlock,
   type ListResult,
+  type McpServer,
+  type Mention,
+  type MentionsResult,
   Method,
   type NewSessionResult,
   type PermissionOutcome,
@@ -72,7 +75,7 @@ export class Controller {
     private readonly ui: SessionUi,
     private readonly cwd: string,
     private readonly remembered: Remembered,
-    private readonly options: { defaults?: Defaults; approvalTimeoutMs?: number } = {},
+    private readonly options: { defaults?: Defaults; approvalTimeoutMs?: number; mcpServers?: McpServer[] } = {},
   ) {}
 
   get sessionId(): string | undefined {
@@ -145,8 +148,21 @@ export class Controller {
 
   // -- from the person -------------------------------------------------------------
 
+  private get mcpServers(): McpServer[] {
+    return this.options.mcpServers ?? [];
+  }
+
+  /** What `@` offers from the session (its MCP resources), asked again each time: servers change their lists. */
+  async mentions(): Promise<Mention[]> {
+    const sessionId = this.state.sessionId;
+    if (!sessionId) return [];
+    const result = await this.rpc.sendRequest<MentionsResult>(Method.mentions, { sessionId });
+    this.show({ type: 'mentions', mentions: result.mentions });
+    return result.mentions;
+  }
+
   async newSession(): Promise<string> {
-    const result = await this.rpc.sendRequest<NewSessionResult>(Method.new, { cwd: this.cwd, mcpServers: [] });
+    const result = await this.rpc.sendRequest<NewSessionResult>(Method.new, { cwd: this.cwd, mcpServers: this.mcpServers });
     this.show({ type: 'reset', sessionId: result.sessionId, configOptions: result.configOptions, cwd: this.cwd });
     this.remembered.set(result.sessionId);
     await this.applyDefaults(result.configOptions);
@@ -171,7 +187,7 @@ export class Controller {
     const result = await this.rpc.sendRequest<{ configOptions: ConfigOption[] }>(Method.load, {
       sessionId,
       cwd: this.cwd,
-      mcpServers: [],
+      mcpServers: this.mcpServers,
     });
     this.show({ type: 'update', sessionId, update: { sessionUpdate: 'config_option_update', configOptions: result.configOptions } });
     this.remembered.set(sessionId);

@@ -11,6 +11,7 @@ import { commands } from './commands';
 import { type Activity, Controller } from './controller';
 import { DiffDocuments } from './diffs';
 import { loginCommand } from './discovery';
+import { mcpServersFromSettings } from './mcp';
 import { PanelProvider, VIEW_ID } from './panel';
 import { Method, type ContentBlock, type PermissionParams, type SessionNotification } from './protocol';
 import { createClient, locateServer, notifyMissing } from './server';
@@ -78,6 +79,8 @@ export class Loopd {
   private makeController(client: LanguageClient): Controller {
     const config = vscode.workspace.getConfiguration('loopd');
     const timeout = config.get<number>('approvals.timeoutSeconds') ?? 0;
+    const mcp = mcpServersFromSettings(config.get('mcpServers'));
+    for (const problem of mcp.problems) this.log.warn(`${problem}: left out`);
     return new Controller(
       client,
       {
@@ -104,6 +107,7 @@ export class Loopd {
           mode: config.get<string>('defaults.mode') || undefined,
         },
         approvalTimeoutMs: timeout > 0 ? timeout * 1000 : undefined,
+        mcpServers: mcp.servers,
       },
     );
   }
@@ -210,6 +214,9 @@ export class Loopd {
         return this.controller?.answer(message.approvalId, message.optionId);
       case 'mention':
         return this.mention();
+      case 'listMentions':
+        await this.controller?.mentions();
+        return;
       case 'addSelection':
         await this.addSelection();
         return;
@@ -303,9 +310,14 @@ function isAskArgument(value: unknown): value is AskArgument {
 }
 
 function toBlock(a: Attachment): ContentBlock {
-  return a.kind === 'file'
-    ? { type: 'resource_link', uri: a.uri, name: a.name }
-    : { type: 'resource', resource: { uri: a.uri, text: a.text ?? '' } };
+  switch (a.kind) {
+    case 'file':
+      return { type: 'resource_link', uri: a.uri, name: a.name };
+    case 'resource':
+      return { type: 'resource_link', uri: a.uri, name: a.name, ...(a.mimeType ? { mimeType: a.mimeType } : {}) };
+    case 'selection':
+      return { type: 'resource', resource: { uri: a.uri, text: a.text ?? '' } };
+  }
 }
 
 let loopd: Loopd | undefined;

@@ -13,6 +13,7 @@ export const Method = {
   close: 'loopd/session/close',
   delete: 'loopd/session/delete',
   setConfigOption: 'loopd/session/setConfigOption',
+  mentions: 'loopd/session/mentions',
   cancel: 'loopd/session/cancel',
   update: 'loopd/session/update',
   requestPermission: 'loopd/session/requestPermission',
@@ -144,6 +145,25 @@ export interface PermissionParams {
 export type PermissionOutcome =
   | { outcome: { outcome: 'selected'; optionId: string } }
   | { outcome: { outcome: 'cancelled' } };
+
+/** Context the session offers to @-mention (an MCP server's resource); a prompt links it by `uri`. */
+export interface Mention {
+  server: string;
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+}
+
+export interface MentionsResult {
+  mentions: Mention[];
+}
+
+/** An MCP server as ACP's `session/new` takes it: a command (stdio) or a URL (HTTP). */
+export type McpServer =
+  | { name: string; command: string; args: string[]; env: { name: string; value: string }[] }
+  | { type: 'http'; name: string; url: string; headers: { name: string; value: string }[] };
 
 export interface NewSessionResult {
   sessionId: string;

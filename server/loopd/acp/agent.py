@@ -88,6 +88,7 @@ from loopd.protocol.events import (
     Command,
     to_wire,
 )
+from loopd.protocol.mentions import mention_to_wire
 from loopd.protocol.turns import Outcome
 from loopd.sessions.manager import (
     NoRuntime,
@@ -103,6 +104,7 @@ from loopd.sessions.starting import StartFailed, Starting, started, wait_started
 log = logging.getLogger(__name__)
 
 STEER_METHOD = "loopd/session/steer"  # `_loopd/session/steer` on the wire
+MENTIONS_METHOD = "loopd/session/mentions"
 CAPABILITIES = AgentCapabilities(
     load_session=True,
     auth=AgentAuthCapabilities(logout=LogoutCapabilities()),
@@ -116,7 +118,13 @@ CAPABILITIES = AgentCapabilities(
         additional_directories=SessionAdditionalDirectoriesCapabilities(),
         fork=SessionForkCapabilities(),
     ),
-    field_meta={"loopd": {"steer": f"_{STEER_METHOD}", "verification": True}},
+    field_meta={
+        "loopd": {
+            "steer": f"_{STEER_METHOD}",
+            "mentions": f"_{MENTIONS_METHOD}",
+            "verification": True,
+        }
+    },
 )
 # Requests that open a session: what they answer must reach the client before any
 # update that names the session (zed#60199), so those wait for the response.
@@ -398,7 +406,11 @@ class LoopdAgent(Agent):
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """`_loopd/session/steer` `{sessionId, text}`: say something to the running
         turn, read at its next step. No turn running is an invalid request (send a
-        prompt instead)."""
+        prompt instead). `_loopd/session/mentions` `{sessionId}`: the session's MCP
+        resources a prompt may mention with a `resource_link` (as in the LSP
+        extension; ACP clients such as Zed fill their @ menu themselves)."""
+        if method == MENTIONS_METHOD:
+            return await self._mentions(params)
         if method != STEER_METHOD:
             raise RequestError.method_not_found(f"_{method}")
         session_id, text = params.get("sessionId"), params.get("text")
@@ -408,6 +420,15 @@ class LoopdAgent(Agent):
         with _mapped_errors(session_id):
             await manager.steer(session_id, text)
         return {}
+
+    async def _mentions(self, params: dict[str, Any]) -> dict[str, Any]:
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            raise RequestError.invalid_params({"details": "sessionId is required"})
+        manager = await self.manager()
+        with _mapped_errors(session_id):
+            mentions = manager.mentions(session_id)
+        return {"mentions": [mention_to_wire(m) for m in mentions]}
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.debug("ignoring notification _%s", method)

@@ -1,13 +1,16 @@
 """The runtime catalog: which runtimes a session may run on, and how a choice resolves.
 
 `build_catalog` (pure, lookups injected) or `discover_catalog` (this machine) makes a
-`RuntimeCatalog`; `catalog.resolve(runtime, model, effort)` gives a `Resolved` tuple
-whose `identity()` a session records. See `catalog.py` for the resolution rules and
-`build.py` for where entries come from.
+`RuntimeCatalog`; `catalog.resolve(runtime, model, effort, agent=...)` gives a
+`Resolved` tuple, chosen among the entries that agent role admits, whose
+`identity()` a session records. See `catalog.py` for the resolution rules,
+`agents.py` for the agent roles (`main`, `explore`, any the config names), `build.py`
+for where entries come from and `roles.py` for how the config gives the roles.
 """
 
-from loopd.catalog.build import CatalogBuild, Skipped, VersionOf, Which, build_catalog, ollama_url
-from loopd.catalog.catalog import Resolved, RuntimeCatalog, RuntimeIdentity
+from loopd.catalog.agents import EXPLORE_AGENT, MAIN_AGENT, AgentScope
+from loopd.catalog.build import CatalogBuild, VersionOf, Which, build_catalog, ollama_url
+from loopd.catalog.catalog import Resolved, RuntimeCatalog
 from loopd.catalog.discovery import cli_version, discover_catalog, parse_version, path_which
 from loopd.catalog.entry import (
     CredentialMode,
@@ -20,14 +23,20 @@ from loopd.catalog.entry import (
 from loopd.catalog.errors import (
     CatalogError,
     InvalidCatalog,
+    UnknownAgent,
     UnknownHarness,
     UnknownModel,
     UnknownRuntime,
     UnsupportedEffort,
 )
+from loopd.catalog.identity import RuntimeIdentity
 from loopd.catalog.render import catalog_to_json, catalog_to_text
+from loopd.catalog.roles import Skipped
 
 __all__ = [
+    "EXPLORE_AGENT",
+    "MAIN_AGENT",
+    "AgentScope",
     "CatalogBuild",
     "CatalogError",
     "CredentialMode",
@@ -41,6 +50,7 @@ __all__ = [
     "SelectionKind",
     "Skipped",
     "Source",
+    "UnknownAgent",
     "UnknownHarness",
     "UnknownModel",
     "UnknownRuntime",

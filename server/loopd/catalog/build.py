@@ -18,8 +18,8 @@ Something that cannot be added (a binary not found, an unknown provider) is repo
 in `CatalogBuild.skipped` rather than raised, so `loopd doctor` can show it; a value
 that is simply wrong (a default model the entry does not offer) raises.
 
-The default entry: `[defaults] runtime` when available; otherwise the first of the
-native entries, then claude, codex, acp (configured before discovered, then by name).
+The agent roles (`[agents.*]`, `[defaults]`, `[delegate]`), and with them the
+default entry, come from `loopd.catalog.roles`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from loopd.catalog.entry import (
     RuntimeEntry,
     Source,
 )
-from loopd.catalog.errors import UnknownHarness, UnknownRuntime
+from loopd.catalog.roles import Skipped, with_roles
 from loopd.config.load import Env, read_env
 from loopd.config.schema import (
     Choices,
@@ -78,7 +78,6 @@ _BUILTIN_EFFORTS: dict[Harness, tuple[str, ...]] = {
     Harness.CODEX: ("minimal", "low", "medium", "high"),
     Harness.ACP: (),
 }
-_HARNESS_ORDER = (Harness.NATIVE, Harness.CLAUDE, Harness.CODEX, Harness.ACP)
 
 
 class _ChoiceFields(TypedDict):
@@ -88,14 +87,6 @@ class _ChoiceFields(TypedDict):
     open_models: bool
     efforts: tuple[str, ...]
     default_effort: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    """A runtime that could not be added, and why (shown by `loopd doctor`)."""
-
-    name: str
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,10 +112,7 @@ def build_catalog(config: Config, env: Env, *, which: Which, version_of: Version
         if harness.value not in entries:
             discovered = _foreign(harness.value, harness, None, settings, which, version_of)
             _add(entries, skipped, discovered)
-    catalog = RuntimeCatalog(tuple(entries.values()))
-    default = _default_name(config, catalog, skipped)
-    if default is not None:
-        catalog = _apply_defaults(catalog, default, config)
+    catalog = with_roles(RuntimeCatalog(tuple(entries.values())), config, skipped)
     return CatalogBuild(catalog, tuple(skipped))
 
 
@@ -291,38 +279,3 @@ def _overlay(top: Choices, base: Choices) -> Choices:
             for f in dataclasses.fields(Choices)
         }
     )
-
-
-def _default_name(config: Config, catalog: RuntimeCatalog, skipped: list[Skipped]) -> str | None:
-    wanted = config.defaults.runtime
-    if wanted is None:
-        ranked = sorted(catalog, key=_preference)
-        return ranked[0].name if ranked else None
-    try:
-        return catalog.select(wanted).name
-    except (UnknownRuntime, UnknownHarness) as err:
-        skipped.append(Skipped(wanted, f"{config.where('defaults.runtime')}: {err}"))
-        return None
-
-
-def _preference(entry: RuntimeEntry) -> tuple[int, bool, str]:
-    return (_HARNESS_ORDER.index(entry.harness), entry.source != "config", entry.name)
-
-
-def _apply_defaults(catalog: RuntimeCatalog, default: str, config: Config) -> RuntimeCatalog:
-    """Pin `[defaults] model/effort` onto the default entry; they must be valid there.
-    A model an open entry does not list yet joins its list, so it can be the default."""
-    entry = catalog.select(default)
-    models, default_model = entry.models, entry.default_model
-    if config.defaults.model is not None:
-        default_model = entry.resolve_model(config.defaults.model)
-        if default_model is not None and entry.find_model(default_model) is None:
-            models = (*models, ModelOption(id=default_model))
-    pinned = dataclasses.replace(
-        entry,
-        models=models,
-        default_model=default_model,
-        default_effort=entry.resolve_effort(config.defaults.effort),
-    )
-    entries = [pinned if e is entry else e for e in catalog]
-    return RuntimeCatalog(tuple(entries), default)

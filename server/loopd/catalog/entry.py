@@ -26,8 +26,8 @@ from typing import Any, Literal, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from loopd.catalog.errors import InvalidCatalog, UnknownHarness, UnknownModel, UnsupportedEffort
-from loopd.config.parse import NAME_RE
 from loopd.config.schema import Harness, ProviderKind
+from loopd.config.table import NAME_RE
 
 Source = Literal["config", "discovered", "builtin"]
 CredentialMode = Literal["api_key", "cli_login", "none"]

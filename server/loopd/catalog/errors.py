@@ -3,8 +3,9 @@
     ConfigError (loopd.protocol.errors)
     └── CatalogError
         ├── InvalidCatalog      an entry, a catalog or a stored identity is malformed
-        ├── UnknownRuntime      no entry of that name (or no default to fall back on)
-        ├── UnknownHarness      a harness name with no entry in this catalog
+        ├── UnknownAgent        no agent role of that name
+        ├── UnknownRuntime      no entry of that name the agent may run on (or no default)
+        ├── UnknownHarness      a harness name with no entry the agent may run on
         ├── UnknownModel        the entry does not offer that model (or has no default)
         └── UnsupportedEffort   the entry does not allow that effort
 
@@ -15,9 +16,10 @@ fix the command line without reading the config.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Self
 
 from loopd.config.load import HOW_TO_CONFIGURE
+from loopd.config.schema import MAIN_AGENT
 from loopd.protocol.errors import ConfigError
 
 NO_RUNTIME_HELP = (
@@ -27,7 +29,12 @@ NO_RUNTIME_HELP = (
 
 
 ErrorKind = Literal[
-    "invalid_catalog", "unknown_runtime", "unknown_harness", "unknown_model", "unsupported_effort"
+    "invalid_catalog",
+    "unknown_agent",
+    "unknown_runtime",
+    "unknown_harness",
+    "unknown_model",
+    "unsupported_effort",
 ]
 
 
@@ -36,6 +43,12 @@ class CatalogError(ConfigError):
     a caller (or a client reading it off the wire) can branch without parsing text."""
 
     kind: ClassVar[ErrorKind]
+
+    def located(self, where: str) -> Self:
+        """This error, its message led by `where` (`<file>: <key>`, the configured
+        value it is about); its class, kind and fields are unchanged."""
+        self.args = (f"{where}: {self}", *self.args[1:])
+        return self
 
 
 class InvalidCatalog(CatalogError):
@@ -48,28 +61,49 @@ class InvalidCatalog(CatalogError):
         self.problem = problem
 
 
+class UnknownAgent(CatalogError):
+    kind = "unknown_agent"
+
+    def __init__(self, agent: str, available: Iterable[str]) -> None:
+        self.agent = agent
+        self.available = tuple(available)
+        choices = ", ".join(self.available) or "none"
+        super().__init__(f"unknown agent {agent!r} (agents: {choices})")
+
+
+def _for(agent: str | None) -> str:
+    """How a message names the role, when it is not the session's own agent."""
+    return f" for agent {agent!r}" if agent is not None and agent != MAIN_AGENT else ""
+
+
 class UnknownRuntime(CatalogError):
     kind = "unknown_runtime"
 
-    def __init__(self, runtime: str | None, available: Iterable[str]) -> None:
+    def __init__(
+        self, runtime: str | None, available: Iterable[str], agent: str | None = None
+    ) -> None:
         self.runtime = runtime
         self.available = tuple(available)
+        self.agent = agent
         choices = ", ".join(self.available) or "none"
         if runtime is None:
-            message = f"no default runtime is configured (available: {choices})"
+            message = f"no default runtime is configured{_for(agent)} (available: {choices})"
         else:
-            message = f"unknown runtime {runtime!r} (available: {choices})"
+            message = f"unknown runtime {runtime!r}{_for(agent)} (available: {choices})"
         super().__init__(message)
 
 
 class UnknownHarness(CatalogError):
     kind = "unknown_harness"
 
-    def __init__(self, harness: str, available: Iterable[str]) -> None:
+    def __init__(self, harness: str, available: Iterable[str], agent: str | None = None) -> None:
         self.harness = harness
         self.available = tuple(available)
+        self.agent = agent
         choices = ", ".join(self.available) or "none"
-        super().__init__(f"no runtime with harness {harness!r} is available (runtimes: {choices})")
+        super().__init__(
+            f"no runtime with harness {harness!r} is available{_for(agent)} (runtimes: {choices})"
+        )
 
 
 class UnknownModel(CatalogError):

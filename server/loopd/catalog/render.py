@@ -10,15 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from loopd.catalog.build import Skipped
+from loopd.catalog.agents import EXPLORE_AGENT, AgentScope
 from loopd.catalog.catalog import RuntimeCatalog
 from loopd.catalog.entry import RuntimeEntry, public_url
 from loopd.catalog.errors import NO_RUNTIME_HELP
+from loopd.catalog.roles import Skipped
 
 if TYPE_CHECKING:
     from loopd.providers.models import Listed
 
 _HEADERS = ("RUNTIME", "HARNESS", "SOURCE", "MODELS", "EFFORTS", "DETAILS")
+_AGENT_HEADERS = ("AGENT", "DEFAULT", "RUNTIMES")
 
 
 def catalog_to_json(
@@ -26,9 +28,10 @@ def catalog_to_json(
     skipped: Iterable[Skipped] = (),
     listed: Mapping[str, Listed] | None = None,
 ) -> dict[str, Any]:
-    """`{"default", "digest", "entries": [...], "skipped": [{"name", "reason"}]}`; an
-    entry whose endpoint was asked also has `"listed_models"` (and `"listing_problem"`
-    when it could not be asked)."""
+    """`{"default", "digest", "entries": [...], "agents": [{"name", "runtimes",
+    "default", "model", "effort"}], "skipped": [{"name", "reason"}]}`; an entry whose
+    endpoint was asked also has `"listed_models"` (and `"listing_problem"` when it
+    could not be asked)."""
     data = catalog.to_json()
     for entry in data["entries"]:
         found = (listed or {}).get(entry["name"])
@@ -43,11 +46,15 @@ def catalog_to_text(
     skipped: Iterable[Skipped] = (),
     listed: Mapping[str, Listed] | None = None,
 ) -> str:
-    """A plain table, one runtime per row, the default marked with `*`; then what was
-    skipped, the entries that have no model and why, and the digest."""
+    """A plain table, one runtime per row, the default marked with `*`; then one row
+    per agent role (its default, with its model and effort, and the runtimes it may
+    run on); then what was skipped, the entries that have no model and why, and the
+    digest."""
     listed = listed or {}
     rows = [_row(entry, entry.name == catalog.default, listed.get(entry.name)) for entry in catalog]
     lines = _table([_HEADERS, *rows]) if rows else [f"no runtimes available: {NO_RUNTIME_HELP}"]
+    if rows:
+        lines += ["", *_table([_AGENT_HEADERS, *(_agent_row(role) for role in catalog.agents)])]
     lines += [f"skipped {item.name}: {item.reason}" for item in skipped]
     lines += [
         f"no model for {name}: {found.problem or 'its endpoint lists none'}; set "
@@ -68,6 +75,16 @@ def _row(entry: RuntimeEntry, is_default: bool, listed: Listed | None) -> tuple[
         _efforts(entry),
         _details(entry),
     )
+
+
+def _agent_row(role: AgentScope) -> tuple[str, ...]:
+    chosen = ", ".join(v for v in (role.model, role.effort) if v is not None)
+    if role.default is None:
+        default = "(the session's runtime)" if role.name == EXPLORE_AGENT else "-"
+    else:
+        default = role.default
+    default += f" ({chosen})" if chosen else ""
+    return (role.name, default, ", ".join(role.runtimes) or "-")
 
 
 def _models(entry: RuntimeEntry, listed: Listed | None) -> str:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any
 
 from loopd.cli.render import escape
 from loopd.daemon.frames import receive, send
-from loopd.daemon.place import place_of
+from loopd.daemon.place import Unsafe, place_of
 
 
 def daemon(args: argparse.Namespace) -> int:
@@ -31,7 +32,11 @@ def daemon(args: argparse.Namespace) -> int:
 def _status(as_json: bool) -> int:
     """What the daemon of this data dir says of itself; exit 1 when none runs."""
     place = place_of(os.environ)
-    sock = place.connect()
+    try:
+        sock = place.connect()
+    except Unsafe as err:
+        print(f"loopd: the daemon's socket is refused: {escape(str(err))}", file=sys.stderr)
+        return 1
     status: dict[str, Any] = {"running": False, "socket": str(place.endpoint)}
     if sock is not None:
         with sock:

@@ -68,9 +68,19 @@ The file format (every key optional; unknown keys are errors):
     allow_unix_sockets = []    # socket paths commands may connect to (default: none)
     home_readable = []         # home entries shown to commands ("~/.m2"), read-only
 
-    [delegate]                 # where `explore` children run (native entries only)
-    runtime = "groq"           # a catalog entry; default: the session's own runtime
-    model = "llama-3.3-70b"    # a model of that entry; default: its default model
+    [agents.explore]           # an agent role's part of the catalog: `main` is the
+                               # session's agent, `explore` the explore tool's child
+    runtimes = ["groq", "fast"]  # the entries it may run on (default: all; explore:
+                               # all native ones); sessions offer only main's
+    default = "groq"           # default: the first of runtimes; for explore without
+                               # runtimes, the session's own runtime; for main, the
+                               # [defaults] runtime
+    model = "llama-3.3-70b"    # on its default runtime (main: [defaults] model)
+    effort = "low"             # on its default runtime (main: [defaults] effort)
+
+    [delegate]                 # the older spelling of [agents.explore] default/model
+    runtime = "groq"           # (where both are set, [agents.explore] wins)
+    model = "llama-3.3-70b"
 
     [done]                     # the definition of done (native engine)
     enabled = false            # re-enter on unmet criteria (off: check and report only)
@@ -88,7 +98,10 @@ from loopd.config.load import Env, load_config, read_env, workspace_config_file
 from loopd.config.merge import Merged, merge_layers
 from loopd.config.parse import parse_config
 from loopd.config.schema import (
+    EXPLORE_AGENT,
+    MAIN_AGENT,
     UNTRUSTED_KEYS,
+    AgentConfig,
     Approvals,
     Choices,
     Config,
@@ -112,7 +125,10 @@ from loopd.config.trust import TrustStore, WorkspaceFile
 from loopd.home import data_dir, user_config_file
 
 __all__ = [
+    "EXPLORE_AGENT",
+    "MAIN_AGENT",
     "UNTRUSTED_KEYS",
+    "AgentConfig",
     "Approvals",
     "Choices",
     "Config",

@@ -4,7 +4,8 @@ The dataclasses are the one definition: `toml_keys` gives the parser the keys ea
 table accepts, and `config_json_schema` gives editors (Even Better TOML, taplo) the
 same keys with their types, so the two cannot drift apart. A field's TOML type comes
 from its annotation; a field may add `metadata={"choices": (...)}` (closed string
-values) or `{"doc": "..."}` (the description shown in the editor).
+values), `{"distinct": True}` (a non-empty list without repeats) or `{"doc": "..."}`
+(the description shown in the editor).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from loopd.config.schema import (
     UNTRUSTED,
+    AgentConfig,
     Choices,
     Config,
     Gate,
@@ -42,7 +44,11 @@ _UNTRUSTED_NOTES: Mapping[Gate, str] = {
     Gate.STRICTER: "In an untrusted workspace file: applies only when stricter.",
 }
 # The tables keyed by a name the person chooses.
-_NAMED_TABLES: Mapping[str, type[Any]] = {"providers": ProviderConfig, "runtimes": RuntimeConfig}
+_NAMED_TABLES: Mapping[str, type[Any]] = {
+    "providers": ProviderConfig,
+    "runtimes": RuntimeConfig,
+    "agents": AgentConfig,
+}
 
 
 def _is_key(cls: type[Any], name: str) -> bool:
@@ -77,7 +83,7 @@ def _table(cls: type[Any]) -> dict[str, Any]:
     for f in dataclasses.fields(cls):
         if not _is_key(cls, f.name):
             continue
-        if f.name in _NAMED_TABLES:
+        if cls is Config and f.name in _NAMED_TABLES:
             properties[f.name] = _named_tables(_NAMED_TABLES[f.name])
         else:
             properties[f.name] = _value(hints[f.name], f.metadata)
@@ -108,6 +114,8 @@ def _value(hint: Any, metadata: Mapping[str, Any]) -> dict[str, Any]:
     schema = _type(hint)
     if "choices" in metadata:
         schema["enum"] = list(metadata["choices"])
+    if metadata.get("distinct"):  # a non-empty list without repeats
+        schema |= {"minItems": 1, "uniqueItems": True}
     if "doc" in metadata:
         schema["description"] = metadata["doc"]
     if UNTRUSTED in metadata:

@@ -9,19 +9,18 @@ catalog also has built-in model lists the file may rely on.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from enum import StrEnum
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any
 
 from loopd.config.jsonschema import toml_keys
-from loopd.config.merge import KeyPath, Merged
+from loopd.config.merge import Merged
 from loopd.config.schema import (
     CREDENTIALS,
+    AgentConfig,
     Approvals,
     Choices,
     Config,
-    ConfigFileError,
     DaemonSettings,
     Defaults,
     Delegate,
@@ -35,122 +34,15 @@ from loopd.config.schema import (
     RuntimeConfig,
     SandboxSettings,
 )
+from loopd.config.table import NAME_RE, Table
 from loopd.policy.modes import Mode, parse_mode
 
-E = TypeVar("E", bound=StrEnum)
-
-# Names of providers and runtimes: what a person types after `--runtime`.
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class _Table:
-    """One TOML table being read, with enough context to blame the right file."""
-
-    def __init__(self, merged: Merged, data: Mapping[str, Any], key: KeyPath) -> None:
-        self._merged = merged
-        self._data = data
-        self.key = key
-
-    def fail(self, key: str | None, problem: str) -> NoReturn:
-        path = self.key if key is None else (*self.key, key)
-        raise ConfigFileError(self._merged.origin(path), ".".join(path), problem)
-
-    def only(self, allowed: frozenset[str]) -> None:
-        for key in sorted(self._data):
-            if key not in allowed:
-                self.fail(key, f"unknown key (expected one of: {', '.join(sorted(allowed))})")
-
-    def has(self, key: str) -> bool:
-        return key in self._data
-
-    def text(self, key: str) -> str | None:
-        return self.required_text(key) if key in self._data else None
-
-    def required_text(self, key: str) -> str:
-        value = self._data.get(key)
-        if value is None:
-            self.fail(key, "is required")
-        if not isinstance(value, str) or not value.strip():
-            self.fail(key, "must be a non-empty string")
-        return value
-
-    def name(self, key: str) -> str | None:
-        value = self.text(key)
-        if value is not None and not NAME_RE.match(value):
-            self.fail(key, "must be a name of letters, digits, '.', '_' or '-'")
-        return value
-
-    def enum(self, key: str, kind: type[E]) -> E:
-        value = self.required_text(key)
-        try:
-            return kind(value)
-        except ValueError:
-            choices = ", ".join(member.value for member in kind)
-            self.fail(key, f"unknown value {value!r} (expected one of: {choices})")
-
-    def texts(self, key: str) -> tuple[str, ...] | None:
-        value = self._data.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            self.fail(key, "must be a list of non-empty strings")
-        return tuple(value)
-
-    def number(self, key: str, default: int) -> int:
-        value = self._data.get(key, default)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            self.fail(key, "must be a whole number, zero or more")
-        return value
-
-    def amount(self, key: str, default: float) -> float:
-        value = self._data.get(key, default)
-        if not isinstance(value, int | float) or isinstance(value, bool) or not value >= 0:
-            self.fail(key, "must be a number, zero or more")
-        return float(value)
-
-    def integer(self, key: str, default: int) -> int:
-        value = self._data.get(key, default)
-        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 255:
-            self.fail(key, "must be an exit code, 0 to 255")
-        return value
-
-    def flag(self, key: str) -> bool | None:
-        value = self._data.get(key)
-        if value is not None and not isinstance(value, bool):
-            self.fail(key, "must be true or false")
-        return value
-
-    def table(self, key: str) -> _Table:
-        value = self._data.get(key, {})
-        if not isinstance(value, Mapping):
-            self.fail(key, "must be a table")
-        return _Table(self._merged, value, (*self.key, key))
-
-    def tables(self) -> Iterator[tuple[str, _Table]]:
-        """Each sub-table, in name order; every value must be a table with a valid name."""
-        for name in sorted(self._data):
-            if not NAME_RE.match(name):
-                self.fail(name, "must be a name of letters, digits, '.', '_' or '-'")
-            yield name, self.table(name)
-
-    def child(self, label: str, data: Mapping[str, Any]) -> _Table:
-        """A table nested in a list (a model spec), read with this table's origin."""
-        return _Table(self._merged, data, (*self.key, label))
-
-    def items(self) -> list[tuple[str, Any]]:
-        return sorted(self._data.items())
-
-    def array(self, key: str) -> list[Any] | None:
-        value = self._data.get(key)
-        if value is not None and not isinstance(value, list):
-            self.fail(key, "must be a list")
-        return value
 
 
 def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
     """Validate a merged document. Raises `ConfigFileError` naming file and key."""
-    root = _Table(merged, merged.data, ())
+    root = Table(merged, merged.data, ())
     root.only(toml_keys(Config))
     providers = {name: _provider(name, t) for name, t in root.table("providers").tables()}
     runtimes = {name: _runtime(name, t) for name, t in root.table("runtimes").tables()}
@@ -163,13 +55,14 @@ def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
         sandbox=_sandbox(root.table("sandbox")),
         done=_done(root.table("done")),
         delegate=_delegate(root.table("delegate")),
+        agents={name: _agent(name, t) for name, t in root.table("agents").tables()},
         daemon=_daemon(root.table("daemon")),
         sources=sources,
         origins={".".join(k): v for k, v in merged.origins.items() if v is not None},
     )
 
 
-def _defaults(t: _Table) -> Defaults:
+def _defaults(t: Table) -> Defaults:
     t.only(toml_keys(Defaults))
     return Defaults(
         runtime=t.name("runtime"),
@@ -179,7 +72,7 @@ def _defaults(t: _Table) -> Defaults:
     )
 
 
-def _mode(t: _Table, key: str) -> str | None:
+def _mode(t: Table, key: str) -> str | None:
     """A mode id, a hyphenated spelling accepted (`accept-edits`) and stored as the id."""
     value = t.text(key)
     if value is None:
@@ -191,7 +84,7 @@ def _mode(t: _Table, key: str) -> str | None:
         t.fail(key, f"unknown mode {value!r} (expected one of: {choices}; ask is the default)")
 
 
-def _provider(name: str, t: _Table) -> ProviderConfig:
+def _provider(name: str, t: Table) -> ProviderConfig:
     t.only(toml_keys(ProviderConfig))
     kind = t.enum("kind", ProviderKind)
     if t.has("anthropic_version") and kind is not ProviderKind.ANTHROPIC:
@@ -207,7 +100,7 @@ def _provider(name: str, t: _Table) -> ProviderConfig:
     )
 
 
-def _runtime(name: str, t: _Table) -> RuntimeConfig:
+def _runtime(name: str, t: Table) -> RuntimeConfig:
     t.only(toml_keys(RuntimeConfig))
     harness = t.enum("harness", Harness)
     if harness is Harness.NATIVE:
@@ -232,7 +125,7 @@ def _runtime(name: str, t: _Table) -> RuntimeConfig:
     )
 
 
-def _choices(t: _Table) -> Choices:
+def _choices(t: Table) -> Choices:
     return Choices(
         models=_models(t),
         default_model=t.text("default_model"),
@@ -243,7 +136,7 @@ def _choices(t: _Table) -> Choices:
     )
 
 
-def _models(t: _Table) -> tuple[ModelSpec, ...] | None:
+def _models(t: Table) -> tuple[ModelSpec, ...] | None:
     """`models` holds ids (`"gpt-5"`) or tables (`{ id = "...", aliases = [...] }`)."""
     items = t.array("models")
     if items is None:
@@ -271,14 +164,14 @@ def _models(t: _Table) -> tuple[ModelSpec, ...] | None:
     return tuple(specs)
 
 
-def _one_of(t: _Table, key: str, allowed: tuple[str, ...]) -> str | None:
+def _one_of(t: Table, key: str, allowed: tuple[str, ...]) -> str | None:
     value = t.text(key)
     if value is not None and value not in allowed:
         t.fail(key, f"unknown value {value!r} (expected one of: {', '.join(allowed)})")
     return value
 
 
-def _targets(t: _Table) -> dict[str, str]:
+def _targets(t: Table) -> dict[str, str]:
     """`targets = { high = "model-id-high" }`: effort names to model ids."""
     targets: dict[str, str] = {}
     for effort, target in t.items():
@@ -288,7 +181,7 @@ def _targets(t: _Table) -> dict[str, str]:
     return targets
 
 
-def _limits(t: _Table) -> Limits:
+def _limits(t: Table) -> Limits:
     defaults = Limits()
     names = sorted(toml_keys(Limits))
     t.only(frozenset(names))
@@ -300,7 +193,7 @@ def _limits(t: _Table) -> Limits:
     return Limits(**values)
 
 
-def _approvals(t: _Table) -> Approvals:
+def _approvals(t: Table) -> Approvals:
     t.only(toml_keys(Approvals))
     timeout = t.number("timeout_seconds", Approvals().timeout_seconds)
     if timeout <= 0:
@@ -313,7 +206,7 @@ def _approvals(t: _Table) -> Approvals:
     )
 
 
-def _sandbox(t: _Table) -> SandboxSettings:
+def _sandbox(t: Table) -> SandboxSettings:
     t.only(toml_keys(SandboxSettings))
     sockets = t.texts("allow_unix_sockets") or ()
     for path in sockets:
@@ -327,12 +220,36 @@ def _sandbox(t: _Table) -> SandboxSettings:
     return SandboxSettings(allow_unix_sockets=sockets, home_readable=readable)
 
 
-def _delegate(t: _Table) -> Delegate:
+def _delegate(t: Table) -> Delegate:
     t.only(toml_keys(Delegate))
     return Delegate(runtime=t.name("runtime"), model=t.text("model"))
 
 
-def _done(t: _Table) -> Done:
+def _agent(name: str, t: Table) -> AgentConfig:
+    """`[agents.NAME]`. Whether the runtimes it names exist is the catalog's check
+    (a CLI may be missing on this machine); that `default` is one of them is not."""
+    t.only(toml_keys(AgentConfig))
+    runtimes = t.texts("runtimes")
+    for runtime in runtimes or ():
+        if not NAME_RE.match(runtime):
+            t.fail("runtimes", f"{runtime!r} is not a runtime name")
+    if runtimes is not None and len(set(runtimes)) != len(runtimes):
+        t.fail("runtimes", "names a runtime twice")
+    if runtimes == ():
+        t.fail("runtimes", "is empty: name at least one runtime (or leave it out for all)")
+    default = t.name("default")
+    if default is not None and runtimes is not None and default not in runtimes:
+        t.fail("default", f"{default!r} is not one of runtimes")
+    return AgentConfig(
+        name=name,
+        runtimes=runtimes,
+        default=default,
+        model=t.text("model"),
+        effort=t.text("effort"),
+    )
+
+
+def _done(t: Table) -> Done:
     t.only(toml_keys(Done))
     defaults = Done()
     timeout = t.number("timeout_seconds", defaults.timeout_seconds)
@@ -360,21 +277,21 @@ def _done(t: _Table) -> Done:
     )
 
 
-def _url(t: _Table, key: str) -> str | None:
+def _url(t: Table, key: str) -> str | None:
     value = t.text(key)
     if value is not None and not value.startswith(("http://", "https://")):
         t.fail(key, "must start with http:// or https://")
     return value
 
 
-def _env_name(t: _Table, key: str) -> str | None:
+def _env_name(t: Table, key: str) -> str | None:
     value = t.text(key)
     if value is not None and not _ENV_NAME_RE.match(value):
         t.fail(key, "must be an environment variable name")
     return value
 
 
-def _env_table(t: _Table) -> dict[str, str]:
+def _env_table(t: Table) -> dict[str, str]:
     env: dict[str, str] = {}
     for key, value in t.items():
         if not _ENV_NAME_RE.match(key) or not isinstance(value, str):
@@ -383,7 +300,7 @@ def _env_table(t: _Table) -> dict[str, str]:
     return env
 
 
-def _daemon(t: _Table) -> DaemonSettings:
+def _daemon(t: Table) -> DaemonSettings:
     t.only(toml_keys(DaemonSettings))
     enabled = t.flag("enabled")
     return DaemonSettings(

@@ -237,10 +237,45 @@ class Done:
 class Delegate:
     """`[delegate]`: where a native session's `explore` child runs: a catalog entry
     (native) and a model in it. Unset: the session's own runtime and its default
-    model."""
+    model. The older spelling of `[agents.explore]` `default` and `model`, which win
+    where both are set."""
 
     runtime: str | None = None
     model: str | None = None
+
+
+MAIN_AGENT = "main"  # the session's own agent
+EXPLORE_AGENT = "explore"  # the read-only child the `explore` tool runs
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentConfig:
+    """`[agents.<name>]`: one agent role's part of the catalog: the runtimes it may
+    run on and what it runs on when nothing chooses. `main` is the session's own
+    agent (`[defaults]` fills what it leaves out), `explore` the read-only child of
+    the `explore` tool (`[delegate]` is its older spelling); any other name is a
+    role the catalog knows and `loopd catalog` shows."""
+
+    name: str
+    runtimes: tuple[str, ...] | None = field(
+        default=None,
+        metadata={
+            "distinct": True,
+            "doc": "The catalog entries this agent may run on (default: every entry; "
+            "for explore, every native entry).",
+        },
+    )
+    default: str | None = field(
+        default=None,
+        metadata={
+            "doc": "The entry it runs on when nothing chooses (default: the first of "
+            "`runtimes`; for explore without `runtimes`, the session's own runtime)."
+        },
+    )
+    model: str | None = field(
+        default=None, metadata={"doc": "Its model on its default runtime (id or alias)."}
+    )
+    effort: str | None = field(default=None, metadata={"doc": "Its effort on its default runtime."})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -315,6 +350,7 @@ class Config:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     done: Done = field(default_factory=Done)
     delegate: Delegate = field(default_factory=Delegate)
+    agents: Mapping[str, AgentConfig] = field(default_factory=lambda: MappingProxyType({}))
     daemon: DaemonSettings = field(default_factory=DaemonSettings)
     sources: tuple[Path, ...] = ()
     origins: Mapping[str, Path] = field(default_factory=dict, repr=False, compare=False)
@@ -323,6 +359,7 @@ class Config:
     def __post_init__(self) -> None:
         object.__setattr__(self, "providers", MappingProxyType(dict(self.providers)))
         object.__setattr__(self, "runtimes", MappingProxyType(dict(self.runtimes)))
+        object.__setattr__(self, "agents", MappingProxyType(dict(self.agents)))
         object.__setattr__(self, "origins", MappingProxyType(dict(self.origins)))
 
     def where(self, key: str) -> str:

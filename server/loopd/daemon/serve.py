@@ -160,8 +160,12 @@ class Daemon:
             await self._answer(conn, message, fds)
 
     async def _answer(self, conn: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
+        """Answer one request. The editor's descriptors are kept only by a connection
+        that is served: any other answer closes them at once (a copy kept here would
+        keep the editor's pipes open after its loopd exited)."""
         op = message.get("op")
-        if op != "connect" or len(fds) != 3:
+        served = op == "connect" and message.get("version") == __version__ and len(fds) == 3
+        if not served:
             for fd in fds:
                 os.close(fd)
         match op:
@@ -173,7 +177,7 @@ class Daemon:
             case "connect" if message.get("version") != __version__:
                 idle = len(self.connections) == 1 and self._no_sessions()
                 send(conn, {"ok": False, "error": "version", "version": __version__, "idle": idle})
-            case "connect" if len(fds) == 3:
+            case "connect" if served:
                 await self._connect(conn, message, fds)
             case _:
                 send(conn, {"ok": False, "error": f"unknown request {op!r}"})

@@ -42,7 +42,7 @@ from loopd.engine.ports import (
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import Prompt, SessionEvent, TextBlock, ToolCallStarted, ToolCallUpdated
 from loopd.protocol.messages import Message
-from loopd.protocol.model import ToolSpec
+from loopd.protocol.model import ThinkingLevel, ToolSpec
 
 EXPLORE_TOOL = "explore"
 CHILD_TOOLS = ("read", "glob", "grep", "bash")
@@ -57,12 +57,19 @@ class DelegateLimits:
 
 @dataclass(frozen=True, slots=True)
 class ChildRuntime:
-    """Who answers: a provider and a model, resolved by the caller through its
-    parent-scoped catalog (`RuntimeCatalog.scoped`)."""
+    """Who answers: a provider, the model id it is sent and a thinking level,
+    resolved by the caller for the `explore` agent role of its catalog (seed 001's
+    per-agent entries)."""
 
     provider: Provider
     model: str
     name: str = ""  # the catalog entry, for the person
+    thinking: ThinkingLevel = "off"
+    agent: str = EXPLORE_TOOL  # the catalog's role for this child
+
+    def identity(self) -> dict[str, str]:
+        """What the parent's tool call records about who answered."""
+        return {"agent": self.agent, "runtime": self.name, "model": self.model}
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +265,7 @@ async def explore(
     )
     config = EngineConfig(
         model=child.model,
+        thinking=child.thinking,
         system=child_instructions(names, cwd),
         limits=Limits(max_iterations=limits.max_iterations, max_tool_calls=40),
     )

@@ -39,6 +39,7 @@ from loopd.engine.ports import (
     ContextJournal,
     Emitter,
     Journal,
+    Mentions,
     Policy,
     Provider,
     ToolBox,
@@ -112,6 +113,7 @@ class EnginePorts:
     context: ContextJournal = field(default_factory=NoContextJournal)
     done: DoneChecks | None = None  # the workspace's definition of done, if any
     steer: SteerBox | None = None  # what the person says while a turn runs
+    mentions: Mentions | None = None  # mentioned context read in at a turn's start
 
 
 _MODEL_STOPS: dict[ModelStop, StopReason] = {
@@ -184,6 +186,8 @@ class Engine:
             if self.ports.done is not None:
                 self.ports.done.state.begin_turn()
                 await self.ports.done.begin_turn()
+            if self.ports.mentions is not None:
+                prompt = await self.ports.mentions.resolve(prompt)
             await self._append(Message("user", (*prompt_parts(prompt), *extra)))
             outcome = await self._cycle(turn)
         except asyncio.CancelledError:

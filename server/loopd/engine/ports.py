@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
-from loopd.protocol.events import Location, SessionEvent, ToolContent, ToolKind
+from loopd.protocol.events import Location, Prompt, SessionEvent, ToolContent, ToolKind
 from loopd.protocol.messages import ImagePart, Message
 from loopd.protocol.model import ModelRequest, StreamEvent, ToolSpec
 
@@ -119,6 +119,14 @@ class ToolBox(Protocol):
     async def declare(self, call: ToolCall) -> Declaration: ...
 
     async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult: ...
+
+
+class Mentions(Protocol):
+    """Context the person mentioned in a prompt (an MCP server's resource, linked),
+    read in before the model sees it. Only what the session offered is read: any
+    other link stays a link. A read that fails is said in the prompt, never raised."""
+
+    async def resolve(self, prompt: Prompt) -> Prompt: ...
 
 
 class Verdict(StrEnum):

@@ -18,6 +18,7 @@ from loopd.lsp.wire import (
     prompt_from_wire,
     view_to_wire,
 )
+from loopd.protocol.mentions import mention_to_wire
 
 
 @rpc
@@ -91,6 +92,16 @@ async def session_steer(ls: LoopdServer, params: Any) -> dict[str, Any]:
 
 
 @rpc
+async def session_mentions(ls: LoopdServer, params: Any) -> dict[str, Any]:
+    """What the person may @-mention in the session's prompts: its MCP servers'
+    resources (`server`, `uri`, `name`, and `title`, `description`, `mimeType` when
+    known), as listed now. A prompt mentions one by a `resource_link` with its uri;
+    ACP has no such request, the client asks again when its @ menu opens."""
+    session_id = ls.require_open(field(params, "sessionId"))
+    return {"mentions": [mention_to_wire(m) for m in ls.manager.mentions(session_id)]}
+
+
+@rpc
 async def session_cancel(ls: LoopdServer, params: Any) -> None:
     await ls.manager.cancel(ls.require_open(field(params, "sessionId")))
 
@@ -105,6 +116,7 @@ def register(server: LoopdServer) -> None:
         ("loopd/session/delete", session_delete),
         ("loopd/session/setConfigOption", session_set_config_option),
         ("loopd/session/steer", session_steer),
+        ("loopd/session/mentions", session_mentions),
         ("loopd/session/cancel", session_cancel),
     ):
         server.feature(method)(handler)

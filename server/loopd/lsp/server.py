@@ -57,6 +57,7 @@ SESSION_REQUESTS = (
     "delete",
     "setConfigOption",
     "steer",
+    "mentions",
 )
 R = TypeVar("R")
 

@@ -4,14 +4,16 @@ engine.
 JSON-RPC 2.0 over two transports (`stdio`: a child process, one message per line;
 `http`: streamable HTTP, JSON or SSE replies), the handshake (known revisions only;
 again once when an HTTP session expires), the methods loopd needs (`tools/list`,
-`tools/call`, `prompts/list`, `prompts/get`), the tools wrapped as loopd tools and
-the prompts as slash commands under namespaced names, and tool lists that change
-while the session lives. `McpServers.connect` is the entry point; `loopd.app` calls
+`tools/call`, `prompts/list`, `prompts/get`, `resources/list`, `resources/read`),
+the tools wrapped as loopd tools, the prompts as slash commands under namespaced
+names, the resources as @-mentionable context, and tool and resource lists that
+change while the session lives. `McpServers.connect` is the entry point; `loopd.app` calls
 it when a native session opens.
 """
 
 from loopd.mcp.client import McpClient, McpTimeouts
 from loopd.mcp.prompts import McpPrompt
+from loopd.mcp.resources import McpResource
 from loopd.mcp.rpc import McpClosed, McpError, McpExpired, McpTimeout
 from loopd.mcp.servers import McpServers
 from loopd.mcp.tools import McpTool, tool_name
@@ -22,6 +24,7 @@ __all__ = [
     "McpError",
     "McpExpired",
     "McpPrompt",
+    "McpResource",
     "McpServers",
     "McpTimeout",
     "McpTimeouts",

@@ -4,8 +4,9 @@ The lifecycle is the spec's: `initialize` (we ask for the latest revision we kno
 the server answers with one of the revisions we know, any of which we speak, or the
 server is refused: the spec's "disconnect", since its messages might mean something
 else), then `notifications/initialized`, then `tools/list`
-page by page (and `prompts/list` when the server offers prompts), then
-`tools/call` as the model asks and `prompts/get` as the person does. An HTTP server that forgets our
+page by page (and `prompts/list` and `resources/list` when the server offers
+prompts and resources), then `tools/call` as the model asks, `prompts/get` and
+`resources/read` as the person does. An HTTP server that forgets our
 session (`McpExpired`) gets one new handshake and the request again. We declare no client
 capabilities: no sampling, no roots, no elicitation, so a server never has a reason
 to call back beyond `ping`.
@@ -31,13 +32,16 @@ log = logging.getLogger(__name__)
 PROTOCOL_VERSION = "2025-11-25"
 KNOWN_VERSIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", PROTOCOL_VERSION})
 MAX_PAGES = 100  # a server whose cursors never end is cut off here
+MAX_RESOURCES = 1000  # per server: more would only flood the editor's @ menu
+MAX_CONTENTS = 16  # contents of one `resources/read` looked at (a folder may list many)
 
 
 @dataclass(frozen=True, slots=True)
 class McpTimeouts:
     """Seconds. `startup` bounds each request of the start (`initialize`, each page
-    of `tools/list`); `call` bounds one tool call; `close` is what a stdio server
-    gets to exit once its stdin is closed, before its process group is killed."""
+    of `tools/list`) and each read of a mentioned resource; `call` bounds one tool
+    call; `close` is what a stdio server gets to exit once its stdin is closed,
+    before its process group is killed."""
 
     startup: float = 30.0
     call: float = 300.0
@@ -70,6 +74,17 @@ class McpPromptInfo:
     name: str
     description: str
     arguments: tuple[PromptArgument, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class McpResourceInfo:
+    """A resource as the server lists it: context the person may @-mention."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,8 +188,29 @@ class McpClient:
         messages = result.get("messages")
         return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
 
-    async def _listed(self, kind: str) -> list[Any]:
-        """Every entry of `{kind}/list`, following `nextCursor`."""
+    async def list_resources(self) -> list[McpResourceInfo]:
+        """The first `MAX_RESOURCES` resources, when the server declares resources
+        (else none). Malformed entries and repeated uris are skipped."""
+        if "resources" not in self.capabilities:
+            return []
+        listed = await self._listed("resources", MAX_RESOURCES)
+        unique: dict[str, McpResourceInfo] = {}
+        for info in map(_resource_info, listed):
+            if info is not None:
+                unique.setdefault(info.uri, info)
+        return list(unique.values())
+
+    async def read_resource(self, uri: str) -> list[JsonObject]:
+        """The first `MAX_CONTENTS` contents of `resources/read` (each `uri`,
+        `mimeType`, and `text` or base64 `blob`), as the server sent them. A read
+        starts a turn, so it gets `startup`, not a tool call's time."""
+        result = await self._request("resources/read", {"uri": uri}, self.timeouts.startup)
+        contents = result.get("contents")
+        listed = [c for c in contents if isinstance(c, dict)] if isinstance(contents, list) else []
+        return listed[:MAX_CONTENTS]
+
+    async def _listed(self, kind: str, limit: int | None = None) -> list[Any]:
+        """Every entry of `{kind}/list` (the first `limit`), following `nextCursor`."""
         entries: list[Any] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
@@ -183,6 +219,10 @@ class McpClient:
             listed = page.get(kind)
             entries += listed if isinstance(listed, list) else []
             cursor = page.get("nextCursor")
+            if limit is not None and len(entries) >= limit:
+                if isinstance(cursor, str) and cursor:
+                    log.warning("mcp %s: kept the first %d %s", self.name, limit, kind)
+                return entries[:limit]
             if not isinstance(cursor, str) or not cursor:
                 return entries
         log.warning("mcp %s: stopped listing %s after %d pages", self.name, kind, MAX_PAGES)
@@ -228,6 +268,16 @@ def _prompt_info(raw: Any) -> McpPromptInfo | None:
         if isinstance(a, dict) and isinstance(a.get("name"), str)
     )
     return McpPromptInfo(raw["name"], str(raw.get("description") or ""), arguments)
+
+
+def _resource_info(raw: Any) -> McpResourceInfo | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("uri"), str) or not raw["uri"]:
+        return None
+    texts = {k: raw.get(k) for k in ("name", "title", "description", "mimeType")}
+    name, title, description, mime = (
+        v if isinstance(v, str) and v else None for v in texts.values()
+    )
+    return McpResourceInfo(raw["uri"], name or raw["uri"], title, description, mime)
 
 
 def _object(value: Any) -> JsonObject:

@@ -14,6 +14,11 @@ notice arrives in the transport's reader) and `on_change` hears which went and
 which came, under the same naming rules. A call whose answer followed such a notice
 returns only once the new list is in (`McpTool.run` awaits `settled`), as does the
 start of a turn: the model's next request offers the new set.
+
+Their resources are listed too, as context the person may @-mention
+(`loopd.mcp.resources`): `mentions()` for the editor, `resolve` to read the
+mentioned ones into a prompt. `notifications/resources/list_changed` lists a
+server's resources again, the same way; a prompt is resolved once that is done.
 """
 
 from __future__ import annotations
@@ -21,19 +26,23 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from loopd.engine.ports import Clock
 from loopd.mcp.client import McpClient, McpTimeouts, McpToolInfo
 from loopd.mcp.prompts import McpPrompt
+from loopd.mcp.resources import McpResource, resolve
 from loopd.mcp.rpc import McpError
 from loopd.mcp.tools import McpTool, tool_name
+from loopd.protocol.events import Prompt
+from loopd.protocol.mentions import Mention
 from loopd.runtimes.base import McpServerConfig
 
 log = logging.getLogger(__name__)
 
 LIST_CHANGED = "notifications/tools/list_changed"
+RESOURCES_CHANGED = "notifications/resources/list_changed"
 ToolsChanged = Callable[[Sequence[McpTool], Sequence[McpTool]], None]  # (gone, added)
 
 
@@ -46,10 +55,11 @@ class McpServers:
     clients: list[McpClient] = field(default_factory=list)
     tools: tuple[McpTool, ...] = ()
     prompts: tuple[McpPrompt, ...] = ()
+    resources: tuple[McpResource, ...] = ()
     problems: tuple[str, ...] = ()
     reserved: frozenset[str] = frozenset()
     on_change: ToolsChanged = _unheard
-    _relisting: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    _relisting: dict[tuple[str, str], asyncio.Task[None]] = field(default_factory=dict)
 
     @classmethod
     async def connect(
@@ -78,21 +88,24 @@ class McpServers:
                 listed.append(result)
         servers = cls(clients, reserved=frozenset(reserved))
         servers.tools, refused = servers._offered(listed, set(reserved))
-        servers.prompts, unlisted = await _prompts(clients)
-        servers.problems = (*problems, *refused, *unlisted)
+        (servers.prompts, unlisted), (servers.resources, unread) = await asyncio.gather(
+            _prompts(clients), _resources(clients)
+        )
+        servers.problems = (*problems, *refused, *unlisted, *unread)
         for client in clients:
             client.peer.on_notice = functools.partial(servers._noticed, client)
         return servers
 
     def _noticed(self, client: McpClient, method: str) -> None:
-        if method != LIST_CHANGED:
+        relists = {LIST_CHANGED: self._relist_tools, RESOURCES_CHANGED: self._relist_resources}
+        relist = relists.get(method)
+        if relist is None:
             return
-        before = self._relisting.get(client.name)  # lists run one after another
-        self._relisting[client.name] = asyncio.create_task(self._relist(client, before))
+        key = (client.name, method)  # lists of one kind run one after another
+        work = functools.partial(relist, client)
+        self._relisting[key] = asyncio.create_task(_after(self._relisting.get(key), work))
 
-    async def _relist(self, client: McpClient, before: asyncio.Task[None] | None) -> None:
-        if before is not None:
-            await asyncio.gather(before, return_exceptions=True)
+    async def _relist_tools(self, client: McpClient) -> None:
         try:
             infos = await client.list_tools()
         except McpError as err:
@@ -105,6 +118,28 @@ class McpServers:
             log.warning("mcp %s", problem)
         self.tools = (*kept, *added)
         self.on_change(gone, added)
+
+    async def _relist_resources(self, client: McpClient) -> None:
+        try:
+            infos = await client.list_resources()
+        except McpError as err:
+            log.warning("mcp %s: listing its changed resources failed: %s", client.name, err)
+            return
+        others = [r for r in self.resources if r.client is not client]
+        fresh = [McpResource(client, info) for info in infos]
+        order = {id(c): n for n, c in enumerate(self.clients)}  # servers keep their order
+        ranked = sorted((*others, *fresh), key=lambda r: order.get(id(r.client), len(order)))
+        self.resources = tuple(ranked)
+
+    def mentions(self) -> tuple[Mention, ...]:
+        """The resources the person may mention, server by server."""
+        return tuple(r.mention for r in self.resources)
+
+    async def resolve(self, prompt: Prompt) -> Prompt:
+        """`prompt` with its mentions of listed resources read in (see
+        `loopd.mcp.resources`), once a resource list changed just now is in."""
+        await self.settled()
+        return await resolve(prompt, self.resources)
 
     async def settled(self) -> None:
         """Returns once every re-listing under way (and any it led to) is done."""
@@ -183,6 +218,24 @@ async def _start(
     except BaseException:  # the session's open was cancelled: leave nothing running
         await client.aclose()
         raise
+
+
+async def _after(before: asyncio.Task[None] | None, work: Callable[[], Awaitable[None]]) -> None:
+    if before is not None:
+        await asyncio.gather(before, return_exceptions=True)
+    await work()
+
+
+async def _resources(clients: Sequence[McpClient]) -> tuple[tuple[McpResource, ...], list[str]]:
+    listed = await asyncio.gather(*(c.list_resources() for c in clients), return_exceptions=True)
+    resources: list[McpResource] = []
+    problems: list[str] = []
+    for client, result in zip(clients, listed, strict=True):
+        if isinstance(result, BaseException):
+            problems.append(f"{client.name}: listing its resources failed: {result}")
+        else:
+            resources += (McpResource(client, info) for info in result)
+    return tuple(resources), problems
 
 
 async def _prompts(clients: Sequence[McpClient]) -> tuple[tuple[McpPrompt, ...], list[str]]:

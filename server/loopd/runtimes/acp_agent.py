@@ -15,7 +15,9 @@ The boundary stays loopd's:
 - its `fs/*` requests are served beneath the session's folders (secrets never read,
   protected paths never written); a write needs `accept_edits`/`full_auto` or a
   permission granted for that path in this turn;
-- no `terminal/*` is offered: the child runs its commands itself, after asking.
+- its `terminal/*` requests run in the session's sandbox, after loopd's command
+  policy decided them as it decides a native `bash` call (`acp_gate`, `acp_terminals`);
+  a question about a command it runs itself is refused outright by a deny rule.
 
 A child that dies fails its turn with a message and a stop reason, like the Claude
 and Codex runtimes; the next turn starts a new one (which loads its session).
@@ -28,20 +30,25 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast, get_args
 
 from loopd.engine.ports import Emitter
 from loopd.policy.modes import Mode, parse_mode
-from loopd.policy.paths import PathIssue, PathPolicy
+from loopd.policy.paths import PathIssue
+from loopd.policy.rules import RuleSet
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import AgentMessageChunk, ConfigOption, Prompt
 from loopd.protocol.turns import Outcome, StopReason
+from loopd.runtimes.acp_gate import AcpGuard, command_of
+from loopd.runtimes.acp_terminals import AcpTerminals
 from loopd.runtimes.acp_wire import event_of, options_of, paths_of, prompt_blocks
 from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.options import DEFAULT_MODE, mode_option
+from loopd.sandbox.probe import NO_BOUNDARY, Boundary, SandboxProbe, probe_sandbox
+from loopd.tools.env import SystemClock, ToolLimits
 from loopd.tools.files import BeneathFiles
 
 if TYPE_CHECKING:  # the ACP SDK loads only when an ACP agent runs (`loopd lsp` never pays)
@@ -54,14 +61,25 @@ READ_KINDS = frozenset({"read", "search", "think"})
 EDIT_KINDS = frozenset({"edit", "delete", "move"})
 
 
+def _no_sandbox() -> SandboxProbe:
+    return probe_sandbox(which=[])
+
+
 @dataclass(frozen=True, slots=True)
 class AcpSettings:
-    """How to start the agent: its command, arguments and added environment."""
+    """How to start the agent (its command, arguments and added environment) and the
+    boundary its commands run in: loopd's rules, the sandbox's boundary and probe
+    (called once a session opens; the default finds no sandbox, so every command that
+    is not read-only asks), the output limits."""
 
     command: str
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     base_env: Mapping[str, str] = field(default_factory=dict)
+    rules: RuleSet = field(default_factory=RuleSet)
+    boundary: Boundary = NO_BOUNDARY
+    probe: Callable[[], SandboxProbe] = _no_sandbox
+    limits: ToolLimits = field(default_factory=ToolLimits)
 
 
 class AcpRuntimeFactory:
@@ -70,7 +88,8 @@ class AcpRuntimeFactory:
         self.settings = settings
 
     async def open(self, context: RuntimeContext) -> AcpRuntime:
-        runtime = AcpRuntime(context, self.settings)
+        probe = await asyncio.to_thread(self.settings.probe)  # trial commands, once
+        runtime = AcpRuntime(context, self.settings, probe)
         await runtime.start()
         return runtime
 
@@ -93,7 +112,7 @@ def decide(mode: Mode, kind: str, paths: tuple[str, ...], inside: bool) -> str:
 
 
 class AcpRuntime:
-    def __init__(self, context: RuntimeContext, settings: AcpSettings) -> None:
+    def __init__(self, context: RuntimeContext, settings: AcpSettings, probe: SandboxProbe) -> None:
         self._ctx = context
         self._settings = settings
         self._mode = parse_mode(context.config.get("mode") or DEFAULT_MODE)
@@ -101,10 +120,23 @@ class AcpRuntime:
         self._child_session: str | None = context.state.get("childSession")
         self._child_options: tuple[ConfigOption, ...] = ()
         self._granted: set[str] = set()  # paths a permission allowed in this turn
-        home = settings.base_env.get("HOME") or os.path.expanduser("~")
-        roots = tuple(os.path.realpath(r) for r in context.roots)
-        self._paths = PathPolicy(roots, home)
+        self._guard = AcpGuard.open(
+            session_id=context.session_id,
+            roots=tuple(os.path.realpath(r) for r in context.roots),
+            mode=self._mode,
+            approver=context.approver,
+            emitter=context.emitter,
+            rules=settings.rules,
+            remembered=context.state.get("approvals") or {},
+            boundary=settings.boundary,
+            probe=probe,
+            env=settings.base_env,
+            home=settings.base_env.get("HOME") or os.path.expanduser("~"),
+        )
+        self._paths = self._guard.policy.paths
         self._files = BeneathFiles(self._paths)
+        self._terminals = self._new_terminals()
+        self._watcher: asyncio.Task[None] | None = None
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -113,9 +145,10 @@ class AcpRuntime:
 
         s = self._settings
         env = {**s.base_env, **s.env}
+        terminals = self._terminals = self._new_terminals()
         child = await ChildConnection.spawn(
             s.command, s.args, env, self._ctx.cwd, self._on_update, self._on_question, self._files,
-            self._may_write,
+            self._may_write, terminals,
         )  # fmt: skip
         try:
             self._child_session, options = await child.open_session(
@@ -123,10 +156,30 @@ class AcpRuntime:
             )
         except BaseException:
             await child.close()
+            await terminals.aclose()
             raise
         self._child = child
+        self._watcher = asyncio.create_task(self._on_exit(child, terminals))
         self._child_options = options
         await self._ask_first()
+
+    def _new_terminals(self) -> AcpTerminals:
+        """Terminals for one child process: they die with it."""
+        return AcpTerminals(
+            gate=self._guard,
+            sandbox=lambda: self._guard.sandbox,
+            paths=self._paths,
+            base_env=self._settings.base_env,
+            limits=self._settings.limits,
+            clock=SystemClock(),
+            emit=self._emitter.emit,
+        )
+
+    @staticmethod
+    async def _on_exit(child: ChildConnection, terminals: AcpTerminals) -> None:
+        """A child that exits (crashed, or closed) leaves no command running."""
+        await child.exited()
+        await terminals.aclose()
 
     async def _ask_first(self) -> None:
         """Put the child in its careful mode, so its questions come to loopd."""
@@ -142,9 +195,17 @@ class AcpRuntime:
         if self._child is not None:
             child, self._child = self._child, None
             await child.close()
+        await self._terminals.aclose()
+        if self._watcher is not None:
+            watcher, self._watcher = self._watcher, None
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
 
     def state(self) -> Mapping[str, Any]:
-        return {"childSession": self._child_session} if self._child_session else {}
+        """The child's session to load, and the person's "always" answers."""
+        child = {"childSession": self._child_session} if self._child_session else {}
+        return child | {"approvals": dict(self._guard.remembered())}
 
     # -- options ----------------------------------------------------------------------
 
@@ -157,6 +218,7 @@ class AcpRuntime:
     async def set_config(self, option_id: str, value: str) -> None:
         if option_id == "mode":
             self._mode = parse_mode(value)
+            self._guard.set_mode(self._mode)
             return
         option = next((o for o in self._child_options if o.id == option_id), None)
         if option is None or value not in {c.value for c in option.choices}:
@@ -169,6 +231,7 @@ class AcpRuntime:
     async def prompt(self, prompt: Prompt) -> Outcome:
         turn_id = f"turn_{uuid.uuid4().hex[:12]}"
         self._granted.clear()
+        self._guard.begin_turn()
         try:
             child = await self._running()
             stop = await child.prompt(self._child_session or "", prompt_blocks(prompt))
@@ -182,8 +245,10 @@ class AcpRuntime:
         return Outcome(turn_id, stop_reason(stop))
 
     async def cancel(self) -> None:
+        """Cancel the child's turn and stop every command its terminals run."""
         if self._child is not None and self._child_session:
             await self._child.cancel(self._child_session)
+        await self._terminals.kill_all()
 
     async def _running(self) -> ChildConnection:
         if self._child is None or not self._child.alive:
@@ -207,7 +272,7 @@ class AcpRuntime:
             self._child_options = tuple(options_of(update.get("configOptions") or ()))
         event = event_of(update)
         if event is not None:
-            await self._emitter.emit(event)
+            await self._emitter.emit(self._terminals.shown(event))
 
     async def _on_question(self, question: Question) -> ApprovalDecision:
         """The child's permission request, decided by loopd's mode, then the person."""
@@ -216,13 +281,18 @@ class AcpRuntime:
         paths = paths_of(call, self._ctx.cwd)
         inside = all(self._paths.check_write(p).ok for p in paths)
         secret = any(self._paths.check_read(p).issue is PathIssue.SECRET for p in paths)
-        match "deny" if secret else decide(self._mode, kind, paths, inside):
+        command = command_of(call)
+        refused = secret or (command is not None and self._guard.refuses(command) is not None)
+        asked = False
+        match "deny" if refused else decide(self._mode, kind, paths, inside):
             case "allow":
                 decision = ApprovalDecision.ALLOW_ONCE
             case "deny":
                 decision = ApprovalDecision.REJECT_ONCE
             case _:
-                decision = await self._ask_person(call, kind)
+                decision, asked = await self._ask_person(call, kind), True
+        if command is not None:
+            self._guard.heard(command, decision, asked=asked)
         if decision.allowed:
             self._granted.update(paths)
         return decision

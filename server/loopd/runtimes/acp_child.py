@@ -2,8 +2,10 @@
 client methods loopd serves it.
 
 `ChildConnection` hides the SDK from the runtime: requests go out as plain values,
-updates and questions come back through two callbacks, and the process is watched
-so that a child that dies fails the request it was serving instead of hanging it.
+updates and questions come back through two callbacks, files and terminals are
+served by plain objects (`FileAccess`, `AcpTerminals`) whose refusals become JSON-RPC
+errors here, and the process is watched so that a child that dies fails the request
+it was serving instead of hanging it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,18 +23,24 @@ from acp.schema import (
     AcpMcpServer,
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
     DeniedOutcome,
     EnvVariable,
     FileSystemCapabilities,
     HttpHeader,
     HttpMcpServer,
     Implementation,
+    KillTerminalResponse,
     McpServerStdio,
     PermissionOption,
     ReadTextFileResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
     SseMcpServer,
+    TerminalExitStatus,
+    TerminalOutputResponse,
     ToolCallUpdate,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 
@@ -40,6 +48,7 @@ from loopd import __version__
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.errors import RuntimeFailure
 from loopd.protocol.events import ConfigOption
+from loopd.runtimes.acp_terminals import AcpTerminals, TerminalRefused, UnknownTerminal
 from loopd.runtimes.acp_wire import options_of
 from loopd.runtimes.base import McpServerConfig
 from loopd.tools.env import FileAccess
@@ -48,6 +57,7 @@ log = logging.getLogger(__name__)
 
 STDIO_LIMIT = 50 * 1024 * 1024
 CLOSE_GRACE = 2.0
+REFUSED = -32600  # as loopd's own ACP agent refuses a request it will not serve
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +75,19 @@ OnQuestion = Callable[[Question], Awaitable[ApprovalDecision]]
 class _Served:
     """What loopd answers the child (an `acp.Client` by shape: the SDK routes only
     the methods an object has, so everything else is method-not-found): updates and
-    questions to the runtime, files beneath the session's folders."""
+    questions to the runtime, files beneath the session's folders, terminals run in
+    the session's sandbox."""
 
     def __init__(
-        self, on_update: OnUpdate, on_question: OnQuestion, files: FileAccess, may_write: Any
+        self,
+        on_update: OnUpdate,
+        on_question: OnQuestion,
+        files: FileAccess,
+        may_write: Any,
+        terminals: AcpTerminals,
     ) -> None:
         self.on_update, self.on_question = on_update, on_question
-        self.files, self.may_write = files, may_write
+        self.files, self.may_write, self.terminals = files, may_write, terminals
         self.replaying = False  # a load replays what the session layer already has
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
@@ -122,6 +138,68 @@ class _Served:
             raise RequestError.invalid_params({"path": path, "details": str(err)}) from err
         return WriteTextFileResponse()
 
+    async def create_terminal(
+        self,
+        command: str,
+        session_id: str,
+        args: list[str] | None = None,
+        cwd: str | None = None,
+        env: list[EnvVariable] | None = None,
+        output_byte_limit: int | None = None,
+        **kw: Any,
+    ) -> CreateTerminalResponse:
+        variables = {v.name: v.value for v in env or ()}
+        try:
+            terminal_id = await self.terminals.create(
+                command, args or (), variables, cwd, output_byte_limit
+            )
+        except TerminalRefused as err:
+            detail = {"command": command, "args": args or [], "details": str(err)}
+            raise RequestError(REFUSED, f"loopd refused the command: {err}", detail) from err
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def terminal_output(
+        self, session_id: str, terminal_id: str, **kw: Any
+    ) -> TerminalOutputResponse:
+        with _held(terminal_id):
+            snap = self.terminals.output(terminal_id)
+        end = snap.exit
+        status = None if end is None else TerminalExitStatus(exit_code=end.code, signal=end.signal)
+        return TerminalOutputResponse(
+            output=snap.output, truncated=snap.truncated, exit_status=status
+        )
+
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kw: Any
+    ) -> WaitForTerminalExitResponse:
+        with _held(terminal_id):
+            done = await self.terminals.wait_for_exit(terminal_id)
+        return WaitForTerminalExitResponse(exit_code=done.code, signal=done.signal)
+
+    async def kill_terminal(
+        self, session_id: str, terminal_id: str, **kw: Any
+    ) -> KillTerminalResponse:
+        with _held(terminal_id):
+            await self.terminals.kill(terminal_id)
+        return KillTerminalResponse()
+
+    async def release_terminal(
+        self, session_id: str, terminal_id: str, **kw: Any
+    ) -> ReleaseTerminalResponse:
+        with _held(terminal_id):
+            await self.terminals.release(terminal_id)
+        return ReleaseTerminalResponse()
+
+
+@contextlib.contextmanager
+def _held(terminal_id: str) -> Iterator[None]:
+    """An id loopd does not hold is invalid params."""
+    try:
+        yield
+    except UnknownTerminal as err:
+        details = "no such terminal (never created, or released)"
+        raise RequestError.invalid_params({"terminalId": terminal_id, "details": details}) from err
+
 
 def _option(options: Sequence[Mapping[str, Any]], decision: ApprovalDecision) -> str | None:
     """The child's option for the decision; an "always" it lacks counts once."""
@@ -158,6 +236,7 @@ class ChildConnection:
         on_question: OnQuestion,
         files: FileAccess,
         may_write: Callable[[str], bool],
+        terminals: AcpTerminals,
     ) -> ChildConnection:
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -167,12 +246,12 @@ class ChildConnection:
             )  # fmt: skip
         except OSError as err:
             raise RuntimeFailure(f"cannot start the ACP agent {command!r}: {err}") from err
-        served = _Served(on_update, on_question, files, may_write)
+        served = _Served(on_update, on_question, files, may_write, terminals)
         assert proc.stdin is not None and proc.stdout is not None
         conn = connect_to_agent(served, proc.stdin, proc.stdout)  # type: ignore[arg-type]
         child = cls(proc, conn, served)
         caps = ClientCapabilities(
-            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=False
+            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
         )
         init = await child._watch(
             conn.initialize(
@@ -187,6 +266,10 @@ class ChildConnection:
     @property
     def alive(self) -> bool:
         return self._proc.returncode is None
+
+    async def exited(self) -> None:
+        """Returns when the child process has exited."""
+        await self._proc.wait()
 
     async def open_session(
         self, cwd: str, servers: Sequence[McpServerConfig], existing: str | None

@@ -40,6 +40,7 @@ from loopd.protocol.events import (
     Prompt,
     TextBlock,
 )
+from loopd.protocol.mentions import Mention
 from loopd.protocol.messages import Message
 from loopd.protocol.model import ThinkingLevel
 from loopd.protocol.turns import Outcome, UndoReport
@@ -100,6 +101,14 @@ class SessionParts(Protocol):
 
     async def expand(self, name: str, text: str) -> Prompt:
         """The prompt command `name` filled in from `text`; raises `LoopdError`."""
+        ...
+
+    def mentions(self) -> tuple[Mention, ...]:
+        """Context the person may @-mention (the MCP servers' resources)."""
+        ...
+
+    async def resolve(self, prompt: Prompt) -> Prompt:
+        """`prompt` with its mentions of that context read in (`Mentions`)."""
         ...
 
     async def aclose(self) -> None: ...
@@ -253,6 +262,7 @@ class NativeRuntime:
             context=self.journal,
             done=self.parts.done,
             steer=self.steering,
+            mentions=self.parts,
         )
 
     async def prompt(self, prompt: Prompt) -> Outcome:
@@ -285,6 +295,9 @@ class NativeRuntime:
 
     async def expand(self, name: str, text: str) -> Prompt:
         return await self.parts.expand(name, text)
+
+    def mentions(self) -> tuple[Mention, ...]:
+        return self.parts.mentions()
 
     def steer(self, text: str) -> bool:
         """What the person says while a turn runs: read at the turn's next step (a

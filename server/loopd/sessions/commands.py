@@ -11,7 +11,8 @@ the context changed. A command is offered
 
 A runtime may also offer commands that become a prompt (`PromptCommands`: an MCP
 server's prompts): the words after the name fill it in, and the filled-in prompt
-runs as a normal turn.
+runs as a normal turn. And context to @-mention (`Mentionable`: an MCP server's
+resources), which the editor lists and links in a prompt.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from loopd.protocol.events import Command, Prompt
+from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import UndoReport
 
 CLEAR = Command("clear", "Start a fresh model context; the conversation so far stays visible")
@@ -56,6 +58,14 @@ class PromptCommands(Protocol):
 
 
 @runtime_checkable
+class Mentionable(Protocol):
+    """A runtime with context the person may @-mention; a prompt that links it
+    (a `resource_link` with its uri) has it read in before the model sees it."""
+
+    def mentions(self) -> tuple[Mention, ...]: ...
+
+
+@runtime_checkable
 class FileUndoing(Protocol):
     """A runtime that can put back its last turn's file changes."""
 
@@ -70,6 +80,11 @@ def commands_for(runtime: object) -> tuple[Command, ...]:
     )
     own = tuple(command for command, works in offered if works)
     return own + (runtime.prompt_commands() if isinstance(runtime, PromptCommands) else ())
+
+
+def mentions_of(runtime: object) -> tuple[Mention, ...]:
+    """What the runtime offers to @-mention (nothing, for runtimes that cannot)."""
+    return runtime.mentions() if isinstance(runtime, Mentionable) else ()
 
 
 def fills_in(runtime: object, name: str) -> bool:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from loopd.catalog.catalog import entry_changes
+from loopd.catalog.identity import entry_changes
 from loopd.protocol.errors import ConfigError, LoopdError, RuntimeFailure
 from loopd.protocol.events import (
     AgentMessageChunk,
@@ -43,6 +43,7 @@ from loopd.protocol.events import (
     UserMessageChunk,
     to_wire,
 )
+from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import Outcome, UndoReport
 from loopd.runtimes.base import (
     ForkableFactory,
@@ -57,6 +58,7 @@ from loopd.sessions.commands import (
     command_text,
     commands_for,
     fills_in,
+    mentions_of,
     run_command,
     slash_command,
 )
@@ -318,8 +320,12 @@ class SessionManager:
             if command is not None and fills_in(live.runtime, command):
                 return await self._run_prompt_command(live, command, prompt, link)
             if command is not None:
-                return await self._run_command(live, command, prompt)
+                return await self._run_command(live, command, prompt, link)
             return await self._run_turn(live, prompt, link)
+
+    def mentions(self, session_id: str) -> tuple[Mention, ...]:
+        """What the person may @-mention in the session's prompts, as it is now."""
+        return mentions_of(self._require(session_id).runtime)
 
     def busy(self, session_id: str) -> bool:
         """Whether a prompt sent now would wait for the turn slot."""
@@ -332,9 +338,7 @@ class SessionManager:
 
     async def _run_turn(self, live: LiveSession, prompt: Prompt, link: ClientLink) -> Outcome:
         emitter = self._emitter(live)
-        message_id = f"user_{uuid.uuid4().hex[:12]}"
-        for block in prompt.blocks:
-            emitter.store.append_event(live.id, _user_chunk(block, message_id))
+        await self._journal_prompt(live, prompt, link)
         if live.record.title is None and prompt.text.strip():
             title = title_of(prompt.text)
             live.record = replace(live.record, title=title)
@@ -379,7 +383,9 @@ class SessionManager:
         )
         return report
 
-    async def _run_command(self, live: LiveSession, name: str, prompt: Prompt) -> Outcome:
+    async def _run_command(
+        self, live: LiveSession, name: str, prompt: Prompt, link: ClientLink
+    ) -> Outcome:
         """A session command, journaled like a turn: the prompt, then a note of what
         happened (or why it did not)."""
         try:
@@ -388,7 +394,7 @@ class SessionManager:
             note = f"/{name} failed: {err}"
         if note is None:
             return Outcome(turn_id="", stop_reason="cancelled")
-        return await self._noted(live, prompt, note)
+        return await self._noted(live, prompt, note, link)
 
     async def _run_prompt_command(
         self, live: LiveSession, name: str, prompt: Prompt, link: ClientLink
@@ -399,17 +405,29 @@ class SessionManager:
         try:
             filled = await live.runtime.expand(name, command_text(prompt))
         except LoopdError as err:
-            return await self._noted(live, prompt, f"/{name} failed: {err}")
+            return await self._noted(live, prompt, f"/{name} failed: {err}", link)
         return await self._run_turn(live, filled, link)
 
-    async def _noted(self, live: LiveSession, prompt: Prompt, note: str) -> Outcome:
+    async def _noted(
+        self, live: LiveSession, prompt: Prompt, note: str, link: ClientLink
+    ) -> Outcome:
         emitter = self._emitter(live)
-        message_id = f"user_{uuid.uuid4().hex[:12]}"
-        for block in prompt.blocks:
-            emitter.store.append_event(live.id, _user_chunk(block, message_id))
+        await self._journal_prompt(live, prompt, link)
         await emitter.emit(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}"))
         self.store.update(live.id, updated_at=self.now())
         return Outcome(turn_id="", stop_reason="end_turn")
+
+    async def _journal_prompt(self, live: LiveSession, prompt: Prompt, link: ClientLink) -> None:
+        """Journal the person's prompt, and show it in the other editors attached to
+        the session (the prompting one shows what was typed itself)."""
+        message_id = f"user_{uuid.uuid4().hex[:12]}"
+        chunks = [_user_chunk(block, message_id) for block in prompt.blocks]
+        for chunk in chunks:
+            self.store.append_event(live.id, chunk)
+        others = [other for other in live.links if other is not link]
+        emitter = SessionEmitter(self.store, live.id, lambda: others, self.now)
+        for chunk in chunks:
+            await emitter.show(chunk)
 
     async def cancel(self, session_id: str) -> None:
         live = self._live.get(session_id)

@@ -5,17 +5,23 @@ Tools: `echo {text}` (text plus structured content; annotated read-only),
 an environment variable in the server, to see what leaked in), `spawn {}` (starts a
 grandchild that sleeps, and answers its pid, to see that closing kills it),
 `picture {}` (a caption and a PNG image), `grow {}` (adds the tool `added` and sends
-`notifications/tools/list_changed` before its answer). The list comes in pages of
-two, so clients must follow `nextCursor`. Prompts: `review {file, focus?}` (a text
-and the file as an embedded resource) and `hello {}`.
+`notifications/tools/list_changed` before its answer), `publish {}` (adds the
+resource `mem://notes/late` and sends `notifications/resources/list_changed`
+before its answer), `retract {}` (drops `mem://notes/readme` from the list, which
+it still serves, and says so the same way). The list comes in pages of two, so clients must follow
+`nextCursor`. Prompts: `review {file, focus?}` (a text and the file as an embedded
+resource) and `hello {}`. Resources (pages of two as well): a text note, a PNG, a
+binary blob and a text past loopd's cap; `resources/read` also answers the unlisted
+`mem://hidden/secret`, so a test sees whether a client reads what it was not offered.
 
 stdio (stdlib only, so it runs by path with any interpreter and no PYTHONPATH)::
 
-    python fake_mcp.py [--crash | --silent | --version=REVISION]
+    python fake_mcp.py [--crash | --silent | --version=REVISION | --no-resources]
 
 `--crash` writes a line to stderr and exits 3 before reading anything; `--silent`
 reads and never answers; `--version` answers `initialize` with that revision
-instead of the one asked for. Over HTTP, `FakeMcpHttpServer` listens on 127.0.0.1
+instead of the one asked for; `--no-resources` declares no resources capability
+(and answers no `resources/*` request). Over HTTP, `FakeMcpHttpServer` listens on 127.0.0.1
 port 0, answers `tools/call` as an SSE stream (notices first, then the answer) and
 everything else as JSON, hands out an `Mcp-Session-Id` at `initialize`, refuses a
 request without one (400) or with one it no longer knows (404: `expire()` forgets
@@ -58,6 +64,8 @@ TOOLS: list[dict[str, Any]] = [
     {"name": "spawn", "description": "Start a sleeping child.", "inputSchema": {"type": "object"}},
     {"name": "picture", "description": "A picture.", "inputSchema": {"type": "object"}},
     {"name": "grow", "description": "Add a tool.", "inputSchema": {"type": "object"}},
+    {"name": "publish", "description": "Add a resource.", "inputSchema": {"type": "object"}},
+    {"name": "retract", "description": "Unlist a resource.", "inputSchema": {"type": "object"}},
 ]
 ADDED = {"name": "added", "description": "Added by grow.", "inputSchema": {"type": "object"}}
 PROMPTS: list[dict[str, Any]] = [
@@ -71,17 +79,46 @@ PROMPTS: list[dict[str, Any]] = [
     },
     {"name": "hello", "description": "Say hello."},
 ]
+NOTE = "The secret word is PAPAYA.\n"
+HIDDEN = "HIDDEN-SECRET: never offered, never to be read\n"
+BIG = "x" * 150_000
+BLOB = "AAECAwQFBgc="  # eight bytes 0..7
+RESOURCES: list[dict[str, Any]] = [
+    {
+        "uri": "mem://notes/readme",
+        "name": "readme",
+        "title": "The readme",
+        "description": "What the project is about.",
+        "mimeType": "text/plain",
+    },
+    {"uri": "mem://images/dot.png", "name": "dot", "mimeType": "image/png"},
+    {"uri": "mem://data/blob.bin", "name": "blob", "mimeType": "application/octet-stream"},
+    {"uri": "mem://notes/big", "name": "big", "mimeType": "text/plain"},
+]
+LATE = {"uri": "mem://notes/late", "name": "late", "mimeType": "text/plain"}
+CONTENTS: dict[str, dict[str, Any]] = {
+    "mem://notes/readme": {"mimeType": "text/plain", "text": NOTE},
+    "mem://images/dot.png": {"mimeType": "image/png", "blob": PNG},
+    "mem://data/blob.bin": {"mimeType": "application/octet-stream", "blob": BLOB},
+    "mem://notes/big": {"mimeType": "text/plain", "text": BIG},
+    "mem://notes/late": {"mimeType": "text/plain", "text": "Published later: MANGO\n"},
+    "mem://hidden/secret": {"mimeType": "text/plain", "text": HIDDEN},
+}
+RESOURCES_CHANGED = {"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}
 HANG = object()  # the answer of a call that never answers
 
 
 class Fake:
-    """One server's state: its tool list (which `grow` changes), the revision it
-    answers `initialize` with (None: the one asked for), and the notices queued to go
-    out before the next answer."""
+    """One server's state: its tool and resource lists (which `grow` and `publish`
+    change), the revision it answers `initialize` with (None: the one asked for),
+    whether it offers resources, the uris it was asked to read, and the notices
+    queued to go out before the next answer."""
 
-    def __init__(self, version: str | None = None) -> None:
+    def __init__(self, version: str | None = None, resources: bool = True) -> None:
         self.tools = list(TOOLS)
         self.version = version
+        self.resources = list(RESOURCES) if resources else None
+        self.read: list[str] = []
         self.notices: list[dict[str, Any]] = []
 
     def answer(self, method: str, params: dict[str, Any]) -> Any:
@@ -89,17 +126,21 @@ class Fake:
         unknown method or tool."""
         match method:
             case "initialize":
+                capabilities: dict[str, Any] = {"tools": {"listChanged": True}, "prompts": {}}
+                if self.resources is not None:
+                    capabilities["resources"] = {"listChanged": True}
                 return {
                     "protocolVersion": self.version or params.get("protocolVersion"),
-                    "capabilities": {"tools": {"listChanged": True}, "prompts": {}},
+                    "capabilities": capabilities,
                     "serverInfo": {"name": "fake-mcp", "version": "0"},
                 }
             case "tools/list":
-                start = int(params.get("cursor") or 0)
-                page: dict[str, Any] = {"tools": self.tools[start : start + PAGE]}
-                if start + PAGE < len(self.tools):
-                    page["nextCursor"] = str(start + PAGE)
-                return page
+                return _page("tools", self.tools, params)
+            case "resources/list" if self.resources is not None:
+                return _page("resources", self.resources, params)
+            case "resources/read" if self.resources is not None:
+                self.read.append(params["uri"])
+                return {"contents": [{"uri": params["uri"], **CONTENTS[params["uri"]]}]}
             case "tools/call":
                 return self._call(params["name"], params.get("arguments") or {})
             case "prompts/list":
@@ -118,6 +159,14 @@ class Fake:
                 return {"content": [{"type": "text", "text": "grown"}]}
             case "added":
                 return {"content": [{"type": "text", "text": "the added tool ran"}]}
+            case "publish" if self.resources is not None:
+                self.resources.append(LATE)
+                self.notices.append(RESOURCES_CHANGED)
+                return {"content": [{"type": "text", "text": "published"}]}
+            case "retract" if self.resources is not None:
+                self.resources = [r for r in self.resources if r["uri"] != "mem://notes/readme"]
+                self.notices.append(RESOURCES_CHANGED)
+                return {"content": [{"type": "text", "text": "retracted"}]}
             case "picture":
                 image = {"type": "image", "data": PNG, "mimeType": "image/png"}
                 return {"content": [{"type": "text", "text": "a red dot"}, image]}
@@ -139,6 +188,14 @@ class Fake:
     def take_notices(self) -> list[dict[str, Any]]:
         notices, self.notices = self.notices, []
         return notices
+
+
+def _page(kind: str, entries: list[dict[str, Any]], params: dict[str, Any]) -> Any:
+    start = int(params.get("cursor") or 0)
+    page: dict[str, Any] = {kind: entries[start : start + PAGE]}
+    if start + PAGE < len(entries):
+        page["nextCursor"] = str(start + PAGE)
+    return page
 
 
 def _prompt(name: str, args: dict[str, str]) -> Any:
@@ -188,8 +245,8 @@ def serve_stdio(fake: Fake, silent: bool) -> None:
 class FakeMcpHttpServer:
     """The HTTP flavour; `url` is its endpoint. Use as a context manager."""
 
-    def __init__(self, version: str | None = None) -> None:
-        self.fake = Fake(version)
+    def __init__(self, version: str | None = None, resources: bool = True) -> None:
+        self.fake = Fake(version, resources)
         self.session: str | None = None  # the one it knows; a new one at each initialize
         self.forgetful = False
         self.started = 0
@@ -275,7 +332,8 @@ def main() -> None:
         sys.stderr.write("boom: the fake server was told to crash\n")
         sys.exit(3)
     versions = [a.removeprefix("--version=") for a in sys.argv if a.startswith("--version=")]
-    serve_stdio(Fake(versions[-1] if versions else None), silent="--silent" in sys.argv)
+    fake = Fake(versions[-1] if versions else None, resources="--no-resources" not in sys.argv)
+    serve_stdio(fake, silent="--silent" in sys.argv)
 
 
 if __name__ == "__main__":

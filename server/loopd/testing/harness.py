@@ -21,6 +21,7 @@ from loopd.instructions import read_chain
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import RuntimeFailure
 from loopd.protocol.events import Command, Prompt
+from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import UndoReport
 from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
@@ -81,6 +82,12 @@ class ScriptedParts:
 
     async def expand(self, name: str, text: str) -> Prompt:
         raise RuntimeFailure(f"/{name} is not a prompt command")
+
+    def mentions(self) -> tuple[Mention, ...]:
+        return ()
+
+    async def resolve(self, prompt: Prompt) -> Prompt:
+        return prompt
 
     def remembered(self) -> Mapping[str, Any]:
         return {"remembered": [[name, str(d)] for name, d in self.policy.remembered]}

@@ -82,7 +82,7 @@ class Explore:
         return ToolResult(
             output=text,
             content=(TextBlock(text),),
-            raw_output={"explore": report.to_json()},
+            raw_output={"explore": report.to_json() | {"child": self.child.identity()}},
         )
 
 

@@ -28,7 +28,7 @@ from loopd.sandbox.base import PreparedCommand
 log = logging.getLogger(__name__)
 
 
-class _Child(asyncio.SubprocessProtocol):
+class Spawned(asyncio.SubprocessProtocol):
     """One spawned command, seen through asyncio's protocol callbacks.
 
     Not `asyncio.subprocess.Process`: its `wait()` returns only once the output pipe
@@ -105,10 +105,10 @@ class _Child(asyncio.SubprocessProtocol):
 MAX_QUEUED = 64  # chunks of output waiting for the consumer before reading pauses
 
 
-async def spawn(prepared: PreparedCommand, stdout: int) -> _Child:
+async def spawn(prepared: PreparedCommand, stdout: int) -> Spawned:
     """Start `prepared` as the leader of a new session and process group, stdin closed,
     stderr merged into `stdout` (a pipe or a file descriptor)."""
-    child = _Child()
+    child = Spawned()
     await asyncio.get_running_loop().subprocess_exec(
         lambda: child,
         *prepared.argv,
@@ -143,18 +143,53 @@ async def first_of(work: Awaitable[object], clock: Clock, seconds: float) -> boo
     return work_task.done() and not work_task.cancelled()
 
 
-async def stop(child: _Child, clock: Clock, grace: float) -> None:
+async def stop(child: Spawned, clock: Clock, grace: float) -> None:
     """Terminate the group `child` leads: SIGTERM, up to `grace` seconds for the
     leader to exit, then SIGKILL to the group whatever happened (children that
     ignored SIGTERM or outlived the leader), then reap the leader. The SIGKILL is in
-    a `finally` so a second cancellation during the grace still kills."""
+    a `finally` so a second cancellation during the grace still kills.
+
+    The leader's own children are read first and killed with their groups too: a
+    sandbox launcher (bwrap) runs the command under a child that starts a session of
+    its own (`--new-session`), out of the leader's group, and that ignores SIGTERM
+    from outside (it is its pid namespace's init). It dies with the launcher only
+    once it has set its parent-death signal, so a launcher stopped just after it
+    started would otherwise leave it, and the command, running."""
+    children = _children(child.pid)
     try:
         if child.returncode is None:
             kill_group(child.pid, signal.SIGTERM)
             await first_of(child.wait(), clock, grace)
     finally:
         kill_group(child.pid, signal.SIGKILL)
+        for pid, started in children:
+            if _started(pid) == started:  # still that process, not a reused pid
+                kill_group(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
     await child.wait()
+
+
+def _children(pid: int) -> tuple[tuple[int, str], ...]:
+    """The direct children of `pid` with their start times (none when the kernel
+    does not list children)."""
+    found: list[tuple[int, str]] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as listed:
+                found += [(int(p), _started(int(p))) for p in listed.read().split()]
+    except (OSError, ValueError):
+        pass
+    return tuple((p, t) for p, t in found if t)
+
+
+def _started(pid: int) -> str:
+    """The start time of `pid` (its /proc stat field 22), "" when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +247,7 @@ class BackgroundProcesses:
     def __init__(self, clock: Clock, grace: float) -> None:
         self._clock = clock
         self._grace = grace
-        self._procs: dict[str, tuple[BackgroundProcess, _Child]] = {}
+        self._procs: dict[str, tuple[BackgroundProcess, Spawned]] = {}
         self._closed = False
         self._started = 0
 
@@ -248,7 +283,7 @@ class BackgroundProcesses:
             if isinstance(r, Exception):
                 log.warning("stopping a background process failed: %r", r)
 
-    async def _stop(self, child: _Child) -> None:
+    async def _stop(self, child: Spawned) -> None:
         try:
             await stop(child, self._clock, self._grace)
         finally:

@@ -26,6 +26,7 @@ from acp.client.connection import ClientSideConnection
 from acp.schema import ClientCapabilities, Implementation, TextContentBlock
 
 from loopd.testing.fake_llm import FakeLLMServer
+from tests.e2e.conftest import serving
 
 ROOT = Path(__file__).resolve().parents[3]
 LOOPD = [sys.executable, "-m", "loopd", "acp"]
@@ -53,6 +54,7 @@ class Home:
             "ANTHROPIC_BASE_URL": self.fake.base_url,
             "ANTHROPIC_API_KEY": "x",
             "PYTHONPATH": str(ROOT / "server"),
+            **serving(),
             **extra,
         }
 

@@ -1,7 +1,8 @@
 """MCP servers handed over in `session/new`, through the real `loopd acp`: a stdio
 server and an HTTP one connected, their tools offered to the model under namespaced
 names and called after the person approves; a server that cannot start is reported
-before the turn's output and the session answers anyway."""
+before the turn's output and the session answers anyway; its prompts are slash
+commands and its resources are read into a turn that links them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ import json
 import sys
 
 import pytest
-from acp.schema import HttpHeader, HttpMcpServer, McpServerStdio
+from acp.schema import (
+    HttpHeader,
+    HttpMcpServer,
+    McpServerStdio,
+    ResourceContentBlock,
+    TextContentBlock,
+)
 
 from loopd.testing.fake_mcp import PNG, FakeMcpHttpServer
 from loopd.testing.llm_script import Reply, ScriptedCall
@@ -133,3 +140,35 @@ async def test_a_servers_prompts_are_slash_commands_that_fill_in_the_turn(home: 
     sent = sent_to_model(home, 0)
     assert "Review a.py, focusing on speed." in sent and "file:///a.py" in sent
     assert "/mcp__files__review" not in sent
+
+
+async def test_a_mentioned_resource_reaches_the_model_and_an_unlisted_uri_is_not_read(
+    home: Home,
+) -> None:
+    """A `resource_link` to a resource the session's server listed is read through
+    that server into the turn; one to a uri it did not list (which the fake would
+    serve) stays a link: loopd reads nothing it was not offered."""
+    home.fake.script("*", Reply(text="read it"))
+    client = RecordingClient()
+    prompt = [
+        TextContentBlock(type="text", text="what is the secret word?"),
+        ResourceContentBlock(type="resource_link", uri="mem://notes/readme", name="readme"),
+        ResourceContentBlock(type="resource_link", uri="mem://hidden/secret", name="secret"),
+    ]
+    async with loopd_acp(home, client) as conn:
+        new = await conn.new_session(cwd=str(home.work), mcp_servers=[fake_stdio("notes")])
+        sid = new.session_id
+        listed = await conn.ext_method("loopd/session/mentions", {"sessionId": sid})
+        result = await conn.prompt(session_id=sid, prompt=prompt)
+    assert result.stop_reason == "end_turn"
+    assert listed["mentions"][0] == {
+        "server": "notes",
+        "uri": "mem://notes/readme",
+        "name": "readme",
+        "title": "The readme",
+        "description": "What the project is about.",
+        "mimeType": "text/plain",
+    }
+    sent = sent_to_model(home, 0)
+    assert '<resource uri=\\"mem://notes/readme\\">\\nThe secret word is PAPAYA.' in sent
+    assert "mem://hidden/secret" in sent and "HIDDEN-SECRET" not in sent

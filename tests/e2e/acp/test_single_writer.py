@@ -20,6 +20,12 @@ from tests.e2e.acp.conftest import ROOT, Home, RawAgent, prompt_params, raw_loop
 pytestmark = pytest.mark.e2e
 
 
+def apart(home: Home) -> dict[str, str]:
+    """Each `loopd acp` in its own process (`--no-daemon`): through one daemon the
+    two would share the session, which is the daemon's point."""
+    return home.env(LOOPD_DAEMON="off")
+
+
 def stored(home: Home, sid: str) -> list[Message]:
     store = SqliteStore(home.root / "data" / "sessions.db")
     try:
@@ -53,10 +59,10 @@ async def sessions(home: Home, action: str, sid: str) -> tuple[int, str, str]:
 
 async def test_a_second_process_is_refused_until_the_first_exits(home: Home) -> None:
     home.fake.script("*", Reply(text="first answer"), Reply(text="second answer"))
-    async with raw_loopd(home) as first:
+    async with raw_loopd(home, apart(home)) as first:
         sid = await first.new_session(home.work)
         await prompted(first, sid, "first question")
-        async with raw_loopd(home) as second:
+        async with raw_loopd(home, apart(home)) as second:
             refused = await load(second, home, sid)
             error = refused["error"]
             assert error["code"] == -32600
@@ -86,12 +92,12 @@ async def test_a_second_process_is_refused_until_the_first_exits(home: Home) -> 
 
 async def test_a_process_killed_with_the_session_open_does_not_keep_it(home: Home) -> None:
     home.fake.script("*", Reply(text="first answer"), Reply(text="second answer"))
-    async with raw_loopd(home) as first:
+    async with raw_loopd(home, apart(home)) as first:
         sid = await first.new_session(home.work)
         await prompted(first, sid, "first question")
         first.proc.kill()  # SIGKILL: no chance to drop the lease
         await first.proc.wait()
-    async with raw_loopd(home) as second:
+    async with raw_loopd(home, apart(home)) as second:
         assert "result" in await load(second, home, sid)
         await prompted(second, sid, "second question")
     roles = [m.role for m in stored(home, sid)]

@@ -58,9 +58,11 @@ def test_config_schema_is_json_schema(workspace: Path, tmp_path: Path) -> None:
     assert schema["$schema"].endswith("2020-12/schema")
     tables = {
         *("defaults", "providers", "runtimes", "limits", "approvals", "delegate", "done"),
-        "sandbox",
+        *("sandbox", "agents", "daemon"),
     }
     assert set(schema["properties"]) == tables
+    role = schema["properties"]["agents"]["additionalProperties"]["properties"]
+    assert set(role) == {"runtimes", "default", "model", "effort"}
 
 
 def test_completion_prints_a_script_bash_can_load(workspace: Path, tmp_path: Path) -> None:

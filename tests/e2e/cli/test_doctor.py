@@ -13,6 +13,7 @@ import pytest
 
 from loopd import __version__
 from loopd.sandbox.tiers import Tier
+from tests.e2e.conftest import serving
 
 pytestmark = pytest.mark.e2e
 
@@ -26,6 +27,7 @@ def doctor(tmp_path: Path, code: int = 0, **extra: str) -> str:
         "LOOPD_HOME": str(tmp_path / "data"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "PYTHONPATH": str(ROOT / "server"),
+        **serving(),
         **extra,
     }
     done = subprocess.run(

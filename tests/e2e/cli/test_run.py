@@ -137,6 +137,7 @@ def test_a_session_records_its_runtime_identity(
     assert record.runtime["name"] == "anthropic"
     identity = record.runtime["identity"]
     assert (identity["harness"], identity["model"]) == ("native", "claude-x")
+    assert identity["agent"] == "main"  # the session's own agent role
     assert identity["catalog_digest"].startswith("sha256:")
     assert fake_llm.requests[0].body["model"] == "claude-x"
 

@@ -10,6 +10,7 @@ from lsprotocol import types
 
 from loopd.config.login import Login, write_login
 from loopd.testing.fake_llm import FakeLLMServer
+from tests.e2e.conftest import serving
 from tests.e2e.lsp.conftest import ROOT, Start, until
 
 
@@ -20,6 +21,7 @@ async def test_login_is_found_without_a_restart(start: Start, tmp_path: Path) ->
         "LOOPD_HOME": str(tmp_path / "data"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "PYTHONPATH": str(ROOT / "server"),
+        **serving(),
     }
     with FakeLLMServer() as fake:
         editor = await start(

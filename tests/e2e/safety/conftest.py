@@ -33,6 +33,7 @@ from acp.schema import (
 from loopd.sandbox.probe import probe_sandbox
 from loopd.sandbox.tiers import Tier
 from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
+from tests.e2e.conftest import serving
 
 ROOT = Path(__file__).resolve().parents[3]
 FAKE_KEY = "sk-ant-fake-escape-7f3a9c"  # the provider key a command must never see
@@ -77,6 +78,7 @@ class Box:
             "ANTHROPIC_BASE_URL": base_url,
             "ANTHROPIC_API_KEY": FAKE_KEY,
             "PYTHONPATH": str(ROOT / "server"),
+            **serving(),
         }
 
 

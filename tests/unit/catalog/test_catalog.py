@@ -21,7 +21,7 @@ from loopd.catalog import (
     UnknownRuntime,
     UnsupportedEffort,
 )
-from loopd.catalog.catalog import entry_changes
+from loopd.catalog.identity import entry_changes
 from loopd.config import Harness, ProviderKind
 from loopd.protocol.errors import ConfigError
 
@@ -295,7 +295,8 @@ def test_default_version_and_membership_change_the_digest(catalog: RuntimeCatalo
         dataclasses.replace(e, version="2.1.332") if e.name == "claude" else e for e in catalog
     )
     assert RuntimeCatalog(upgraded, default="anthropic").digest != catalog.digest
-    assert catalog.scoped({"anthropic", "claude"}).digest != catalog.digest
+    narrower = RuntimeCatalog(tuple(e for e in catalog if e.name != "codex"), "anthropic")
+    assert narrower.digest != catalog.digest
 
 
 def test_digest_and_json_leave_secrets_out() -> None:
@@ -382,22 +383,6 @@ def test_malformed_identity_is_rejected(
     with pytest.raises(InvalidCatalog) as caught:
         RuntimeIdentity.from_json(data)
     assert caught.value.field == field
-
-
-def test_scoped_view_admits_only_allowed_entries(catalog: RuntimeCatalog) -> None:
-    child = catalog.scoped({"claude", "codex", "not-installed"})
-    assert child.names == ("claude", "codex")
-    assert child.default is None  # the parent's default is out of scope
-    with pytest.raises(UnknownRuntime):
-        child.resolve()
-    with pytest.raises(UnknownRuntime):
-        child.resolve("anthropic")
-    with pytest.raises(UnknownHarness):
-        child.resolve("native")
-    assert child.resolve("claude", "opus").model == "opus"
-    kept = catalog.scoped(["anthropic"])
-    assert kept.default == "anthropic" and kept.resolve().runtime == "anthropic"
-    assert catalog.scoped(()).names == ()
 
 
 def test_an_entry_change_is_named_by_its_fields(catalog: RuntimeCatalog) -> None:

@@ -15,6 +15,7 @@ from loopd.catalog import (
     InvalidCatalog,
     RuntimeEntry,
     RuntimeIdentity,
+    UnknownAgent,
     UnknownHarness,
     UnknownModel,
     UnknownRuntime,
@@ -124,11 +125,19 @@ def test_the_identity_records_whether_the_effort_was_chosen() -> None:
 
 
 def test_error_kinds_are_a_closed_set_one_per_class() -> None:
-    classes = (InvalidCatalog, UnknownRuntime, UnknownHarness, UnknownModel, UnsupportedEffort)
+    classes = (
+        InvalidCatalog,
+        UnknownAgent,
+        UnknownRuntime,
+        UnknownHarness,
+        UnknownModel,
+        UnsupportedEffort,
+    )
     assert sorted(c.kind for c in classes) == sorted(get_args(ErrorKind))
     assert {c for c in CatalogError.__subclasses__()} == set(classes)
     catalog = build(PROVIDER).catalog
     for call, kind in (
+        (lambda: catalog.resolve(agent="reviewer"), "unknown_agent"),
         (lambda: catalog.resolve("nope"), "unknown_runtime"),
         (lambda: catalog.resolve("codex"), "unknown_harness"),
         (lambda: catalog.resolve("anthropic", "gpt-9"), "unknown_model"),

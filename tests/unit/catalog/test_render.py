@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from loopd.catalog import (
+    AgentScope,
     ModelOption,
     ProviderRef,
     RuntimeCatalog,
@@ -94,3 +95,34 @@ def test_text_for_an_empty_catalog_says_so_and_what_to_set() -> None:
     first = catalog_to_text(RuntimeCatalog()).splitlines()[0]
     assert first.startswith("no runtimes available: run `loopd login`; or set ANTHROPIC_API_KEY")
     assert "[providers.NAME]" in first and "claude or codex CLI on PATH" in first
+
+
+def test_both_renderings_show_each_agent_and_its_entries() -> None:
+    base = sample()
+    roles = (
+        AgentScope(name="explore", runtimes=("anthropic",), model="x"),
+        AgentScope(name="reviewer", runtimes=("anthropic",), default="anthropic", effort="high"),
+    )
+    catalog = RuntimeCatalog(base.entries, base.default, roles)
+    agents = catalog_to_json(catalog)["agents"]
+    assert [a["name"] for a in agents] == ["explore", "main", "reviewer"]
+    assert agents[1] == {
+        "name": "main",
+        "runtimes": ["anthropic", "codex"],
+        "default": "anthropic",
+        "model": None,
+        "effort": None,
+    }
+    lines = catalog_to_text(catalog).splitlines()
+    start = lines.index("") + 1
+    assert lines[start].split() == ["AGENT", "DEFAULT", "RUNTIMES"]
+    assert lines[start + 1].split() == [
+        "explore",
+        "(the",
+        "session's",
+        "runtime)",
+        "(x)",
+        "anthropic",
+    ]
+    assert lines[start + 2].split() == ["main", "anthropic", "anthropic,", "codex"]
+    assert lines[start + 3].split() == ["reviewer", "anthropic", "(high)", "anthropic"]

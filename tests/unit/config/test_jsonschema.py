@@ -84,6 +84,16 @@ home_readable = ["~/.m2"]
 runtime = "fast"
 model = "qwen"
 
+[daemon]
+enabled = true
+idle_seconds = 600
+
+[agents.explore]
+runtimes = ["fast", "groq"]
+default = "groq"
+model = "llama-3.3-70b"
+effort = "low"
+
 [done]
 enabled = true
 protected = ["tests/**"]
@@ -132,7 +142,7 @@ def test_every_key_the_schema_names_is_used_above() -> None:
     used = set(re.findall(r"^(\w+) =", EVERY_KEY, re.M)) | {"aliases", "id", "providers"}
     used |= {"context_window", "credential", "targets"}  # inline in a model table
     used |= {"runtimes", "defaults", "limits", "approvals", "delegate", "done", "criteria"}
-    used |= {"sandbox"}
+    used |= {"sandbox", "agents", "daemon"}
     assert named <= used
 
 
@@ -153,6 +163,9 @@ def test_the_readme_example_validates() -> None:
         "[runtimes.x]\nharness = 'claude'\nflavour = 1\n",
         "[limits]\nmax_iterations = -1\n",
         "[approvals]\nallow = [1]\n",
+        "[agents.explore]\nrunning = 'fast'\n",
+        "[agents.explore]\nruntimes = 'fast'\n",
+        "[agents.explore]\nruntimes = []\n",
         "[wat]\n",
     ],
 )

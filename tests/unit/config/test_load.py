@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from loopd.config import (
+    AgentConfig,
     ConfigFileError,
     Delegate,
     Done,
@@ -229,6 +230,20 @@ def test_explicit_paths_override_the_locations(env: dict[str, str], tmp_path: Pa
         ("[limits]\nturn_cost_ceiling = -0.5\n", "limits.turn_cost_ceiling", "zero or more"),
         ('[limits]\nturn_cost_ceiling = "1"\n', "limits.turn_cost_ceiling", "a number"),
         ("[approvals]\nallow = 'read'\n", "approvals.allow", "list"),
+        ("[agents.explore]\nrunning = ['x']\n", "agents.explore.running", "unknown key"),
+        ("[agents.explore]\nruntimes = 'x'\n", "agents.explore.runtimes", "list"),
+        ("[agents.explore]\nruntimes = []\n", "agents.explore.runtimes", "is empty"),
+        ("[agents.explore]\nruntimes = ['a', 'a']\n", "agents.explore.runtimes", "twice"),
+        ("[agents.explore]\nruntimes = ['a b']\n", "agents.explore.runtimes", "runtime name"),
+        (
+            "[agents.explore]\nruntimes = ['a']\ndefault = 'b'\n",
+            "agents.explore.default",
+            "'b' is not one of runtimes",
+        ),
+        ("[agents.explore]\ndefault = 'a b'\n", "agents.explore.default", "must be a name"),
+        ("[agents.explore]\nmodel = 1\n", "agents.explore.model", "non-empty string"),
+        ("[agents.'no good']\nmodel = 'm'\n", "agents.no good", "must be a name"),
+        ("agents = 3\n", "agents", "table"),
         ("providers = 3\n", "providers", "table"),
         ("[done]\ntimeout_seconds = 0\n", "done.timeout_seconds", "positive"),
         ("[done]\nenabled = 'yes'\n", "done.enabled", "true or false"),
@@ -370,6 +385,22 @@ exit_code = 1
             DoneCriterion(name="lint", command="ruff check", exit_code=1),
         ),
     )
+
+
+def test_agents_tables_name_each_role_its_runtimes_and_defaults(
+    env: dict[str, str], cwd: Path
+) -> None:
+    assert load_config(env, cwd).agents == {}
+    write(
+        user_file(env),
+        "[agents.explore]\nruntimes = ['cheap', 'main']\ndefault = 'main'\nmodel = 'kid'\n"
+        "effort = 'low'\n[agents.reviewer]\nruntimes = ['claude']\n",
+    )
+    agents = load_config(env, cwd).agents
+    assert agents["explore"] == AgentConfig(
+        name="explore", runtimes=("cheap", "main"), default="main", model="kid", effort="low"
+    )
+    assert agents["reviewer"] == AgentConfig(name="reviewer", runtimes=("claude",))
 
 
 def test_the_delegate_table_names_a_runtime_and_model(env: dict[str, str], cwd: Path) -> None:

@@ -53,6 +53,15 @@ api_key_env = "ANTHROPIC_API_KEY"
 harness = "claude"
 command = "./tool.sh"
 
+[agents.explore]
+runtimes = ["evil"]
+
+[agents.main]
+runtimes = ["helper"]
+
+[delegate]
+runtime = "evil"
+
 [limits]
 max_iterations = 500
 max_parallel = 2
@@ -93,6 +102,7 @@ def trust(env: dict[str, str], ws: Path) -> None:
 def test_an_untrusted_file_only_tightens(env: dict[str, str], ws: Path) -> None:
     config = load_config(env, ws)
     assert set(config.providers) == {"mine"} and config.runtimes == {}
+    assert config.agents == {} and config.delegate.runtime is None  # roles need trust
     assert config.defaults.runtime == "mine" and config.defaults.model is None
     assert config.defaults.mode == "accept_edits"  # full_auto would widen
     assert config.limits.max_iterations == 20  # 500 would raise it
@@ -109,6 +119,9 @@ def test_an_untrusted_file_only_tightens(env: dict[str, str], ws: Path) -> None:
         "defaults.mode",
         "providers.evil",
         "runtimes.helper",
+        "agents.explore",
+        "agents.main",
+        "delegate.runtime",
         "limits.max_iterations",
         "approvals.allow",
         "approvals.timeout_seconds",
@@ -120,6 +133,7 @@ def test_trusted_applies_whole_and_says_nothing(env: dict[str, str], ws: Path) -
     trust(env, ws)
     config = load_config(env, ws)
     assert set(config.runtimes) == {"helper"} and "evil" in config.providers
+    assert config.agents["explore"].runtimes == ("evil",)
     assert config.approvals.allow == ("*",) and config.limits.max_iterations == 500
     assert config.workspace is not None and config.workspace.state is TrustState.TRUSTED
     assert config.workspace.notice == ""

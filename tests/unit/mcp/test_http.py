@@ -77,7 +77,7 @@ async def test_an_expired_session_is_initialised_again_and_the_call_retried(
         calls = [(m, h.get("mcp-session-id")) for m, h in fake.requests]
     assert said.output == "echo: again" and not said.is_error
     assert len(listed) == len(servers.tools)
-    assert calls[-11:] == [
+    assert calls[-12:] == [
         ("tools/call", "fake-session-1"),  # 404
         ("initialize", None),
         ("notifications/initialized", "fake-session-2"),
@@ -85,7 +85,7 @@ async def test_an_expired_session_is_initialised_again_and_the_call_retried(
         ("tools/list", "fake-session-2"),  # 404
         ("initialize", None),
         ("notifications/initialized", "fake-session-3"),
-        *[("tools/list", "fake-session-3")] * 4,  # every page, in the new session
+        *[("tools/list", "fake-session-3")] * 5,  # every page, in the new session
     ]
 
 

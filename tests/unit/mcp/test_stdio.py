@@ -30,7 +30,18 @@ async def test_every_page_of_tools_is_offered_under_namespaced_names() -> None:
     async with connected([stdio("fake")]) as servers:
         names = [t.name for t in servers.tools]
         assert names == [
-            f"mcp__fake__{n}" for n in ("echo", "fail", "hang", "env", "spawn", "picture", "grow")
+            f"mcp__fake__{n}"
+            for n in (
+                "echo",
+                "fail",
+                "hang",
+                "env",
+                "spawn",
+                "picture",
+                "grow",
+                "publish",
+                "retract",
+            )
         ]
         assert servers.problems == () and servers.report() == ""
         echo = tool(servers, "mcp__fake__echo")

@@ -50,7 +50,7 @@ async def test_servers_whose_names_collide_keep_the_first_ones_tools() -> None:
     assert problems[1] == (
         "my srv: tool 'echo' is not offered: another MCP tool is named mcp__my_srv__echo"
     )
-    assert len(problems) == 8  # the duplicate server, then each of the seven tools
+    assert len(problems) == 10  # the duplicate server, then each of the nine tools
     assert report.startswith("Some MCP servers or tools are not available in this session:\n- ")
 
 

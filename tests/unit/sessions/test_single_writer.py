@@ -23,7 +23,7 @@ def ask(text: str) -> Prompt:
 
 def manager(tmp_path: Path, reply: str, clock: FakeClock) -> SessionManager:
     made = scripted_manager(tmp_path, ScriptedProvider.of(*[Reply(text=reply)] * 3))
-    return replace(made, lease_clock=clock.monotonic)
+    return replace(made, lease_clock=clock.monotonic, table=None)  # leases on this clock
 
 
 def roles(m: SessionManager, session_id: str) -> list[str]:

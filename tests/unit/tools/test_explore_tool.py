@@ -26,10 +26,13 @@ async def ws(tmp_path: Path) -> AsyncIterator[ToolEnv]:
 
 
 def explore_tool(
-    env: ToolEnv, provider: ScriptedProvider, limits: DelegateLimits | None = None
+    env: ToolEnv,
+    provider: ScriptedProvider,
+    limits: DelegateLimits | None = None,
+    child: ChildRuntime | None = None,
 ) -> tuple[ToolRegistry, ScriptedProvider]:
     tool = Explore(
-        ChildRuntime(provider, "child-model", "cheap"),
+        child or ChildRuntime(provider, "child-model", "cheap"),
         ToolRegistry(env, builtin_tools()),
         ScriptedPolicy(),
         limits or DelegateLimits(),
@@ -67,6 +70,7 @@ async def test_the_report_is_capped_and_says_what_was_read(ws: ToolEnv) -> None:
             "unwritten": [],
             "truncated": True,
             "stopReason": "end_turn",
+            "child": {"agent": "explore", "runtime": "cheap", "model": "child-model"},
         }
     }
     offered = [spec.name for spec in provider.requests[0].tools]
@@ -113,3 +117,16 @@ async def test_the_child_has_a_smaller_iteration_cap(ws: ToolEnv) -> None:
     assert len(provider.requests) == 3
     assert result.raw_output["explore"]["stopReason"] == "max_turn_requests"  # type: ignore[index]
     assert "The explorer stopped early (max_turn_requests)." in result.output
+
+
+async def test_the_child_runs_at_its_resolved_thinking_level(ws: ToolEnv) -> None:
+    provider = ScriptedProvider.of(Reply(text="42"))
+    child = ChildRuntime(provider, "small-1-think", "cheap", thinking="high")
+    registry, _ = explore_tool(ws, provider, child=child)
+    _, result = await run(registry, "What does handler return?")
+    assert (provider.requests[0].model, provider.requests[0].thinking) == ("small-1-think", "high")
+    assert result.raw_output["explore"]["child"] == {  # type: ignore[index]
+        "agent": "explore",
+        "runtime": "cheap",
+        "model": "small-1-think",
+    }

@@ -10,15 +10,19 @@ import {
   type Approval,
   type Attachment,
   completeCommand,
+  completeMention,
   type HostMessage,
   type Item,
   initialState,
+  mentionAttachment,
+  mentionQuery,
   type PanelState,
   reduce,
   shortPath,
   type ToolCard,
   usageLabel,
   type WebviewMessage,
+  withoutMentionQuery,
 } from './state';
 
 interface VsCodeApi {
@@ -80,6 +84,7 @@ window.addEventListener('message', (event: MessageEvent<HostMessage>) => {
     drawn.clear();
   }
   state = reduce(state, message);
+  if (message.type === 'mentions' && mentionQuery(ui.input.value) !== undefined) drawCompletions();
   schedule();
 });
 
@@ -241,6 +246,7 @@ function drawAttachments(): void {
   ui.attachments.replaceChildren(
     ...attachments.map((a, index) => {
       const chip = el('span', `chip ${a.kind}`, a.name);
+      chip.title = a.uri;
       const remove = el('button', 'icon', '✕');
       remove.title = 'Remove';
       remove.onclick = () => {
@@ -257,26 +263,66 @@ function drawAttachments(): void {
 
 let completionIndex = 0;
 
+/** One row of the completion list: what it shows and what choosing it does. */
+interface Completion {
+  name: string;
+  description: string;
+  accept(): void;
+}
+
+/** `/` completes the session's slash commands; `@` offers files and the session's MCP resources. */
+function completions(): Completion[] {
+  const input = ui.input.value;
+  const commands = completeCommand(state.commands, input).map((command) => ({
+    name: `/${command.name}`,
+    description: command.description,
+    accept: () => takeCommand(command.name),
+  }));
+  const mentions = completeMention(state.mentions, input).map((choice) =>
+    choice.kind === 'files'
+      ? { name: '@file…', description: 'A file of the workspace', accept: () => takeMention() }
+      : {
+          name: `@${choice.mention.title ?? choice.mention.name}`,
+          description: `${choice.mention.description ?? choice.mention.uri} (MCP: ${choice.mention.server})`,
+          accept: () => takeMention(mentionAttachment(choice.mention)),
+        },
+  );
+  return [...commands, ...mentions];
+}
+
 function drawCompletions(): void {
-  const matches = completeCommand(state.commands, ui.input.value);
+  const matches = completions();
   ui.completions.hidden = matches.length === 0;
   completionIndex = Math.min(completionIndex, Math.max(0, matches.length - 1));
   ui.completions.replaceChildren(
-    ...matches.map((command, index) => {
+    ...matches.map((completion, index) => {
       const row = el('li', index === completionIndex ? 'completion active' : 'completion');
-      row.append(el('span', 'completion-name', `/${command.name}`), el('span', 'completion-desc', command.description));
+      row.append(el('span', 'completion-name', completion.name), el('span', 'completion-desc', completion.description));
       row.onmousedown = (event) => {
         event.preventDefault();
-        accept(command.name);
+        completion.accept();
       };
       return row;
     }),
   );
 }
 
-function accept(name: string): void {
+function takeCommand(name: string): void {
   ui.input.value = `/${name} `;
   ui.completions.hidden = true;
+  ui.input.focus();
+}
+
+/** The `@` typed goes; a resource becomes a chip, files open VS Code's picker (its choice comes back as a chip). */
+function takeMention(attachment?: Attachment): void {
+  ui.input.value = withoutMentionQuery(ui.input.value);
+  ui.completions.hidden = true;
+  if (attachment) {
+    attachments = [...attachments, attachment];
+    drawAttachments();
+  } else {
+    post({ type: 'mention' });
+  }
   ui.input.focus();
 }
 
@@ -292,7 +338,7 @@ function send(): void {
 }
 
 ui.input.addEventListener('keydown', (event) => {
-  const matches = ui.completions.hidden ? [] : completeCommand(state.commands, ui.input.value);
+  const matches = ui.completions.hidden ? [] : completions();
   if (matches.length && (event.key === 'ArrowDown' || event.key === 'ArrowUp')) {
     event.preventDefault();
     completionIndex = (completionIndex + (event.key === 'ArrowDown' ? 1 : matches.length - 1)) % matches.length;
@@ -301,7 +347,7 @@ ui.input.addEventListener('keydown', (event) => {
   }
   if (matches.length && (event.key === 'Tab' || (event.key === 'Enter' && !event.shiftKey))) {
     event.preventDefault();
-    accept(matches[completionIndex].name);
+    matches[completionIndex].accept();
     return;
   }
   if (event.key === 'Escape') ui.completions.hidden = true;
@@ -310,8 +356,12 @@ ui.input.addEventListener('keydown', (event) => {
     send();
   }
 });
+let mentioning = false;
 ui.input.addEventListener('input', () => {
   vscode.setState({ draft: ui.input.value });
+  const wasMentioning = mentioning;
+  mentioning = mentionQuery(ui.input.value) !== undefined;
+  if (mentioning && !wasMentioning) post({ type: 'listMentions' }); // the server's list as it is now
   drawCompletions();
 });
 ui.send.onclick = send;

@@ -10,6 +10,7 @@ import type {
   ConfigOption,
   ContentBlock,
   Location,
+  Mention,
   PermissionOption,
   PlanEntry,
   SessionInfo,
@@ -82,6 +83,8 @@ export interface PanelState {
   tools: Record<string, ToolCard>;
   plan: PlanEntry[];
   commands: AvailableCommand[];
+  /** What `@` offers besides files: the session's MCP resources. */
+  mentions: Mention[];
   configOptions: ConfigOption[];
   usage?: Usage;
   sandboxTier?: string;
@@ -101,15 +104,20 @@ export type HostMessage =
   | { type: 'approval'; approval?: Approval }
   | { type: 'trust'; trusted: boolean }
   | { type: 'sessions'; sessions: SessionInfo[] }
+  | { type: 'mentions'; mentions: Mention[] }
   | { type: 'attach'; attachment: Attachment }
   | { type: 'focus'; text?: string };
 
-/** What the person adds to a prompt besides text; the host turns it into content blocks. */
+/**
+ * What the person adds to a prompt besides text; the host turns it into content
+ * blocks: a file or an MCP resource as a `resource_link`, a selection embedded.
+ */
 export interface Attachment {
-  kind: 'file' | 'selection';
+  kind: 'file' | 'selection' | 'resource';
   uri: string;
   name: string;
   text?: string;
+  mimeType?: string;
 }
 
 /** What the webview posts to the host. */
@@ -126,6 +134,7 @@ export type WebviewMessage =
   | { type: 'openDiff'; path: string; oldText: string | null; newText: string }
   | { type: 'answer'; approvalId: string; optionId: string }
   | { type: 'mention' }
+  | { type: 'listMentions' }
   | { type: 'addSelection' }
   | { type: 'copy'; text: string };
 
@@ -135,6 +144,7 @@ export function initialState(): PanelState {
     tools: {},
     plan: [],
     commands: [],
+    mentions: [],
     configOptions: [],
     turn: { running: false },
     trusted: true,
@@ -167,6 +177,8 @@ export function reduce(state: PanelState, message: HostMessage): PanelState {
       return { ...state, trusted: message.trusted };
     case 'sessions':
       return { ...state, sessions: message.sessions };
+    case 'mentions':
+      return { ...state, mentions: message.mentions };
     case 'attach':
     case 'focus':
       return state; // input-box concerns, not panel state
@@ -318,6 +330,39 @@ export function completeCommand(commands: AvailableCommand[], input: string): Av
   if (!match) return [];
   const typed = match[1].toLowerCase();
   return commands.filter((c) => c.name.toLowerCase().startsWith(typed));
+}
+
+/** What `@` offers: the workspace's files (VS Code's picker), then the matching resources. */
+export type MentionChoice = { kind: 'files' } | { kind: 'resource'; mention: Mention };
+
+const MENTION_AT_END = /(?:^|\s)@([^\s@]*)$/;
+const MAX_MENTION_CHOICES = 50;
+
+/** The words typed after an `@` that ends the input, or undefined when none does. */
+export function mentionQuery(input: string): string | undefined {
+  return MENTION_AT_END.exec(input)?.[1];
+}
+
+/** The input without the `@` being completed (what stays once a choice is taken). */
+export function withoutMentionQuery(input: string): string {
+  const query = mentionQuery(input);
+  return query === undefined ? input : input.slice(0, input.length - query.length - 1);
+}
+
+/** The choices for the `@` that ends `input`: files first, then resources whose name, title or uri match. */
+export function completeMention(mentions: Mention[], input: string): MentionChoice[] {
+  const query = mentionQuery(input)?.toLowerCase();
+  if (query === undefined) return [];
+  const matches = mentions.filter((m) =>
+    [m.name, m.title ?? '', m.uri].some((field) => field.toLowerCase().includes(query)),
+  );
+  return [{ kind: 'files' }, ...matches.slice(0, MAX_MENTION_CHOICES).map((mention) => ({ kind: 'resource', mention }) as const)];
+}
+
+/** A resource the person chose, as the attachment that links it in the prompt. */
+export function mentionAttachment(mention: Mention): Attachment {
+  const attachment: Attachment = { kind: 'resource', uri: mention.uri, name: mention.title ?? mention.name };
+  return mention.mimeType ? { ...attachment, mimeType: mention.mimeType } : attachment;
 }
 
 /** `path` relative to `cwd` when it is under it (for display only). */

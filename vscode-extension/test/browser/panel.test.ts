@@ -173,6 +173,47 @@ test('stop while running; Enter sends, Shift+Enter adds a line; slash commands c
   assert.equal(await page.inputValue('#input'), '');
 });
 
+test('@ offers files and the session’s MCP resources; a chosen resource rides with the prompt', async () => {
+  const names = () => page.locator('#completions .completion-name').allTextContents();
+  await page.fill('#input', '');
+  await page.click('#input');
+  await page.keyboard.type('summarise @');
+  assert.deepEqual(await lastPosted(), { type: 'listMentions' }, 'the list is asked for as @ is typed');
+  await page.evaluate(() =>
+    window.postMessage(
+      {
+        type: 'mentions',
+        mentions: [
+          { server: 'notes', uri: 'mem://notes/readme', name: 'readme', title: 'The readme', description: 'What the project is about.' },
+          { server: 'notes', uri: 'mem://images/dot.png', name: 'dot', mimeType: 'image/png' },
+        ],
+      },
+      '*',
+    ),
+  );
+  await page.waitForSelector('#completions .completion >> nth=2');
+  assert.deepEqual(await names(), ['@file…', '@The readme', '@dot']);
+  assert.equal(await page.locator('#completions .completion-desc').nth(1).textContent(), 'What the project is about. (MCP: notes)');
+  await page.keyboard.type('rea');
+  assert.deepEqual(await names(), ['@file…', '@The readme']);
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.inputValue('#input'), 'summarise ');
+  assert.equal(await page.textContent('#attachments .chip.resource'), 'The readme✕');
+  assert.equal(await page.isVisible('#completions'), false);
+
+  await page.keyboard.type('and @');
+  await page.keyboard.press('Enter');
+  assert.deepEqual(await lastPosted(), { type: 'mention' }, '@file… opens the file picker');
+  assert.equal(await page.inputValue('#input'), 'summarise and ');
+  await page.keyboard.press('Enter');
+  assert.deepEqual(await lastPosted(), {
+    type: 'prompt',
+    text: 'summarise and',
+    attachments: [{ kind: 'resource', uri: 'mem://notes/readme', name: 'The readme' }],
+  });
+});
+
 test('attachments ride with the prompt; an untrusted workspace cannot send', async () => {
   await page.evaluate(() =>
     window.postMessage({ type: 'attach', attachment: { kind: 'selection', uri: 'file:///work/app.py#L3', name: 'app.py:3', text: 'x = 1' } }, '*'),
