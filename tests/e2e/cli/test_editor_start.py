@@ -24,7 +24,6 @@ import pytest
 
 from loopd.testing.llm_script import Reply
 from tests.e2e.acp.conftest import Home, home, prompt_params, raw_loopd
-from tests.e2e.conftest import run_loopd
 
 pytestmark = pytest.mark.e2e
 __all__ = ["home"]  # the fixture
@@ -218,28 +217,3 @@ async def test_loopd_lsp_that_cannot_start_answers_every_request_with_why(home: 
             assert "not valid TOML" in failed["error"]["message"]
         assert await lsp.exit() == 0
 
-
-FORWARDER_SPARES = ("asyncio", "acp", "pygls", "lsprotocol", "httpx", "pydantic")
-"""What `loopd acp` never loads when its daemon serves the editor: the event loop and
-every stack the daemon pays for once."""
-
-
-async def test_loopd_acp_forwarding_to_its_daemon_loads_nothing_heavy(
-    home: Home, tmp_path: Path
-) -> None:
-    home.fake.script("*", Reply(text="hello"))
-    hook = tmp_path / "hook"
-    env = hooked_env(home, hook)
-    try:
-        async with raw_loopd(home, env) as agent:
-            sid = await agent.new_session(home.work)
-            done, _ = await agent.request("session/prompt", prompt_params(sid, "hi"))
-            assert done["result"]["stopReason"] == "end_turn"
-            status = run_loopd(["daemon", "status", "--json"], home.env(), home.work)
-            assert json.loads(status.stdout)["sessions"] == [sid]  # served by the daemon
-            assert agent.proc.stdin is not None
-            agent.proc.stdin.close()
-            assert await asyncio.wait_for(agent.proc.wait(), 30) == 0
-    finally:
-        run_loopd(["daemon", "stop"], home.env(), home.work)  # same data dir, not hooked
-    assert loaded(hook, FORWARDER_SPARES) == []
