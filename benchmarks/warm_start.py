@@ -44,7 +44,8 @@ ROUNDS = 5
 TIMEOUT = 120.0  # seconds one start may take before it is killed and reported
 ROOT = Path(__file__).resolve().parents[1]
 CLIENTS = ROOT / "tests" / "clients" / "node_modules" / ".bin"
-LOOPD = [sys.executable, "-m", "loopd"]
+SCRIPT = Path(sys.executable).with_name("loopd")  # the console script editors run
+LOOPD = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "loopd"]
 ADAPTER_ENV = {  # as tests/e2e/acp_runtime/test_claude_agent_acp.py gives it
     "CLAUDE_CODE_EXECUTABLE": str(CLIENTS / "claude"),
     "CLAUDE_CODE_MAX_RETRIES": "0",
@@ -223,12 +224,17 @@ def contenders(env: Mapping[str, str], daemon: bool) -> list[Contender]:
     ]
 
 
-def lsp_modes(daemon: bool) -> dict[str, tuple[str, ...]]:
-    """`loopd lsp` against the acp row it is compared with."""
+def lsp_modes(env: Mapping[str, str], daemon: bool) -> list[Contender]:
+    """`loopd lsp` in each mode, named after the acp row it is compared with: cold
+    (a daemon starts, and loads the LSP stack), warm (that daemon), --no-daemon."""
     lsp = (*LOOPD, "lsp")
     if not daemon:
-        return {"loopd --no-daemon": lsp}
-    return {"loopd warm": lsp, "loopd --no-daemon": (*lsp, "--no-daemon")}
+        return [Contender("loopd --no-daemon", lsp)]
+    return [
+        Contender("loopd cold", lsp, daemon, lambda: stop_daemon(env)),
+        Contender("loopd warm", lsp, daemon),
+        Contender("loopd --no-daemon", (*lsp, "--no-daemon")),
+    ]
 
 
 @contextmanager
@@ -256,10 +262,11 @@ def measure(rounds: int = ROUNDS) -> tuple[Figures, bool]:
                     start = one_start(c, {**env, **c.env}, work)
                     if i:
                         figures.starts.setdefault(c.name, []).append(start)
-                for mode, argv in lsp_modes(daemon).items():
-                    took = lsp_start(argv, env, work)
+                for c in lsp_modes(env, daemon):
+                    c.before()
+                    took = lsp_start(c.argv, env, work)
                     if i:
-                        figures.lsp.setdefault(mode, []).append(took)
+                        figures.lsp.setdefault(c.name, []).append(took)
         finally:
             if daemon:
                 stop_daemon(env)
@@ -282,7 +289,7 @@ class Target:
 
 def targets(daemon: bool) -> list[Target]:
     warm, nod, node, echo = "loopd warm", "loopd --no-daemon", "claude-agent-acp", "echo agent"
-    lsp_mode = warm if daemon else nod
+    lsp_rows = ("loopd cold", warm, nod) if daemon else (nod,)
     return [
         Target("warm: spawn -> session ready vs the Node adapter's", (warm, "session"),
                (node, "session"), 0.1),
@@ -296,8 +303,9 @@ def targets(daemon: bool) -> list[Target]:
                (node, "first_chunk"), 0.1),
         Target("warm: peak memory (daemon + forwarder) vs the Node adapter's tree",
                (warm, "peak_rss"), (node, "peak_rss"), 0.25),
-        Target(f"loopd lsp initialize vs loopd acp initialize ({lsp_mode})",
-               ("lsp", lsp_mode), (lsp_mode, "initialize"), 1.0),
+        *(Target(f"loopd lsp initialize vs loopd acp initialize ({mode.removeprefix('loopd ')})",
+                 ("lsp", mode), (mode, "initialize"), 1.0)
+          for mode in lsp_rows),
     ]  # fmt: skip
 
 

@@ -15,13 +15,15 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from loopd.app import App, build_app
 from loopd.daemon.stderr import editor_stderr
 from loopd.protocol.errors import ConfigError
 from loopd.sessions.starting import Starting, serve_building
 from loopd.sessions.table import SessionTable
+
+if TYPE_CHECKING:  # loaded by the connection's build, while `initialize` is answered
+    from loopd.app import App
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +62,7 @@ async def serve_editor(
     token = editor_stderr.set(err)
     try:
         app = await serve_building(
-            lambda: build_app(hello.env, hello.cwd, editor=True, table=table),
-            _server(hello.protocol, stdin_fd, out),
+            lambda: _build(hello, table), _server(hello.protocol, stdin_fd, out)
         )
         if app is not None:
             retire(app)
@@ -71,6 +72,12 @@ async def serve_editor(
         for stream in (out, err):
             with contextlib.suppress(OSError):
                 stream.close()
+
+
+def _build(hello: Hello, table: SessionTable) -> App:
+    from loopd.app import build_app  # in the build's thread, as in-process
+
+    return build_app(hello.env, hello.cwd, editor=True, table=table)
 
 
 def _server(protocol: str, stdin_fd: int, out: BinaryIO) -> Callable[[Starting], Any]:

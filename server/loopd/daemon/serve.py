@@ -32,7 +32,7 @@ from loopd.daemon.frames import BadFrame, receive, send
 from loopd.daemon.place import Place, Unsafe, place_of, require_own_peer, short_path
 from loopd.daemon.stderr import RoutedStderr
 
-if TYPE_CHECKING:  # loaded after the socket listens (see `warm_imports`)
+if TYPE_CHECKING:  # loaded after the socket listens (see `_load_stack`)
     from loopd.app import App
     from loopd.sessions.table import SessionTable
 
@@ -111,13 +111,12 @@ class Daemon:
     since: float = field(default_factory=time.monotonic)  # idle since, or started
 
     async def run(self) -> None:
-        warming = asyncio.create_task(asyncio.to_thread(_warm_imports))
         accepting = asyncio.create_task(self._accept())
         idling = asyncio.create_task(self._idle())
         await self.stopping.wait()
         for task in (accepting, idling, *self.connections):
             task.cancel()
-        await asyncio.gather(warming, *self.connections, return_exceptions=True)
+        await asyncio.gather(*self.connections, return_exceptions=True)
         if self.table is not None:
             await self._close_all()
 
@@ -183,6 +182,7 @@ class Daemon:
                 send(conn, {"ok": False, "error": f"unknown request {op!r}"})
 
     async def _connect(self, conn: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
+        await asyncio.to_thread(_load_stack, message.get("protocol"))
         from loopd.daemon.connection import Hello, serve_editor
         from loopd.protocol.errors import ConfigError
 
@@ -244,12 +244,19 @@ class Daemon:
         }  # fmt: skip
 
 
-def _warm_imports() -> None:
-    """What every connection needs, loaded once the socket listens: the first
-    editor's `initialize` waits only for its protocol's part."""
-    import loopd.acp.server
-    import loopd.daemon.connection
-    import loopd.lsp.server  # noqa: F401
+def _load_stack(protocol: object) -> None:
+    """What a connection speaking `protocol` needs, loaded by the first editor that
+    speaks it, off the event loop, in the order an in-process start loads it: its
+    stack (the ACP SDK, or pygls with lsprotocol), then the connection; the app
+    (`loopd.app`) loads in the connection's build, while `initialize` is answered.
+    Never both stacks at once: loading the other beside the first editor's start
+    cost it ~0.4 s (`benchmarks/warm_start.py`), and a daemon serving Zed alone
+    never needs pygls (nor its memory)."""
+    if protocol == "acp":
+        import loopd.acp.server
+    elif protocol == "lsp":
+        import loopd.lsp.server
+    import loopd.daemon.connection  # noqa: F401
 
 
 async def _hung_up(conn: socket.socket) -> None:
