@@ -8,6 +8,7 @@ turn them into namedtuples), which is what these functions read.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,8 +42,12 @@ class BadParams(ValueError):
     """The client sent params this method cannot use (answered as -32602)."""
 
 
+@functools.cache
 def raw_converter() -> Converter:
-    """pygls's converter, except that untyped params and results stay dicts."""
+    """pygls's converter, except that untyped params and results stay dicts. One per
+    process, shared by every connection's server: cattrs builds each type's hooks
+    on first use, ~25 ms of a fresh converter's first `initialize` that a daemon's
+    later connections would pay again. Nothing registers hooks after this."""
     converter: Converter = default_converter()  # type: ignore[no-untyped-call]
     for cls in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
         converter.register_structure_hook(cls, lambda obj, c: c(**obj))
