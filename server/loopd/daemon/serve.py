@@ -109,14 +109,16 @@ class Daemon:
     stoppers: list[socket.socket] = field(default_factory=list)  # who asked to stop
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     since: float = field(default_factory=time.monotonic)  # idle since, or started
+    leaving: int = 0  # connections whose editor is gone, still closing (not busy)
 
     async def run(self) -> None:
+        warming = asyncio.create_task(asyncio.to_thread(_warm_imports))
         accepting = asyncio.create_task(self._accept())
         idling = asyncio.create_task(self._idle())
         await self.stopping.wait()
         for task in (accepting, idling, *self.connections):
             task.cancel()
-        await asyncio.gather(*self.connections, return_exceptions=True)
+        await asyncio.gather(warming, *self.connections, return_exceptions=True)
         if self.table is not None:
             await self._close_all()
 
@@ -174,7 +176,8 @@ class Daemon:
                 send(conn, {"ok": True, "pid": os.getpid()})
                 self.stopping.set()
             case "connect" if message.get("version") != __version__:
-                idle = len(self.connections) == 1 and self._no_sessions()
+                busy = len(self.connections) - self.leaving > 1  # the asking one aside
+                idle = not busy and self._no_sessions()
                 send(conn, {"ok": False, "error": "version", "version": __version__, "idle": idle})
             case "connect" if served:
                 await self._connect(conn, message, fds)
@@ -200,10 +203,16 @@ class Daemon:
         try:
             await asyncio.wait([serving, hangup], return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (serving, hangup):
-                task.cancel()
-            await asyncio.gather(serving, hangup, return_exceptions=True)
-            await self._sweep()
+            # A connection closing (its build may still be finishing, if the editor
+            # left at once) does not keep the daemon from being idle.
+            self.leaving += 1
+            try:
+                for task in (serving, hangup):
+                    task.cancel()
+                await asyncio.gather(serving, hangup, return_exceptions=True)
+                await self._sweep()
+            finally:
+                self.leaving -= 1
         code = 1 if serving.cancelled() or serving.exception() else 0
         with contextlib.suppress(OSError):
             send(conn, {"exit": code})
@@ -244,19 +253,27 @@ class Daemon:
         }  # fmt: skip
 
 
+def _warm_imports() -> None:
+    """What every connection needs, loaded once the socket listens (the app, its
+    runtimes, the HTTP transport); each protocol's stack is loaded by the first
+    editor that speaks it (`_load_stack`)."""
+    import loopd.app
+    import loopd.daemon.connection  # noqa: F401
+    from loopd.providers.sse import prepare_transport
+
+    prepare_transport()
+
+
 def _load_stack(protocol: object) -> None:
-    """What a connection speaking `protocol` needs, loaded by the first editor that
-    speaks it, off the event loop, in the order an in-process start loads it: its
-    stack (the ACP SDK, or pygls with lsprotocol), then the connection; the app
-    (`loopd.app`) loads in the connection's build, while `initialize` is answered.
-    Never both stacks at once: loading the other beside the first editor's start
-    cost it ~0.4 s (`benchmarks/warm_start.py`), and a daemon serving Zed alone
-    never needs pygls (nor its memory)."""
+    """The stack a connection speaking `protocol` needs (the ACP SDK, or pygls with
+    lsprotocol), loaded by the first editor that speaks it, off the event loop.
+    Never both at the first editor's start: loading the other beside it cost that
+    start ~0.4 s (`benchmarks/warm_start.py`), and a daemon serving Zed alone never
+    needs pygls (nor its memory)."""
     if protocol == "acp":
         import loopd.acp.server
     elif protocol == "lsp":
-        import loopd.lsp.server
-    import loopd.daemon.connection  # noqa: F401
+        import loopd.lsp.server  # noqa: F401
 
 
 async def _hung_up(conn: socket.socket) -> None:

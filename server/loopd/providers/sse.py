@@ -52,18 +52,21 @@ def new_client() -> httpx.AsyncClient:
     """The client providers share: connection pooling across requests and providers.
     Timeouts are set per request, so one client serves endpoints with different idle
     timeouts. Made with the provider, off the path of a prompt: so is everything its
-    first request would otherwise load (`_network_backend`)."""
-    _network_backend()
+    first request would otherwise load (`prepare_transport`)."""
+    prepare_transport()
     return httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=10.0), verify=_tls())
 
 
 @functools.cache
-def _network_backend() -> None:
-    """httpcore picks its network backend when it opens its first connection, and
-    that imports anyio's asyncio backend: 20-30 ms that would fall between the first
-    prompt and its request reaching the model. Imported here instead, once."""
+def prepare_transport() -> None:
+    """Load, once, what the first request would: httpcore picks its network backend
+    when it opens its first connection, and that imports anyio's asyncio backend,
+    20-30 ms that would fall between the first prompt and its request reaching the
+    model; and the TLS context. A daemon calls it as it starts, so no editor's
+    build pays it either."""
     for module in ("sniffio", "httpcore._backends.anyio", "anyio._backends._asyncio"):
         importlib.import_module(module)
+    _tls()
 
 
 @functools.cache
