@@ -171,13 +171,18 @@ class Leases:
 
 
 def _running(pid: int, started: str) -> bool:
-    """Whether process `pid` runs, and is the one that started at `started`."""
+    """Whether process `pid` runs, and is the one that started at `started`. A
+    zombie (killed, not yet reaped: for ever where the init does not reap) does not
+    run."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # someone else's process: alive
         pass
+    fields = _stat(pid)
+    if fields and fields[0] in ("Z", "X"):
+        return False
     now = _started(pid)
     return not (started and now and now != started)
 
@@ -186,9 +191,15 @@ def _started(pid: int) -> str:
     """When process `pid` started (Linux: clock ticks since boot, from
     /proc/PID/stat), so a pid the system gave to a new process is told apart;
     "" where the system does not say."""
+    fields = _stat(pid)
+    return fields[19] if len(fields) > 19 else ""
+
+
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the name (state first); [] where the
+    system does not say."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return ""
-    fields = stat[stat.rfind(")") + 2 :].split()  # the name may hold spaces and ")"
-    return fields[19] if len(fields) > 19 else ""
+        return []
+    return stat[stat.rfind(")") + 2 :].split()  # the name may hold spaces and ")"

@@ -216,4 +216,3 @@ async def test_loopd_lsp_that_cannot_start_answers_every_request_with_why(home: 
             assert "loopd could not start" in failed["error"]["message"]
             assert "not valid TOML" in failed["error"]["message"]
         assert await lsp.exit() == 0
-

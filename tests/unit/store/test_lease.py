@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import threading
@@ -156,3 +157,23 @@ def test_of_many_racing_takers_exactly_one_wins(tmp_path: Path) -> None:
         with ThreadPoolExecutor(len(takers)) as pool:
             won = list(pool.map(race, takers))
         assert won.count(True) == 1, (sid, won)
+
+
+def test_a_lease_of_a_killed_process_not_yet_reaped_is_taken_over(tmp_path: Path) -> None:
+    """A holder killed outright (`kill -9` of a daemon) stays a zombie until its
+    parent reaps it, for ever where nobody does (a container's init that does not):
+    a zombie runs nothing and binds no session."""
+    one, two = stores(tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        held = Leases(one, pid=child.pid)
+        assert held.take("s1") is None
+        other = Leases(two)
+        assert other.take("s1") is not None  # the holder runs: it binds
+        child.kill()
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # dead, not reaped
+        assert other.holder("s1") is None
+        assert other.take("s1") is None
+    finally:
+        child.kill()
+        child.wait()
