@@ -35,6 +35,8 @@ _INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "PYTHON
 
 
 def forward(protocol: str) -> int | None:
+    if not _open(0) or not _open(1):
+        return None  # served here, which says so (see `loopd.stdio`)
     env = dict(os.environ)
     idle = daemon_idle(env)
     if idle is None:
@@ -162,6 +164,14 @@ def stop(place: Place, timeout: float = 30.0) -> bool:
         send(sock, {"op": "stop", "version": __version__})
         while True:
             receive(sock)
+    return True
+
+
+def _open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
     return True
 
 
