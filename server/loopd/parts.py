@@ -13,7 +13,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from loopd.config import data_dir, load_config
 from loopd.engine.delegate import ChildRuntime
@@ -68,19 +68,22 @@ def workspace_done(env: Mapping[str, str], cwd: str) -> DoneSet:
 
 
 class LazyProbe:
-    """The sandbox probe runs once per process, when the first session needs it:
-    `loopd acp` answers `initialize` before paying for it."""
+    """The sandbox probe runs once per process (per PATH, where it finds bwrap),
+    when the first session needs it: `loopd acp` answers `initialize` before paying
+    for it, and the daemon's editor connections share what the first one found."""
+
+    _found: ClassVar[dict[str | None, SandboxProbe]] = {}
+    _lock = threading.Lock()
 
     def __init__(self, env: Mapping[str, str]) -> None:
         self._env = env
-        self._probe: SandboxProbe | None = None
-        self._lock = threading.Lock()
 
     def get(self) -> SandboxProbe:
+        key = self._env.get("PATH")
         with self._lock:  # sessions opening at once share the one probe
-            if self._probe is None:
-                self._probe = probe_sandbox(env=dict(self._env))
-            return self._probe
+            if key not in self._found:
+                self._found[key] = probe_sandbox(env=dict(self._env))
+            return self._found[key]
 
 
 NO_SANDBOX = "No OS sandbox was found (see `loopd doctor`): every command asks first"
