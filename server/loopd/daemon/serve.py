@@ -109,6 +109,10 @@ class Daemon:
     stoppers: list[socket.socket] = field(default_factory=list)  # who asked to stop
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     since: float = field(default_factory=time.monotonic)  # idle since, or started
+    real_data: str = ""  # the data dir's real path, which a forwarder must name
+
+    def __post_init__(self) -> None:
+        self.real_data = os.path.realpath(self.place.data)
 
     async def run(self) -> None:
         warming = asyncio.create_task(asyncio.to_thread(_warm_imports))
@@ -164,7 +168,9 @@ class Daemon:
         that is served: any other answer closes them at once (a copy kept here would
         keep the editor's pipes open after its loopd exited)."""
         op = message.get("op")
+        ours = message.get("data") == self.real_data
         served = op == "connect" and message.get("version") == __version__ and len(fds) == 3
+        served = served and ours
         if not served:
             for fd in fds:
                 os.close(fd)
@@ -177,6 +183,8 @@ class Daemon:
             case "connect" if message.get("version") != __version__:
                 idle = len(self.connections) == 1 and self._no_sessions()
                 send(conn, {"ok": False, "error": "version", "version": __version__, "idle": idle})
+            case "connect" if not ours:
+                send(conn, {"ok": False, "error": "data", "data": str(self.place.data)})
             case "connect" if served:
                 await self._connect(conn, message, fds)
             case _:
@@ -209,12 +217,14 @@ class Daemon:
             send(conn, {"exit": code})
 
     def _open_table(self) -> SessionTable:
+        from pathlib import Path
+
         from loopd.sessions.table import SessionTable
         from loopd.store.lease import Leases
         from loopd.store.sqlite import SqliteStore
 
         if self.table is None:
-            store = SqliteStore(self.place.data / "sessions.db")
+            store = SqliteStore(Path(self.place.data) / "sessions.db")
             self.table = SessionTable(store, Leases(store))
         return self.table
 

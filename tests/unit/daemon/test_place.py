@@ -17,7 +17,7 @@ def env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def test_each_data_dir_has_its_own_socket(tmp_path: Path) -> None:
     one, two = place_of(env(tmp_path)), place_of({"LOOPD_HOME": str(tmp_path / "other")})
-    assert one.folder == tmp_path / "data" / "run"
+    assert one.folder == str(tmp_path / "data" / "run")
     assert one.endpoint != two.endpoint
     same = place_of({"LOOPD_HOME": str(tmp_path / "x" / ".." / "data")})
     assert same.name == one.name  # the real path names it
@@ -26,11 +26,11 @@ def test_each_data_dir_has_its_own_socket(tmp_path: Path) -> None:
 def test_the_runtime_dir_is_used_when_it_is_this_user_s(tmp_path: Path) -> None:
     runtime = tmp_path / "run-user"
     runtime.mkdir()
-    assert place_of(env(tmp_path, XDG_RUNTIME_DIR=str(runtime))).folder == runtime / "loopd"
+    assert place_of(env(tmp_path, XDG_RUNTIME_DIR=str(runtime))).folder == str(runtime / "loopd")
     relative = place_of(env(tmp_path, XDG_RUNTIME_DIR="run-user"))
-    assert relative.folder == tmp_path / "data" / "run"
+    assert relative.folder == str(tmp_path / "data" / "run")
     missing = place_of(env(tmp_path, XDG_RUNTIME_DIR=str(tmp_path / "nope")))
-    assert missing.folder == tmp_path / "data" / "run"
+    assert missing.folder == str(tmp_path / "data" / "run")
 
 
 def test_prepare_makes_a_private_folder_and_refuses_a_loose_or_linked_one(
@@ -38,15 +38,16 @@ def test_prepare_makes_a_private_folder_and_refuses_a_loose_or_linked_one(
 ) -> None:
     place = place_of(env(tmp_path))
     place.prepare()
-    assert place.folder.stat().st_mode & 0o777 == 0o700
+    folder = Path(place.folder)
+    assert folder.stat().st_mode & 0o777 == 0o700
     assert place.connect() is None  # nobody listens: no error
-    place.folder.chmod(0o750)
+    folder.chmod(0o750)
     with pytest.raises(Unsafe, match="open to others"):
         place.prepare()
-    place.folder.rmdir()
+    folder.rmdir()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o700)
-    place.folder.symlink_to(elsewhere)
+    folder.symlink_to(elsewhere)
     with pytest.raises(Unsafe, match="is not a folder"):
         place.connect()
 
@@ -54,8 +55,8 @@ def test_prepare_makes_a_private_folder_and_refuses_a_loose_or_linked_one(
 def test_a_file_where_the_socket_should_be_is_refused(tmp_path: Path) -> None:
     place = place_of(env(tmp_path))
     place.prepare()
-    place.endpoint.write_text("")
-    place.endpoint.chmod(0o600)
+    Path(place.endpoint).write_text("")
+    os.chmod(place.endpoint, 0o600)
     with pytest.raises(Unsafe, match="is not a socket"):
         place.connect()
 
