@@ -46,9 +46,10 @@ HELLO_TIMEOUT = 10.0
 def serve_daemon(ready_fd: int | None) -> int:
     """Run the daemon of the data dir this process's environment names."""
     sys.stderr = RoutedStderr(sys.__stderr__ or sys.stderr)
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"
+    logging.basicConfig(  # as in-process: warnings, to the editor's stderr or the log
+        stream=sys.stderr, level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s"
     )
+    log.setLevel(logging.INFO)  # and the daemon's own life, to its log
     place = place_of(os.environ)
     place.prepare()
     lock = os.open(place.lock, os.O_RDWR | os.O_CREAT, 0o600)
