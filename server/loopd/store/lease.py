@@ -178,7 +178,10 @@ def _running(pid: int, started: str) -> bool:
         return False
     except PermissionError:  # someone else's process: alive
         pass
-    now = _started(pid)
+    fields = _stat(pid)
+    if fields and fields[0] in ("Z", "X"):  # died, not yet reaped (a container's init
+        return False  # may never reap the daemon a forwarder started)
+    now = fields[19] if len(fields) > 19 else ""
     return not (started and now and now != started)
 
 
@@ -186,9 +189,14 @@ def _started(pid: int) -> str:
     """When process `pid` started (Linux: clock ticks since boot, from
     /proc/PID/stat), so a pid the system gave to a new process is told apart;
     "" where the system does not say."""
+    fields = _stat(pid)
+    return fields[19] if len(fields) > 19 else ""
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/PID/stat after the name: state first; [] where the system does not say."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return ""
-    fields = stat[stat.rfind(")") + 2 :].split()  # the name may hold spaces and ")"
-    return fields[19] if len(fields) > 19 else ""
+        return []
+    return stat[stat.rfind(")") + 2 :].split()  # the name may hold spaces and ")"

@@ -80,6 +80,26 @@ def test_a_lease_of_a_dead_process_on_this_host_is_taken_over(tmp_path: Path) ->
     assert b.take("s1") is None
 
 
+def test_a_lease_of_a_killed_process_not_yet_reaped_is_taken_over(tmp_path: Path) -> None:
+    """A daemon killed while its parent (the forwarder that started it, or an init
+    that never reaps) has not waited for it stays a zombie: it holds nothing."""
+    one, two = stores(tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        held = Leases(one, pid=child.pid)
+        assert held.take("s1") is None
+        other = Leases(two)
+        assert other.take("s1") is not None  # alive: it binds
+        child.kill()
+        while Path(f"/proc/{child.pid}/stat").read_text().split(") ")[1][0] != "Z":
+            pass  # the kill lands; nobody waits for it yet
+        assert other.holder("s1") is None
+        assert other.take("s1") is None
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_a_lease_whose_pid_now_names_another_process_is_taken_over(tmp_path: Path) -> None:
     """The holder was killed and the system gave its pid to a newer process: that
     one started at another time, so the lease is free at once."""
