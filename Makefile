@@ -23,6 +23,7 @@ lint: setup
 
 test: lint test-clients vscode-deps
 	.venv/bin/pytest -q
+	LOOPD_DAEMON=on .venv/bin/pytest -q tests/e2e/acp tests/e2e/lsp tests/e2e/acp_runtime
 	@vscode-extension/scripts/test.sh
 
 # The VS Code extension alone: type check, lint, unit, protocol and browser tests,

@@ -124,7 +124,7 @@ def build_app(
     instead (`loopd run --yes` must never trust a folder). `table` is the daemon's,
     shared by every connection's app; None opens the store for this app alone."""
     effective, config = _configure(env, cwd)
-    probe = LazyProbe.shared(effective)
+    probe = LazyProbe(effective)
     if editor:  # an editor opens a session next: probe beside the rest of the build
         probe.start()
     catalog = discover_catalog(config, effective)

@@ -68,43 +68,32 @@ def workspace_done(env: Mapping[str, str], cwd: str) -> DoneSet:
 
 
 class LazyProbe:
-    """The sandbox probe runs once per process, when the first session needs it or
-    in the background once `start`ed: `loopd acp` answers `initialize` before paying
-    for it. Every app of the process shares it (`shared`): the daemon builds one app
-    per editor connection, and what the probe finds is the machine's."""
+    """The sandbox probe runs once per process (per PATH, where it finds bwrap),
+    when the first session needs it or in the background once `start`ed: `loopd
+    acp` answers `initialize` before paying for it, and the daemon's editor
+    connections share what the first one found."""
 
-    _shared: ClassVar[dict[str, LazyProbe]] = {}
-    _shared_lock: ClassVar[threading.Lock] = threading.Lock()
+    _found: ClassVar[dict[str | None, SandboxProbe]] = {}
+    _lock = threading.Lock()
 
     def __init__(self, env: Mapping[str, str]) -> None:
         self._env = env
-        self._probe: SandboxProbe | None = None
-        self._lock = threading.Lock()
-        self._started: threading.Thread | None = None
-
-    @classmethod
-    def shared(cls, env: Mapping[str, str]) -> LazyProbe:
-        """This process's probe for `env`'s PATH (where the probe finds bwrap, and
-        what its trial commands run with)."""
-        with cls._shared_lock:
-            return cls._shared.setdefault(env.get("PATH", ""), cls(env))
 
     def start(self) -> threading.Thread:
-        """Probe now, in a thread (once: a later call returns the same thread): an
-        editor's first session then finds it done, or waits only for what is left.
+        """Probe now, in a thread: an editor's first session then finds it done, or
+        waits only for what is left (at once when this PATH was probed already).
         Its trial commands mostly wait on their processes, so it runs beside the
         rest of the start-up at little cost."""
-        with self._lock:
-            if self._started is None:
-                self._started = threading.Thread(target=self.get, name="loopd-sandbox-probe")
-                self._started.start()
-            return self._started
+        thread = threading.Thread(target=self.get, name="loopd-sandbox-probe")
+        thread.start()
+        return thread
 
     def get(self) -> SandboxProbe:
+        key = self._env.get("PATH")
         with self._lock:  # sessions opening at once share the one probe
-            if self._probe is None:
-                self._probe = probe_sandbox(env=dict(self._env))
-            return self._probe
+            if key not in self._found:
+                self._found[key] = probe_sandbox(env=dict(self._env))
+            return self._found[key]
 
 
 NO_SANDBOX = "No OS sandbox was found (see `loopd doctor`): every command asks first"

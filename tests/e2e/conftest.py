@@ -79,12 +79,9 @@ def run_loopd(
 
 
 def serving() -> dict[str, str]:
-    """How the `loopd acp` and `loopd lsp` these tests start serve: in their own
-    process (`LOOPD_DAEMON=off`, as `--no-daemon`), unless the run asks for the
-    daemon (`LOOPD_DAEMON=on pytest tests/e2e/acp ...`, which `make test` does for
-    the ACP and LSP suites). A daemon a test starts serves that test's throwaway
-    `LOOPD_HOME` alone, and exits a few seconds after its last editor."""
-    return {"LOOPD_DAEMON": os.environ.get("LOOPD_DAEMON", "off"), "LOOPD_DAEMON_IDLE": "3"}
+    """How the `loopd acp` and `loopd lsp` these tests start serve (see the suite's
+    `tests/conftest.py`), for environments built from nothing."""
+    return {k: os.environ[k] for k in ("LOOPD_DAEMON", "LOOPD_DAEMON_IDLE")}
 
 
 def isolated_env(tmp: Path, fake: FakeLLMServer | None, **extra: str) -> dict[str, str]:

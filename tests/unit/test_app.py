@@ -94,15 +94,6 @@ def test_a_started_probe_is_the_one_every_session_gets() -> None:
     assert probe.get() is first
 
 
-def test_apps_of_one_process_share_the_probe_of_their_path() -> None:
-    """The daemon builds an app per editor connection; the sandbox is the machine's,
-    probed once (per PATH, where bwrap is looked up)."""
-    path = os.environ["PATH"]
-    one = LazyProbe.shared({"PATH": path, "HOME": "/one"})
-    assert LazyProbe.shared({"PATH": path, "HOME": "/two"}) is one
-    assert LazyProbe.shared({"PATH": "/nowhere"}) is not one
-
-
 def test_sessions_are_offered_only_the_main_agents_runtimes(tmp_path: Path) -> None:
     config = tmp_path / "config" / "loopd" / "config.toml"
     config.parent.mkdir(parents=True)

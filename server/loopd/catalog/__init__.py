@@ -11,7 +11,13 @@ for where entries come from and `roles.py` for how the config gives the roles.
 from loopd.catalog.agents import EXPLORE_AGENT, MAIN_AGENT, AgentScope
 from loopd.catalog.build import CatalogBuild, VersionOf, Which, build_catalog, ollama_url
 from loopd.catalog.catalog import Resolved, RuntimeCatalog
-from loopd.catalog.discovery import cli_version, discover_catalog, parse_version, path_which
+from loopd.catalog.discovery import (
+    cli_version,
+    discover_catalog,
+    parse_version,
+    path_which,
+    probed_version,
+)
 from loopd.catalog.entry import (
     CredentialMode,
     ModelOption,
@@ -65,4 +71,5 @@ __all__ = [
     "ollama_url",
     "parse_version",
     "path_which",
+    "probed_version",
 ]

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 from loopd.catalog.build import CatalogBuild, Which, build_catalog
@@ -86,6 +87,27 @@ def _ask_version(command: str, timeout: float) -> str | None:
     return parse_version(done.stdout) or parse_version(done.stderr)
 
 
+_probed: dict[tuple[str, int, int, int], str | None] = {}
+_probing = threading.Lock()
+
+
+def probed_version(command: str) -> str | None:
+    """`cli_version`, asked once per binary as it is now: the daemon builds a catalog
+    for every editor connection, and a CLI's `--version` can take seconds. Another
+    binary at the path (an upgrade: a new inode, size or mtime) is asked again."""
+    try:
+        info = os.stat(command)
+    except OSError:
+        return cli_version(command)
+    key = (os.path.realpath(command), info.st_ino, info.st_size, info.st_mtime_ns)
+    with _probing:  # two connections building at once ask once
+        if key not in _probed:
+            _probed[key] = cli_version(command)
+        return _probed[key]
+
+
 def discover_catalog(config: Config, env: Env) -> CatalogBuild:
-    """`build_catalog` against this machine: PATH from `env`, real version probes."""
-    return build_catalog(config, env, which=path_which(env.get("PATH")), version_of=cli_version)
+    """`build_catalog` against this machine: PATH from `env`, version probes (each
+    binary's once per process, see `probed_version`)."""
+    which = path_which(env.get("PATH"))
+    return build_catalog(config, env, which=which, version_of=probed_version)

@@ -50,7 +50,7 @@ def _spec(parser: argparse.ArgumentParser, help_text: str) -> Spec:
 
 
 def completion(args: argparse.Namespace) -> int:
-    from loopd.cli import build_parser
+    from loopd.cli.parser import build_parser
 
     table = specs(build_parser())
     render = {"bash": bash, "zsh": zsh, "fish": fish}[args.shell]

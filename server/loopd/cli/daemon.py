@@ -32,12 +32,12 @@ def daemon(args: argparse.Namespace) -> int:
 def _status(as_json: bool) -> int:
     """What the daemon of this data dir says of itself; exit 1 when none runs."""
     place = place_of(os.environ)
+    status: dict[str, Any] = {"running": False, "socket": str(place.endpoint)}
     try:
         sock = place.connect()
     except Unsafe as err:
+        sock, status["refused"] = None, str(err)
         print(f"loopd: the daemon's socket is refused: {escape(str(err))}", file=sys.stderr)
-        return 1
-    status: dict[str, Any] = {"running": False, "socket": str(place.endpoint)}
     if sock is not None:
         with sock:
             send(sock, {"op": "status"})
@@ -45,6 +45,8 @@ def _status(as_json: bool) -> int:
             status.pop("ok", None)
     if as_json:
         print(json.dumps(status, indent=2))
+    elif "refused" in status:
+        pass  # said on stderr
     elif not status["running"]:
         print(f"no daemon is running for {escape(str(place.data))}")
     else:

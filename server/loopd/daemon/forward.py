@@ -26,13 +26,15 @@ from collections.abc import Mapping
 from loopd import __version__
 from loopd.daemon.frames import BadFrame, receive, send
 from loopd.daemon.place import Place, Unsafe, place_of
-from loopd.home import user_config_file
+from loopd.home import user_config_path
 
 START_TIMEOUT = 20.0  # seconds for a new daemon to listen
 _INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "PYTHONPATH")
 
 
 def forward(protocol: str) -> int | None:
+    if not _open(0) or not _open(1):
+        return None  # served here, which says so (see `loopd.stdio`)
     env = dict(os.environ)
     idle = daemon_idle(env)
     if idle is None:
@@ -56,11 +58,15 @@ def daemon_idle(env: Mapping[str, str]) -> str | None:
     if env.get("LOOPD_DAEMON", "").lower() in ("off", "0", "false", "no"):
         return None
     try:
-        with open(user_config_file(env), "rb") as file:
-            import tomllib  # only when there is a file: a forwarder's start is its cost
+        with open(user_config_path(env), "rb") as file:
+            raw = file.read()
+    except OSError:
+        return "600"
+    import tomllib  # only when there is a file: it costs a warm start some milliseconds
 
-            table = tomllib.load(file).get("daemon", {})
-    except (OSError, ValueError):
+    try:
+        table = tomllib.loads(raw.decode()).get("daemon", {})
+    except ValueError:
         table = {}
     if not isinstance(table, dict) or table.get("enabled") is False:
         return None if isinstance(table, dict) else "600"
@@ -71,7 +77,7 @@ def daemon_idle(env: Mapping[str, str]) -> str | None:
 def _forward(place: Place, protocol: str, env: dict[str, str]) -> int | None:
     hello = {
         "op": "connect", "version": __version__, "protocol": protocol,
-        "cwd": os.getcwd(), "env": env,
+        "data": os.path.realpath(place.data), "cwd": os.getcwd(), "env": env,
     }  # fmt: skip
     for attempt in range(2):
         sock = place.connect() or _start(place, env)
@@ -116,7 +122,7 @@ def _start(place: Place, env: Mapping[str, str]) -> socket.socket | None:
     The daemon says on the pipe handed to it (`--ready FD`) that it listens, or that
     another forwarder's won the race (the data dir's lock lets one serve); a daemon
     that dies first says nothing."""
-    import subprocess  # only to start one: a warm start never needs it
+    import subprocess  # only to start one
 
     log = os.open(place.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     ready, told = os.pipe()
@@ -164,6 +170,14 @@ def stop(place: Place, timeout: float = 30.0) -> bool:
         send(sock, {"op": "stop", "version": __version__})
         while True:
             receive(sock)
+    return True
+
+
+def _open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
     return True
 
 

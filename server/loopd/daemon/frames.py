@@ -3,7 +3,7 @@ daemon: frames of JSON, each after its length (4 bytes, big-endian), on the Unix
 socket. A forwarder's first frame carries the editor's stdin, stdout and stderr as
 descriptors (SCM_RIGHTS). Standard library only.
 
-    forwarder -> daemon   {"op": "connect", "version", "protocol", "cwd", "env"}
+    forwarder -> daemon   {"op": "connect", "version", "protocol", "data", "cwd", "env"}
                           {"op": "status" | "stop", "version"}
     daemon -> forwarder   {"ok": true, "pid"} | {"ok": false, "error", "version", "idle"}
                           ... then, at the connection's end, {"exit": code}
@@ -38,21 +38,19 @@ def send(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) 
 
 def receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
     """The next frame and the descriptors that came with it (the caller owns and
-    closes them). Raises EOFError when the peer closed before a frame began,
-    `BadFrame` for anything malformed or too long."""
-    data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, MAX_FDS)
+    closes them). Reads exactly one frame, never into the next. Raises EOFError
+    when the peer closed before a frame began, `BadFrame` for anything malformed
+    or too long."""
+    header, fds, _flags, _addr = socket.recv_fds(sock, _HEADER, MAX_FDS)
     try:
-        if not data:
+        if not header:
             raise EOFError("the peer closed the connection")
-        while len(data) < _HEADER:
-            data += _more(sock)
-        size = int.from_bytes(data[:_HEADER], "big")
+        header += _exactly(sock, _HEADER - len(header))
+        size = int.from_bytes(header, "big")
         if size > MAX_FRAME:
             raise BadFrame(f"a frame of {size} bytes (at most {MAX_FRAME})")
-        while len(data) < _HEADER + size:
-            data += _more(sock)
         try:
-            message = json.loads(data[_HEADER : _HEADER + size])
+            message = json.loads(_exactly(sock, size))
         except ValueError as err:
             raise BadFrame(f"a frame that is not JSON: {err}") from None
         if not isinstance(message, dict):
@@ -64,11 +62,14 @@ def receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return message, fds
 
 
-def _more(sock: socket.socket) -> bytes:
-    chunk = sock.recv(1 << 16)
-    if not chunk:
-        raise BadFrame("the peer closed the connection inside a frame")
-    return chunk
+def _exactly(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(min(size - len(data), 1 << 20))
+        if not chunk:
+            raise BadFrame("the peer closed the connection inside a frame")
+        data += chunk
+    return bytes(data)
 
 
 def _close(fd: int) -> None:

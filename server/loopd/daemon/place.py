@@ -21,41 +21,41 @@ import socket
 import stat
 import struct
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from typing import NamedTuple
 
-from loopd.home import data_dir
+from loopd.home import data_path
 
 
 class Unsafe(Exception):
     """The daemon's folder or socket is not this user's alone."""
 
 
-@dataclass(frozen=True, slots=True)
-class Place:
-    data: Path  # the data dir the daemon serves
-    folder: Path  # private: 0700, this user's
+class Place(NamedTuple):
+    """A data dir's daemon: where it listens. Paths are strings (see `loopd.home`)."""
+
+    data: str  # the data dir the daemon serves
+    folder: str  # private: 0700, this user's
     name: str  # the socket's file name in `folder`
 
     @property
-    def endpoint(self) -> Path:
+    def endpoint(self) -> str:
         """The socket."""
-        return self.folder / self.name
+        return os.path.join(self.folder, self.name)
 
     @property
-    def lock(self) -> Path:
+    def lock(self) -> str:
         """Held by the running daemon: one per data dir, however many start."""
-        return self.folder / f"{self.name}.lock"
+        return os.path.join(self.folder, f"{self.name}.lock")
 
     @property
-    def log(self) -> Path:
-        return self.data / "daemon.log"
+    def log(self) -> str:
+        return os.path.join(self.data, "daemon.log")
 
     def prepare(self) -> None:
         """Make the folder (0700) if missing; raise `Unsafe` if it is not private."""
-        self.data.mkdir(parents=True, exist_ok=True)
+        os.makedirs(self.data, exist_ok=True)
         with contextlib.suppress(FileExistsError):
-            self.folder.mkdir(mode=0o700)
+            os.mkdir(self.folder, 0o700)
         private_folder(self.folder)
 
     def connect(self, timeout: float = 5.0) -> socket.socket | None:
@@ -86,16 +86,16 @@ class Place:
 
 
 def place_of(env: Mapping[str, str]) -> Place:
-    data = data_dir(env)
+    data = data_path(env)
     key = hashlib.sha256(os.fsencode(os.path.realpath(data))).hexdigest()[:16]
     runtime = env.get("XDG_RUNTIME_DIR") or ""
-    folder = data / "run"
+    folder = os.path.join(data, "run")
     if os.path.isabs(runtime) and _owned_dir(runtime):
-        folder = Path(runtime) / "loopd"
+        folder = os.path.join(runtime, "loopd")
     return Place(data, folder, f"loopd-{key}.sock")
 
 
-def private_folder(folder: Path) -> None:
+def private_folder(folder: str) -> None:
     try:
         info = os.lstat(folder)
     except FileNotFoundError:
@@ -111,23 +111,23 @@ def require_own_peer(sock: socket.socket) -> None:
         raise Unsafe(f"the peer runs as uid {uid}, not {os.geteuid()}")
 
 
-def short_path(path: Path) -> str:
+def short_path(path: str) -> str:
     """`path` as a socket address: Unix socket paths are limited to 107 bytes, and
     a deep `LOOPD_HOME` exceeds it, so a long one goes through its folder's
     descriptor (`/proc/self/fd/N/name`, kept open for the life of the process)."""
-    text = os.fspath(path)
-    if len(os.fsencode(text)) < 100:
-        return text
-    fd = _folder_fds.get(path.parent)
+    if len(os.fsencode(path)) < 100:
+        return path
+    folder, name = os.path.split(path)
+    fd = _folder_fds.get(folder)
     if fd is None:
-        fd = _folder_fds[path.parent] = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
-    return f"/proc/self/fd/{fd}/{path.name}"
+        fd = _folder_fds[folder] = os.open(folder, os.O_PATH | os.O_DIRECTORY)
+    return f"/proc/self/fd/{fd}/{name}"
 
 
-_folder_fds: dict[Path, int] = {}
+_folder_fds: dict[str, int] = {}
 
 
-def _private(info: os.stat_result, what: str, path: Path, *, kind: Callable[[int], bool]) -> None:
+def _private(info: os.stat_result, what: str, path: str, *, kind: Callable[[int], bool]) -> None:
     if not kind(info.st_mode):
         raise Unsafe(f"{path} is not a {what} (a link or another kind of file)")
     if info.st_uid != os.geteuid():

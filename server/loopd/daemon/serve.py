@@ -46,9 +46,10 @@ HELLO_TIMEOUT = 10.0
 def serve_daemon(ready_fd: int | None) -> int:
     """Run the daemon of the data dir this process's environment names."""
     sys.stderr = RoutedStderr(sys.__stderr__ or sys.stderr)
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"
+    logging.basicConfig(  # as in-process: warnings, to the editor's stderr or the log
+        stream=sys.stderr, level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s"
     )
+    log.setLevel(logging.INFO)  # and the daemon's own life, to its log
     place = place_of(os.environ)
     place.prepare()
     lock = os.open(place.lock, os.O_RDWR | os.O_CREAT, 0o600)
@@ -110,6 +111,10 @@ class Daemon:
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     since: float = field(default_factory=time.monotonic)  # idle since, or started
     leaving: int = 0  # connections whose editor is gone, still closing (not busy)
+    real_data: str = ""  # the data dir's real path, which a forwarder must name
+
+    def __post_init__(self) -> None:
+        self.real_data = os.path.realpath(self.place.data)
 
     async def run(self) -> None:
         warming = asyncio.create_task(asyncio.to_thread(_warm_imports))
@@ -165,7 +170,9 @@ class Daemon:
         that is served: any other answer closes them at once (a copy kept here would
         keep the editor's pipes open after its loopd exited)."""
         op = message.get("op")
+        ours = message.get("data") == self.real_data
         served = op == "connect" and message.get("version") == __version__ and len(fds) == 3
+        served = served and ours
         if not served:
             for fd in fds:
                 os.close(fd)
@@ -179,6 +186,8 @@ class Daemon:
                 busy = len(self.connections) - self.leaving > 1  # the asking one aside
                 idle = not busy and self._no_sessions()
                 send(conn, {"ok": False, "error": "version", "version": __version__, "idle": idle})
+            case "connect" if not ours:
+                send(conn, {"ok": False, "error": "data", "data": str(self.place.data)})
             case "connect" if served:
                 await self._connect(conn, message, fds)
             case _:
@@ -218,12 +227,14 @@ class Daemon:
             send(conn, {"exit": code})
 
     def _open_table(self) -> SessionTable:
+        from pathlib import Path
+
         from loopd.sessions.table import SessionTable
         from loopd.store.lease import Leases
         from loopd.store.sqlite import SqliteStore
 
         if self.table is None:
-            store = SqliteStore(self.place.data / "sessions.db")
+            store = SqliteStore(Path(self.place.data) / "sessions.db")
             self.table = SessionTable(store, Leases(store))
         return self.table
 

@@ -171,9 +171,7 @@ class Leases:
 
 
 def _running(pid: int, started: str) -> bool:
-    """Whether process `pid` runs, and is the one that started at `started`. A
-    zombie (killed, not yet reaped: for ever where the init does not reap) does not
-    run."""
+    """Whether process `pid` runs, and is the one that started at `started`."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -181,9 +179,9 @@ def _running(pid: int, started: str) -> bool:
     except PermissionError:  # someone else's process: alive
         pass
     fields = _stat(pid)
-    if fields and fields[0] in ("Z", "X"):
-        return False
-    now = _started(pid)
+    if fields and fields[0] in ("Z", "X"):  # died, not yet reaped (a container's init
+        return False  # may never reap the daemon a forwarder started)
+    now = fields[19] if len(fields) > 19 else ""
     return not (started and now and now != started)
 
 
@@ -196,8 +194,7 @@ def _started(pid: int) -> str:
 
 
 def _stat(pid: int) -> list[str]:
-    """The fields of /proc/PID/stat after the name (state first); [] where the
-    system does not say."""
+    """/proc/PID/stat after the name: state first; [] where the system does not say."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:

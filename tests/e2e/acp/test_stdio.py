@@ -97,7 +97,8 @@ async def test_kill_9_mid_turn_then_load_in_a_new_process(home: Home) -> None:
         kinds = [u["sessionUpdate"] for u in updates]
         assert kinds[0] == "user_message_chunk"
         assert "agent_message_chunk" in kinds and "tool_call" in kinds
-        assert updates[-1] == {**updates[-1], "toolCallId": "e1", "status": "failed"}
+        closing = [u for u in updates if u.get("toolCallId") == "e1"][-1]
+        assert closing["status"] == "failed"  # closed on load, or by the daemon at the kill
         after, _ = await agent.request("session/prompt", prompt_params(sid, "again"))
         assert after["result"]["stopReason"] == "end_turn"
     assert (home.work / "a.py").read_text() == "1\n"

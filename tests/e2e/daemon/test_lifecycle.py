@@ -145,4 +145,4 @@ async def test_status_stop_and_the_idle_exit(daemon_home: Home) -> None:
 def _socket(home: Home) -> Path:
     from loopd.daemon.place import place_of
 
-    return place_of(shared(home)).endpoint
+    return Path(place_of(shared(home)).endpoint)

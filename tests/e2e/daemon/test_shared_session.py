@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from acp.schema import ClientCapabilities
 
-from loopd.testing.llm_script import Reply
+from loopd.testing.llm_script import Reply, ScriptedCall
 from tests.e2e.acp.conftest import Home, loopd_acp, text
 from tests.e2e.conftest import anthropic_texts
 from tests.e2e.daemon.conftest import LOOPD, shared, status
@@ -15,6 +15,7 @@ from tests.e2e.lsp.conftest import Start, until
 from tests.unit.acp.conftest import RecordingClient
 
 pytestmark = pytest.mark.e2e
+EDIT = {"path": "a.py", "old_string": "1", "new_string": "2"}
 
 
 async def test_a_turn_from_zed_streams_to_neovim_which_continues_it(
@@ -48,10 +49,27 @@ async def test_a_turn_from_zed_streams_to_neovim_which_continues_it(
         await until(lambda: zed.text() == "answer three")  # Neovim's turn, live in Zed
         assert zed.text("user_message_chunk") == "question three"
 
-    last = anthropic_texts(home.fake.requests[-1].body)
-    assert [t for t in last if t.startswith(("question", "answer"))] == [
-        "question one", "answer one", "question two", "answer two", "question three",
-    ]  # fmt: skip
+        last = anthropic_texts(home.fake.requests[-1].body)
+        assert [t for t in last if t.startswith(("question", "answer"))] == [
+            "question one", "answer one", "question two", "answer two", "question three",
+        ]  # fmt: skip
+
+        # An approval goes to the editor whose prompt runs, never to the other one.
+        (home.work / "a.py").write_text("1\n")
+        home.fake.script(
+            "*",
+            Reply(tool_calls=(ScriptedCall("read", {"path": "a.py"}, id="r1"),)),
+            Reply(tool_calls=(ScriptedCall("edit", EDIT, id="e1"),)),
+            Reply(text="edited"),
+        )
+        neovim.answers.append("allow_once")
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "edit a.py"}]}
+        assert (await neovim.request("loopd/session/prompt", prompt))["stopReason"] == "end_turn"
+        assert [r["toolCall"]["toolCallId"] for r in neovim.permission_requests] == ["e1"]
+        assert zed.permissions == []
+        assert (home.work / "a.py").read_text() == "2\n"
+        await until(lambda: zed.text().endswith("edited"))  # Zed watched it happen
+        assert "e1" in {u.get("toolCallId") for _, u in zed.updates}
 
 
 async def test_each_editor_s_sessions_use_its_own_credentials(daemon_home: Home) -> None:

@@ -17,6 +17,7 @@ from loopd.catalog import (
     discover_catalog,
     ollama_url,
     parse_version,
+    probed_version,
 )
 from loopd.config import Config, Harness, ProviderKind, load_config, merge_layers, parse_config
 
@@ -323,6 +324,18 @@ def test_real_discovery_finds_and_asks_a_claude_on_path(tmp_path: Path) -> None:
     assert (entry.command, entry.version) == (str(claude), "2.1.197")
     assert built.catalog.default == "claude"
     assert Skipped("codex", "command 'codex' not found") in built.skipped
+
+
+def test_a_binary_is_asked_its_version_once_until_it_changes(tmp_path: Path) -> None:
+    """The daemon builds a catalog per editor connection: each CLI's `--version`
+    runs once, and again only when another binary is at the path (an upgrade)."""
+    asked = tmp_path / "asked"
+    claude = executable(tmp_path / "claude", f'echo x >> {asked}; echo "2.1.197 (Claude Code)"')
+    assert [probed_version(str(claude)) for _ in range(3)] == ["2.1.197"] * 3
+    assert asked.read_text().count("x") == 1
+    executable(claude, f'echo x >> {asked}; echo "2.2.0 (Claude Code)"')  # upgraded
+    assert probed_version(str(claude)) == "2.2.0"
+    assert asked.read_text().count("x") == 2
 
 
 def test_cli_version_is_none_when_the_probe_fails(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from loopd.cli import COMMANDS, build_parser
 from loopd.cli.completion import bash, fish, specs, zsh
+from loopd.cli.parser import COMMANDS, build_parser
 
 
 def test_help_documents_the_exit_codes() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import threading
@@ -79,6 +78,26 @@ def test_a_lease_of_a_dead_process_on_this_host_is_taken_over(tmp_path: Path) ->
     b = Leases(two)
     assert b.holder("s1") is None
     assert b.take("s1") is None
+
+
+def test_a_lease_of_a_killed_process_not_yet_reaped_is_taken_over(tmp_path: Path) -> None:
+    """A daemon killed while its parent (the forwarder that started it, or an init
+    that never reaps) has not waited for it stays a zombie: it holds nothing."""
+    one, two = stores(tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        held = Leases(one, pid=child.pid)
+        assert held.take("s1") is None
+        other = Leases(two)
+        assert other.take("s1") is not None  # alive: it binds
+        child.kill()
+        while Path(f"/proc/{child.pid}/stat").read_text().split(") ")[1][0] != "Z":
+            pass  # the kill lands; nobody waits for it yet
+        assert other.holder("s1") is None
+        assert other.take("s1") is None
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_a_lease_whose_pid_now_names_another_process_is_taken_over(tmp_path: Path) -> None:
@@ -157,23 +176,3 @@ def test_of_many_racing_takers_exactly_one_wins(tmp_path: Path) -> None:
         with ThreadPoolExecutor(len(takers)) as pool:
             won = list(pool.map(race, takers))
         assert won.count(True) == 1, (sid, won)
-
-
-def test_a_lease_of_a_killed_process_not_yet_reaped_is_taken_over(tmp_path: Path) -> None:
-    """A holder killed outright (`kill -9` of a daemon) stays a zombie until its
-    parent reaps it, for ever where nobody does (a container's init that does not):
-    a zombie runs nothing and binds no session."""
-    one, two = stores(tmp_path)
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        held = Leases(one, pid=child.pid)
-        assert held.take("s1") is None
-        other = Leases(two)
-        assert other.take("s1") is not None  # the holder runs: it binds
-        child.kill()
-        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # dead, not reaped
-        assert other.holder("s1") is None
-        assert other.take("s1") is None
-    finally:
-        child.kill()
-        child.wait()

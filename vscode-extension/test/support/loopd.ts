@@ -68,5 +68,9 @@ export function serverEnv(root: string, model: FakeModel): Record<string, string
     ANTHROPIC_BASE_URL: model.baseUrl,
     ANTHROPIC_API_KEY: 'test-key',
     LANG: 'C.UTF-8',
+    // as VS Code users get it: editors share a daemon (one per LOOPD_HOME, so per
+    // test), which exits soon after the test's last window
+    LOOPD_DAEMON: process.env.LOOPD_DAEMON ?? 'on',
+    LOOPD_DAEMON_IDLE: '3',
   };
 }
