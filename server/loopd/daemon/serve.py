@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import gc
+import importlib
 import logging
 import os
 import socket
@@ -273,6 +275,7 @@ def _warm_imports() -> None:
     from loopd.providers.sse import prepare_transport
 
     prepare_transport()
+    gc.freeze()  # see `_load_stack`
 
 
 def _load_stack(protocol: object) -> None:
@@ -280,11 +283,16 @@ def _load_stack(protocol: object) -> None:
     lsprotocol), loaded by the first editor that speaks it, off the event loop.
     Never both at the first editor's start: loading the other beside it cost that
     start ~0.4 s (`benchmarks/warm_start.py`), and a daemon serving Zed alone never
-    needs pygls (nor its memory)."""
-    if protocol == "acp":
-        import loopd.acp.server
-    elif protocol == "lsp":
-        import loopd.lsp.server  # noqa: F401
+    needs pygls (nor its memory).
+
+    What an import made lives as long as the daemon: it is frozen out of the
+    garbage collector's reach (a full collection over the SDK's schema classes
+    costs ~50 ms, mid-turn as anywhere). Only after a first import, so what
+    connections make stays collectable."""
+    module = {"acp": "loopd.acp.server", "lsp": "loopd.lsp.server"}.get(str(protocol))
+    if module is not None and module not in sys.modules:
+        importlib.import_module(module)
+        gc.freeze()
 
 
 async def _hung_up(conn: socket.socket) -> None:
