@@ -196,18 +196,21 @@ class Daemon:
                 send(conn, {"ok": False, "error": f"unknown request {op!r}"})
 
     async def _connect(self, conn: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
-        await asyncio.to_thread(_load_stack, message.get("protocol"))
-        from loopd.daemon.connection import Hello, serve_editor
         from loopd.protocol.errors import ConfigError
 
-        try:
+        try:  # the editor's descriptors are closed if it is not served
+            await asyncio.to_thread(_load_stack, message.get("protocol"))
+            from loopd.daemon.connection import Hello, serve_editor
+
             hello = Hello.of(message)
-        except ConfigError as err:
+            table = self.table if self.table else await asyncio.to_thread(self._open_table)
+        except BaseException as err:
             for fd in fds:
                 os.close(fd)
+            if not isinstance(err, ConfigError):
+                raise
             send(conn, {"ok": False, "error": str(err)})
             return
-        table = self.table if self.table else await asyncio.to_thread(self._open_table)
         send(conn, {"ok": True, "pid": os.getpid()})
         serving = asyncio.create_task(serve_editor(hello, fds, table, self.apps.append))
         hangup = asyncio.create_task(_hung_up(conn))
