@@ -33,7 +33,8 @@ def send(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) 
     if fds:
         sent = socket.send_fds(sock, [data], list(fds))
         data = data[sent:]
-    sock.sendall(data)
+    if data:  # not an empty send: the peer may have answered and closed already
+        sock.sendall(data)
 
 
 def receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:

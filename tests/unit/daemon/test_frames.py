@@ -7,6 +7,7 @@ import json
 import os
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -78,3 +79,23 @@ def test_a_frame_is_compact_json(pair: tuple[socket.socket, socket.socket]) -> N
     send(a, {"a": [1, 2]})
     raw = b.recv(100)
     assert raw[4:] == b'{"a":[1,2]}' and json.loads(raw[4:]) == {"a": [1, 2]}
+
+
+def test_a_frame_sent_whole_with_its_descriptors_needs_nothing_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The daemon may read a forwarder's hello, answer and hang up the moment the
+    hello is in: the forwarder then sends nothing more (an empty send to a closed
+    peer fails with EPIPE, and the forwarder would give up on a daemon that was
+    fine: seen under load, when a newer loopd replaces an idle daemon)."""
+    ours, peer = socket.socketpair()
+    real = socket.send_fds
+
+    def then_hung_up(sock: socket.socket, buffers: Any, fds: Any) -> int:
+        sent: int = real(sock, buffers, fds)
+        peer.close()  # it read the whole frame, answered and closed
+        return sent
+
+    monkeypatch.setattr(socket, "send_fds", then_hung_up)
+    with ours:
+        send(ours, {"op": "connect"}, fds=[0])
