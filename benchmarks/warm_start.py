@@ -5,12 +5,14 @@
 Claude Code CLI), every model request answered by the loopback fake.
 
 Measured per start: spawn to `initialize` answered; spawn to session ready
-(`initialize` + `session/new`); prompt to the first `agent_message_chunk`; stdin
-closed to exit; and the peak memory of the whole process tree (summed RSS sampled
-from /proc; for loopd's daemon modes the daemon and its children count too). Every
-figure is a median over rounds that alternate between the contenders, so drift hits
-all alike; targets are ratios to baselines measured in the same run (issue 16). Also
-`loopd lsp` against `loopd acp`, spawn to `initialize`, in the same mode.
+(`initialize` + `session/new`); prompt to its request reaching the fake model (the
+hot path; a count of tokens does not count) and to the first `agent_message_chunk`;
+stdin closed to exit; and the peak memory of the whole process tree (summed RSS
+sampled from /proc; for loopd's daemon modes the daemon and its children count
+too). Every figure is a median over rounds that alternate between the contenders,
+so drift hits all alike; targets are ratios to baselines measured in the same run
+(issue 16). Also `loopd lsp` against `loopd acp`, spawn to `initialize`, in the
+same mode.
 
 Where this build has no daemon (`loopd daemon` unknown), the cold and warm rows run
 the in-process `loopd acp` and the table says so.
@@ -21,6 +23,7 @@ the in-process `loopd acp` and the table says so.
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -37,7 +40,7 @@ from typing import IO, Any
 from benchmarks.acp_start import ECHO, agent_env
 from benchmarks.memory import TreeMemory, daemon_pids
 from benchmarks.startup import lsp_initialize
-from loopd.testing.fake_llm import FakeLLMServer
+from loopd.testing.fake_llm import COUNT_TOKENS, FakeLLMServer, RecordedRequest
 from loopd.testing.llm_script import Reply
 
 ROUNDS = 5
@@ -51,7 +54,7 @@ ADAPTER_ENV = {  # as tests/e2e/acp_runtime/test_claude_agent_acp.py gives it
     "CLAUDE_CODE_MAX_RETRIES": "0",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 }
-MEASURES = ("initialize", "session", "first_chunk", "exit")
+MEASURES = ("initialize", "session", "to_model", "first_chunk", "exit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,7 @@ class Start:
 
     initialize: float
     session: float
+    to_model: float  # prompt to its model request at the fake (nan: none is made)
     first_chunk: float
     exit: float
     peak_rss: int
@@ -156,7 +160,25 @@ def first_chunk(message: dict[str, Any]) -> bool:
     return bool(message["params"]["update"].get("sessionUpdate") == "agent_message_chunk")
 
 
-def one_start(contender: Contender, env: Mapping[str, str], work: Path) -> Start:
+class StampedFake(FakeLLMServer):
+    """The fake model, noting when each request arrives (on this process's clock)."""
+
+    def __init__(self) -> None:
+        answer = Reply(text="hello from the fake model")
+        super().__init__(responder=lambda request: answer)
+        self.arrivals: list[tuple[float, str]] = []
+
+    def record(self, request: RecordedRequest) -> None:
+        self.arrivals.append((time.perf_counter(), request.path))
+        super().record(request)
+
+    def model_request_after(self, since: float) -> float:
+        """When the first request for a reply (not a token count) came after `since`."""
+        replies = (t for t, path in list(self.arrivals) if t >= since and COUNT_TOKENS not in path)
+        return next(replies, math.nan)
+
+
+def one_start(contender: Contender, env: Mapping[str, str], work: Path, fake: StampedFake) -> Start:
     contender.before()
     start = time.perf_counter()
     agent = Agent(contender.argv, env, work)
@@ -180,7 +202,8 @@ def one_start(contender: Contender, env: Mapping[str, str], work: Path) -> Start
             memory.sample()
         finally:
             exited = agent.close()
-    return Start(initialized - start, ready - start, chunked - asked, exited, memory.peak)
+    to_model = fake.model_request_after(asked) - asked
+    return Start(initialized - start, ready - start, to_model, chunked - asked, exited, memory.peak)
 
 
 def lsp_start(argv: tuple[str, ...], env: Mapping[str, str], work: Path) -> float:
@@ -238,28 +261,28 @@ def lsp_modes(env: Mapping[str, str], daemon: bool) -> list[Contender]:
 
 
 @contextmanager
-def throwaway(rounds: int) -> Iterator[tuple[dict[str, str], Path]]:
+def throwaway() -> Iterator[tuple[dict[str, str], Path, StampedFake]]:
     """A private home, the fake model answering every request with text, and the
     environment every contender shares (`agent_env`: no user config)."""
-    answer = Reply(text="hello from the fake model")
-    with tempfile.TemporaryDirectory() as tmp, FakeLLMServer(responder=lambda r: answer) as fake:
+    fake = StampedFake()
+    with tempfile.TemporaryDirectory() as tmp, fake:
         home = Path(tmp).resolve()
         work = home / "work"
         work.mkdir()
         path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
         env = agent_env(home, path) | {"ANTHROPIC_BASE_URL": fake.base_url}
-        yield env, work
+        yield env, work, fake
 
 
 def measure(rounds: int = ROUNDS) -> tuple[Figures, bool]:
     figures = Figures()
-    with throwaway(rounds) as (env, work):
+    with throwaway() as (env, work, fake):
         daemon = has_daemon(env)
         subjects = contenders(env, daemon)
         try:
             for i in range(rounds + 1):  # the first round warms caches and is not kept
                 for c in subjects:
-                    start = one_start(c, {**env, **c.env}, work)
+                    start = one_start(c, {**env, **c.env}, work, fake)
                     if i:
                         figures.starts.setdefault(c.name, []).append(start)
                 for c in lsp_modes(env, daemon):
@@ -315,12 +338,18 @@ def _value(f: Figures, row: str, measure: str) -> float:
 
 def table(f: Figures, daemon: bool) -> str:
     note = "" if daemon else "  (no daemon in this build: cold and warm run in-process)"
-    head = f"{'':22}{'initialize':>12}{'session':>10}{'1st chunk':>11}{'exit':>8}{'peak MB':>9}"
+    head = (
+        f"{'':22}{'initialize':>12}{'session':>10}{'to model':>10}{'1st chunk':>11}"
+        f"{'exit':>8}{'peak MB':>9}"
+    )
     lines = [f"warm start, medians in ms{note}", head]
     for name in f.starts:
         ms = [f.median(name, m) * 1000 for m in MEASURES]
         mb = f.median(name, "peak_rss") / 2**20
-        lines.append(f"{name:22}{ms[0]:12.0f}{ms[1]:10.0f}{ms[2]:11.1f}{ms[3]:8.0f}{mb:9.0f}")
+        model = "-" if math.isnan(ms[2]) else f"{ms[2]:.1f}"
+        lines.append(
+            f"{name:22}{ms[0]:12.0f}{ms[1]:10.0f}{model:>10}{ms[3]:11.1f}{ms[4]:8.0f}{mb:9.0f}"
+        )
     for mode in f.lsp:
         lines.append(f"{'loopd lsp (' + mode.removeprefix('loopd ') + ')':22}"
                      f"{f.lsp_median(mode) * 1000:12.0f}")  # fmt: skip
