@@ -22,7 +22,11 @@ def daemon(args: argparse.Namespace) -> int:
         case "stop":
             from loopd.daemon.forward import stop
 
-            stopped = stop(place_of(os.environ))
+            try:
+                stopped = stop(place_of(os.environ))
+            except Unsafe as err:
+                print(f"loopd: the daemon's socket is refused: {escape(str(err))}", file=sys.stderr)
+                return 1
             print("stopped" if stopped else "no daemon was running")
             return 0
         case _:

@@ -61,6 +61,8 @@ class Place(NamedTuple):
     def connect(self, timeout: float = 5.0) -> socket.socket | None:
         """A connection to the daemon, or None when nobody listens. Raises `Unsafe`
         when the folder, the socket or the peer is not this user's."""
+        if not os.path.lexists(self.folder):
+            return None  # never prepared: no daemon ever listened here
         private_folder(self.folder)
         try:
             info = os.lstat(self.endpoint)

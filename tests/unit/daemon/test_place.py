@@ -37,6 +37,7 @@ def test_prepare_makes_a_private_folder_and_refuses_a_loose_or_linked_one(
     tmp_path: Path,
 ) -> None:
     place = place_of(env(tmp_path))
+    assert place.connect() is None  # never prepared: nobody listens, nothing to refuse
     place.prepare()
     folder = Path(place.folder)
     assert folder.stat().st_mode & 0o777 == 0o700
