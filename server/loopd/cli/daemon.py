@@ -18,7 +18,7 @@ def daemon(args: argparse.Namespace) -> int:
         case "serve":
             from loopd.daemon.serve import serve_daemon
 
-            return serve_daemon(args.ready)
+            return serve_daemon(args.ready, args.first)
         case "stop":
             from loopd.daemon.forward import stop
 

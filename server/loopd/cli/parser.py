@@ -70,6 +70,7 @@ def _no_daemon_argument(p: argparse.ArgumentParser) -> None:
 def _daemon_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=["status", "stop", "serve"], help="serve: what editors start")
     p.add_argument("--ready", type=int, metavar="FD", help=argparse.SUPPRESS)
+    p.add_argument("--first", choices=["acp", "lsp"], help=argparse.SUPPRESS)
     _json_argument(p)
 
 

@@ -80,7 +80,7 @@ def _forward(place: Place, protocol: str, env: dict[str, str]) -> int | None:
         "data": os.path.realpath(place.data), "cwd": os.getcwd(), "env": env,
     }  # fmt: skip
     for attempt in range(2):
-        sock = place.connect() or _start(place, env)
+        sock = place.connect() or _start(place, env, protocol)
         if sock is None:
             _say(f"the loopd daemon did not start (see {place.log}); serving here")
             return None
@@ -117,7 +117,7 @@ def _let_go() -> None:
     os.close(null)
 
 
-def _start(place: Place, env: Mapping[str, str]) -> socket.socket | None:
+def _start(place: Place, env: Mapping[str, str], protocol: str) -> socket.socket | None:
     """Start a daemon in the background and connect to it; None if it never listens.
     The daemon says on the pipe handed to it (`--ready FD`) that it listens, or that
     another forwarder's won the race (the data dir's lock lets one serve); a daemon
@@ -128,7 +128,8 @@ def _start(place: Place, env: Mapping[str, str]) -> socket.socket | None:
     ready, told = os.pipe()
     try:
         subprocess.Popen(
-            [sys.executable, "-m", "loopd", "daemon", "serve", "--ready", str(told)],
+            [sys.executable, "-m", "loopd", "daemon", "serve", "--ready", str(told),
+             "--first", protocol],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/", pass_fds=(told,),
             env=daemon_env(env), start_new_session=True,
         )  # fmt: skip

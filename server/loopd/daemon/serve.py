@@ -25,6 +25,7 @@ import logging
 import os
 import socket
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -45,8 +46,9 @@ LISTENING, LOST = b"L", b"O"  # on the `--ready` pipe: listening; lost the race 
 HELLO_TIMEOUT = 10.0
 
 
-def serve_daemon(ready_fd: int | None) -> int:
-    """Run the daemon of the data dir this process's environment names."""
+def serve_daemon(ready_fd: int | None, first: str | None = None) -> int:
+    """Run the daemon of the data dir this process's environment names. `first` is
+    the protocol of the editor that started it, whose stack loads before all else."""
     sys.stderr = RoutedStderr(sys.__stderr__ or sys.stderr)
     logging.basicConfig(  # as in-process: warnings, to the editor's stderr or the log
         stream=sys.stderr, level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s"
@@ -65,7 +67,7 @@ def serve_daemon(ready_fd: int | None) -> int:
     _tell(ready_fd, LISTENING)
     log.info("loopd %s daemon %d serves %s", __version__, os.getpid(), place.data)
     idle = float(os.environ.get("LOOPD_DAEMON_IDLE") or DEFAULT_IDLE)
-    daemon = Daemon(place, listener, idle)
+    daemon = Daemon(place, listener, idle, first)
     try:
         asyncio.run(daemon.run())
     finally:
@@ -106,6 +108,7 @@ class Daemon:
     place: Place
     listener: socket.socket
     idle: float
+    first: str | None = None  # the starting editor's protocol
     connections: set[asyncio.Task[Any]] = field(default_factory=set)
     table: SessionTable | None = None
     apps: list[App] = field(default_factory=list)  # retired, closed when unused
@@ -119,7 +122,7 @@ class Daemon:
         self.real_data = os.path.realpath(self.place.data)
 
     async def run(self) -> None:
-        warming = asyncio.create_task(asyncio.to_thread(_warm_imports))
+        warming = asyncio.create_task(asyncio.to_thread(_warm_imports, self.first))
         accepting = asyncio.create_task(self._accept())
         idling = asyncio.create_task(self._idle())
         await self.stopping.wait()
@@ -269,10 +272,13 @@ class Daemon:
         }  # fmt: skip
 
 
-def _warm_imports() -> None:
-    """What every connection needs, loaded once the socket listens (the app, its
-    runtimes, the HTTP transport); each protocol's stack is loaded by the first
-    editor that speaks it (`_load_stack`)."""
+def _warm_imports(first: str | None) -> None:
+    """What every connection needs, loaded once the socket listens: the stack of
+    the editor that started the daemon first (its `initialize` waits for nothing
+    else; the forwarder is connecting meanwhile), then the app, its runtimes and
+    the HTTP transport. The other protocol's stack is loaded by the first editor
+    that speaks it (`_load_stack`)."""
+    _load_stack(first)
     import loopd.app
     import loopd.daemon.connection  # noqa: F401
     from loopd.providers.sse import prepare_transport
@@ -288,14 +294,28 @@ def _load_stack(protocol: object) -> None:
     start ~0.4 s (`benchmarks/warm_start.py`), and a daemon serving Zed alone never
     needs pygls (nor its memory).
 
+    pygls's first `initialize` answers also build what later ones reuse: they are
+    rehearsed here (`loopd.lsp.server.rehearse`).
+
     What an import made lives as long as the daemon: it is frozen out of the
     garbage collector's reach (a full collection over the SDK's schema classes
     costs ~50 ms, mid-turn as anywhere). Only after a first import, so what
     connections make stays collectable."""
     module = {"acp": "loopd.acp.server", "lsp": "loopd.lsp.server"}.get(str(protocol))
-    if module is not None and module not in sys.modules:
-        importlib.import_module(module)
+    if module is None:
+        return
+    with _loading:  # a connection waits for the warm-up loading its stack, whole
+        if module in _loaded:
+            return
+        loaded = importlib.import_module(module)
+        if protocol == "lsp":
+            asyncio.run(loaded.rehearse())  # this thread's own loop
+        _loaded.add(module)
         gc.freeze()
+
+
+_loaded: set[str] = set()
+_loading = threading.Lock()
 
 
 async def _hung_up(conn: socket.socket) -> None:
