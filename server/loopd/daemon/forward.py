@@ -128,8 +128,7 @@ def _start(place: Place, env: Mapping[str, str], protocol: str) -> socket.socket
     ready, told = os.pipe()
     try:
         subprocess.Popen(
-            [sys.executable, "-m", "loopd", "daemon", "serve", "--ready", str(told),
-             "--first", protocol],
+            [sys.executable, "-m", "loopd.daemon", "--ready", str(told), "--first", protocol],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/", pass_fds=(told,),
             env=daemon_env(env), start_new_session=True,
         )  # fmt: skip
