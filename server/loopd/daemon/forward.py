@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping
 
 from loopd import __version__
-from loopd.daemon.frames import BadFrame, receive, send
+from loopd.daemon.frames import LISTENING, LOST, BadFrame, receive, send
 from loopd.daemon.place import Place, Unsafe, place_of
 from loopd.home import user_config_path
 
@@ -46,7 +46,7 @@ def forward(protocol: str) -> int | None:
         return _forward(place, protocol, env)
     except Unsafe as err:
         _say(f"not using the loopd daemon: {err}")
-    except (OSError, BadFrame) as err:
+    except (OSError, BadFrame, EOFError) as err:
         _say(f"the loopd daemon could not be reached ({err}); serving here")
     return None
 
@@ -86,10 +86,10 @@ def _forward(place: Place, protocol: str, env: dict[str, str]) -> int | None:
             return None
         with sock:
             send(sock, hello, fds=(0, 1, 2))
-            reply, _ = receive(sock)
+            sock.settimeout(None)  # it holds the editor's pipes now: never serve beside it
+            reply, _ = receive(sock)  # (it closes them before any refusal, or by dying)
             if reply.get("ok"):
                 _let_go()
-                sock.settimeout(None)
                 return _wait(sock)
         if reply.get("error") != "version" or not reply.get("idle") or attempt:
             return None  # a busy daemon of another version keeps its editors
@@ -104,7 +104,7 @@ def _wait(sock: socket.socket) -> int:
             message, _ = receive(sock)
             if "exit" in message:
                 return int(message["exit"])
-    except (EOFError, BadFrame, OSError):
+    except (EOFError, BadFrame, OSError, ValueError, TypeError):
         _say("the loopd daemon went away; the session is kept, load it again")
         return 1
 
@@ -137,9 +137,9 @@ def _start(place: Place, env: Mapping[str, str], protocol: str) -> socket.socket
     finally:
         os.close(log)
         os.close(ready)
-    if news == b"L":
+    if news == LISTENING:
         return place.connect()
-    return _connect_soon(place) if news == b"O" else None
+    return _connect_soon(place) if news == LOST else None
 
 
 def _connect_soon(place: Place) -> socket.socket | None:

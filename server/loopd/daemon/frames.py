@@ -18,6 +18,7 @@ import socket
 from collections.abc import Sequence
 from typing import Any
 
+LISTENING, LOST = b"L", b"O"  # a new daemon on its `--ready` pipe: it listens; another won
 MAX_FRAME = 8 << 20  # an environment and some arguments; far more is an attack
 MAX_FDS = 3
 _HEADER = 4

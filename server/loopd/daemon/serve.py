@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from loopd import __version__
-from loopd.daemon.frames import BadFrame, receive, send
+from loopd.daemon.frames import LISTENING, LOST, BadFrame, receive, send
 from loopd.daemon.place import Place, Unsafe, place_of, require_own_peer, short_path
 from loopd.daemon.stderr import RoutedStderr
 
@@ -42,7 +42,6 @@ if TYPE_CHECKING:  # loaded after the socket listens (see `_load_stack`)
 log = logging.getLogger(__name__)
 
 DEFAULT_IDLE = 600.0
-LISTENING, LOST = b"L", b"O"  # on the `--ready` pipe: listening; lost the race to another
 HELLO_TIMEOUT = 10.0
 
 
