@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,7 +30,7 @@ from loopd.protocol.events import (
 )
 from loopd.protocol.questions import Question, UserQuestions
 from loopd.protocol.turns import Outcome
-from loopd.runtimes.base import McpServerConfig, Runtime
+from loopd.runtimes.base import McpServerConfig, Runtime, RuntimeContext
 from loopd.store.sqlite import SessionRecord, SqliteStore
 from loopd.tools.env import EditorTerminals, FileAccess
 
@@ -116,6 +117,25 @@ class LiveSession:
         if isinstance(link, AsksQuestions) and link.can_ask_user():
             return BoundedQuestions(link, timeout)
         return None
+
+    def runtime_context(self, emitter: SessionEmitter, timeout: float) -> RuntimeContext:
+        """What the session's runtime is opened with: its record, the editors' files,
+        terminals and person (whichever editor prompts), approvals bounded by
+        `timeout` seconds."""
+        record = self.record
+        return RuntimeContext(
+            session_id=record.id,
+            cwd=record.cwd,
+            additional_roots=record.additional_dirs,
+            emitter=emitter,
+            approver=SessionApprover(lambda: self, timeout),
+            config=dict(record.config),
+            mcp_servers=self.mcp_servers,
+            state=dict(record.runtime_state),
+            editor_files=self.editor_files,
+            editor_terminals=self.editor_terminals,
+            person=functools.partial(self.person, timeout),
+        )
 
     def editor_terminals(self) -> EditorTerminals | None:
         link = self.asker

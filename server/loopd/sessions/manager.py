@@ -4,11 +4,7 @@ Both protocol adapters (ACP and LSP) and the CLI are thin clients of this class,
 session behaves the same in every editor, and a session created from one is listed
 and loadable from the others (they share the SQLite store).
 
-Turn discipline: one turn at a time per session. A prompt that arrives while a turn
-runs waits its turn (at most `MAX_QUEUED` waiting, in order; the asking editor is
-told it is queued), never interleaves; one beyond that is refused with
-`SessionBusy`. Cancelling one prompt's call (its request was cancelled) takes that
-prompt alone out of the queue, or ends its turn when it is the running one;
+Turn discipline: one turn at a time per session (see `loopd.sessions.turns`);
 `cancel` ends the running turn and every queued prompt of the session with
 `cancelled`. `steer` hands text to the running turn, read at its next step.
 
@@ -19,8 +15,6 @@ it; a process that finds it held by another live one is refused with `SessionHel
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 import time
 import uuid
@@ -29,19 +23,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from loopd.catalog.identity import entry_changes
-from loopd.protocol.errors import ConfigError, LoopdError, RuntimeFailure
+from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import (
     AgentMessageChunk,
-    AvailableCommandsUpdated,
-    Command,
-    ConfigChoice,
-    ConfigOption,
-    ConfigOptionsChanged,
-    ContentBlock,
     Prompt,
-    SessionInfoUpdated,
-    UserMessageChunk,
-    to_wire,
 )
 from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import Outcome, UndoReport
@@ -51,57 +36,32 @@ from loopd.runtimes.base import (
     RuntimeContext,
     RuntimeFactory,
 )
-from loopd.runtimes.options import check_mode
 from loopd.sessions.commands import (
     FileUndoing,
-    PromptCommands,
-    command_text,
-    commands_for,
-    fills_in,
     mentions_of,
-    run_command,
-    slash_command,
 )
+from loopd.sessions.errors import NoRuntime, SessionBusy, SessionHeld, SessionNotFound
 from loopd.sessions.live import (
     ClientLink,
     LiveSession,
-    SessionApprover,
     SessionEmitter,
     Unopened,
 )
-from loopd.sessions.queue import say_entry_changed, say_queued, steer_turn, title_of
+from loopd.sessions.options import RUNTIME_OPTION, Options, SessionView, carried
+from loopd.sessions.queue import say_entry_changed, steer_turn
 from loopd.sessions.table import SessionTable
-from loopd.sessions.transcript import HANDOVER, transcript, with_handover
 from loopd.sessions.trust import WorkspaceTrust
-from loopd.store.lease import Holder, Leases
+from loopd.sessions.turns import MAX_QUEUED, Turns
+from loopd.store.lease import Leases
 from loopd.store.reconcile import reconcile_events
 from loopd.store.sqlite import SessionPage, SessionRecord, SqliteStore
 
+__all__ = [  # the refusals and the queue bound live beside the turns; frontends look here
+    "MAX_QUEUED", "Credentials", "NoRuntime", "SessionBusy", "SessionHeld", "SessionManager",
+    "SessionNotFound", "SessionView",
+]  # fmt: skip
+
 log = logging.getLogger(__name__)
-
-MAX_QUEUED = 64  # prompts waiting behind the running turn (seed 001's managed input queue)
-RUNTIME_OPTION = "runtime"
-MODE_OPTION = "mode"
-APPROVALS = "approvals"  # the runtime-state key of the session's "always" answers
-
-
-class SessionNotFound(LoopdError):
-    pass
-
-
-class SessionBusy(LoopdError):
-    pass
-
-
-class SessionHeld(SessionBusy):
-    """The session is live in another loopd process (it holds the lease)."""
-
-    def __init__(self, session_id: str, holder: Holder) -> None:
-        super().__init__(
-            f"session {session_id} is open in another loopd process (pid {holder.pid}"
-            f" on {holder.host}); close it there or wait"
-        )
-        self.holder = holder
 
 
 class Credentials(Protocol):
@@ -111,20 +71,6 @@ class Credentials(Protocol):
     async def reload(self) -> None: ...
 
     async def logout(self) -> None: ...
-
-
-class NoRuntime(ConfigError):
-    """No runtime can run a session: nothing is configured or logged in. Frontends
-    tell the person how to log in (ACP answers `auth_required`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SessionView:
-    """What a client is told about a session it opened."""
-
-    id: str
-    config_options: tuple[ConfigOption, ...]
-    commands: tuple[Command, ...] = ()
 
 
 @dataclass(slots=True)
@@ -304,24 +250,7 @@ class SessionManager:
     ) -> Outcome:
         """Run `prompt` as the session's next turn. `on_start` is called when it
         leaves the queue (at once when nothing runs)."""
-        live = self._require(session_id)
-        if live.waiting >= MAX_QUEUED:
-            raise SessionBusy(f"{MAX_QUEUED} prompts are already waiting in this session")
-        generation = live.generation
-        if live.lock.locked():
-            await say_queued(live, link, prompt)
-        async with live.slot():
-            if live.generation != generation:
-                return Outcome(turn_id="", stop_reason="cancelled")
-            self._hold(live.id)  # still ours (not taken over while this process stalled)
-            if on_start is not None:
-                on_start()
-            command = slash_command(prompt, live.runtime)
-            if command is not None and fills_in(live.runtime, command):
-                return await self._run_prompt_command(live, command, prompt, link)
-            if command is not None:
-                return await self._run_command(live, command, prompt, link)
-            return await self._run_turn(live, prompt, link)
+        return await self._turns().run(self._require(session_id), prompt, link, on_start)
 
     def mentions(self, session_id: str) -> tuple[Mention, ...]:
         """What the person may @-mention in the session's prompts, as it is now."""
@@ -335,38 +264,6 @@ class SessionManager:
         """Hand `text` to the session's running turn (see `loopd.sessions.queue`)."""
         live = self._require(session_id)
         steer_turn(live.runtime, str(live.record.runtime.get("name")), text)
-
-    async def _run_turn(self, live: LiveSession, prompt: Prompt, link: ClientLink) -> Outcome:
-        emitter = self._emitter(live)
-        await self._journal_prompt(live, prompt, link)
-        if live.record.title is None and prompt.text.strip():
-            title = title_of(prompt.text)
-            live.record = replace(live.record, title=title)
-            await emitter.emit(SessionInfoUpdated(title=title))
-        live.asker = link
-        handed = live.record.runtime_state.get(HANDOVER)
-        if handed:  # the first turn after a runtime switch
-            prompt = with_handover(prompt, handed)
-        turn: asyncio.Task[Outcome] | None = None
-        try:
-            if self.workspace is not None and not live.greeted:
-                live.greeted = True
-                approver = SessionApprover(lambda: live, self.approval_timeout)
-                await self.workspace.first_turn(live.id, emitter, approver)
-            turn = live.turn = asyncio.create_task(live.runtime.prompt(prompt))
-            return await asyncio.shield(turn)
-        except asyncio.CancelledError:
-            # The caller gave up (its request was cancelled, its connection closed):
-            # the turn is cancelled too, and the session stays locked until the
-            # runtime has paired its tool calls, so the next prompt finds it whole.
-            if turn is not None:
-                await live.runtime.cancel()
-                await asyncio.wait([turn])
-            raise
-        finally:
-            live.asker = None
-            live.turn = None
-            self._save_after_turn(live)
 
     async def undo(self, session_id: str) -> UndoReport:
         """Put back the last turn's file changes, between turns (waits for one that
@@ -383,52 +280,6 @@ class SessionManager:
         )
         return report
 
-    async def _run_command(
-        self, live: LiveSession, name: str, prompt: Prompt, link: ClientLink
-    ) -> Outcome:
-        """A session command, journaled like a turn: the prompt, then a note of what
-        happened (or why it did not)."""
-        try:
-            note = await run_command(live.runtime, name)
-        except LoopdError as err:
-            note = f"/{name} failed: {err}"
-        if note is None:
-            return Outcome(turn_id="", stop_reason="cancelled")
-        return await self._noted(live, prompt, note, link)
-
-    async def _run_prompt_command(
-        self, live: LiveSession, name: str, prompt: Prompt, link: ClientLink
-    ) -> Outcome:
-        """A prompt command: the turn runs the prompt it fills in; when it cannot be
-        filled in, the typed prompt is journaled with why."""
-        assert isinstance(live.runtime, PromptCommands)
-        try:
-            filled = await live.runtime.expand(name, command_text(prompt))
-        except LoopdError as err:
-            return await self._noted(live, prompt, f"/{name} failed: {err}", link)
-        return await self._run_turn(live, filled, link)
-
-    async def _noted(
-        self, live: LiveSession, prompt: Prompt, note: str, link: ClientLink
-    ) -> Outcome:
-        emitter = self._emitter(live)
-        await self._journal_prompt(live, prompt, link)
-        await emitter.emit(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}"))
-        self.store.update(live.id, updated_at=self.now())
-        return Outcome(turn_id="", stop_reason="end_turn")
-
-    async def _journal_prompt(self, live: LiveSession, prompt: Prompt, link: ClientLink) -> None:
-        """Journal the person's prompt, and show it in the other editors attached to
-        the session (the prompting one shows what was typed itself)."""
-        message_id = f"user_{uuid.uuid4().hex[:12]}"
-        chunks = [_user_chunk(block, message_id) for block in prompt.blocks]
-        for chunk in chunks:
-            self.store.append_event(live.id, chunk)
-        others = [other for other in live.links if other is not link]
-        emitter = SessionEmitter(self.store, live.id, lambda: others, self.now)
-        for chunk in chunks:
-            await emitter.show(chunk)
-
     async def cancel(self, session_id: str) -> None:
         live = self._live.get(session_id)
         if live is None:
@@ -439,45 +290,8 @@ class SessionManager:
     # -- config ------------------------------------------------------------------------
 
     async def set_config(self, session_id: str, option_id: str, value: str) -> SessionView:
-        live = self._require(session_id)
-        if option_id == RUNTIME_OPTION:
-            await self._switch_runtime(live, value)
-        else:
-            if option_id not in {o.id for o in live.runtime.config_options()}:
-                raise ConfigError(f"unknown config option {option_id!r}")
-            if option_id == MODE_OPTION:  # `accept-edits` is `accept_edits` from here on
-                value = check_mode(value)
-            await live.runtime.set_config(option_id, value)  # validates the value
-        config = {o.id: o.current_value for o in live.runtime.config_options()}
-        identity = self._identity(str(live.record.runtime.get("name")), config)
-        live.record = replace(live.record, config=config, runtime=identity)
-        self.store.update(live.id, config=config, runtime=identity, updated_at=self.now())
-        view = self._view(live)
-        await self._emitter(live).show(to_wire(ConfigOptionsChanged(view.config_options)))
-        return view
-
-    async def _switch_runtime(self, live: LiveSession, name: str) -> None:
-        """Choosing the runtime a session has changes nothing. Another one starts
-        with its own model and effort defaults (the old ones mean nothing to it) and
-        the conversation so far, handed over as a transcript with the next prompt;
-        the mode and the session's "always" answers are loopd's and stay."""
-        if name == live.record.runtime.get("name"):
-            return
-        self._factory(name)
-        if live.turn is not None:
-            raise SessionBusy("cannot switch runtimes while a turn runs")
-        await live.runtime.close()
-        config = {k: v for k, v in live.record.config.items() if k == MODE_OPTION}
-        identity = self._identity(name, config)
-        handed = transcript(self.store.events(live.id))
-        self.store.clear_messages(live.id)  # the native engine's own context, if any
-        state = _carried(live.record.runtime_state) | ({HANDOVER: handed} if handed else {})
-        live.record = replace(live.record, runtime=identity, runtime_state=state, config=config)
-        self.store.update(live.id, runtime=identity, runtime_state=state, config=config)
-        live.runtime = await self._factory(name).open(self._context(live))
-        live.owner = self
-        commands = commands_for(live.runtime)
-        await self._emitter(live).show(to_wire(AvailableCommandsUpdated(commands)))
+        """Set one of the session's options (see `loopd.sessions.options`)."""
+        return await self._options().set(self._require(session_id), option_id, value)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -505,20 +319,7 @@ class SessionManager:
             raise SessionHeld(session_id, holder)
 
     def _context(self, live: LiveSession) -> RuntimeContext:
-        record = live.record
-        return RuntimeContext(
-            session_id=record.id,
-            cwd=record.cwd,
-            additional_roots=record.additional_dirs,
-            emitter=self._emitter(live),
-            approver=SessionApprover(lambda: live, self.approval_timeout),
-            config=dict(record.config),
-            mcp_servers=live.mcp_servers,
-            state=dict(record.runtime_state),
-            editor_files=functools.partial(LiveSession.editor_files, live),
-            editor_terminals=functools.partial(LiveSession.editor_terminals, live),
-            person=functools.partial(LiveSession.person, live, self.approval_timeout),
-        )
+        return live.runtime_context(self._emitter(live), self.approval_timeout)
 
     def _reidentify(self, record: SessionRecord) -> tuple[SessionRecord, tuple[str, ...]]:
         """What changed in the catalog entry of a stored session since it was last
@@ -539,7 +340,13 @@ class SessionManager:
         return {"name": name, "identity": dict(self.identify(name, config))}
 
     def _emitter(self, live: LiveSession) -> SessionEmitter:
-        return SessionEmitter(self.store, live.id, lambda: live.links, self.now)
+        return self._turns().emitter(live)
+
+    def _turns(self) -> Turns:
+        return Turns(
+            self.store, self.now, self.approval_timeout, self.workspace, self._hold,
+            self._save_after_turn,
+        )  # fmt: skip
 
     def use_runtimes(
         self,
@@ -581,7 +388,7 @@ class SessionManager:
         return live
 
     def _save_after_turn(self, live: LiveSession) -> None:
-        state = _carried(live.record.runtime_state) | dict(live.runtime.state())
+        state = carried(live.record.runtime_state) | dict(live.runtime.state())
         live.record = replace(live.record, runtime_state=state, updated_at=self.now())
         self.store.update(live.id, runtime_state=state, updated_at=live.record.updated_at)
 
@@ -597,24 +404,10 @@ class SessionManager:
             self._leases.release(live.id)
 
     def _view(self, live: LiveSession) -> SessionView:
-        names = sorted(self.runtimes)
-        current = str(live.record.runtime.get("name", self.default_runtime))
-        runtime_option = ConfigOption(
-            RUNTIME_OPTION,
-            "Runtime",
-            "_runtime",
-            current,
-            tuple(ConfigChoice(n, n) for n in names),
-            "Who runs this session's turns",
-        )
-        options = (*live.runtime.config_options(), runtime_option)
-        return SessionView(live.id, options, commands_for(live.runtime))
+        return self._options().view(live)
 
-
-def _carried(state: Mapping[str, Any]) -> dict[str, Any]:
-    """What outlives a runtime: the session's "always" answers (loopd's rules)."""
-    return {APPROVALS: state[APPROVALS]} if APPROVALS in state else {}
-
-
-def _user_chunk(block: ContentBlock, message_id: str) -> dict[str, Any]:
-    return to_wire(UserMessageChunk(block, message_id))
+    def _options(self) -> Options:
+        return Options(
+            self.store, self.now, tuple(self.runtimes), self.default_runtime, self._factory,
+            self._identity, self._context, self._emitter, self,
+        )  # fmt: skip

@@ -1,0 +1,175 @@
+"""A prompt's way through a live session: the queue, the turn slot, then a turn,
+a session command or a prompt command, journaled as it goes.
+
+Turn discipline: one turn at a time per session. A prompt that arrives while a turn
+runs waits its turn (at most `MAX_QUEUED` waiting, in order; the asking editor is
+told it is queued), never interleaves; one beyond that is refused with
+`SessionBusy`. Cancelling one prompt's call (its request was cancelled) takes that
+prompt alone out of the queue, or ends its turn when it is the running one. Each
+turn first confirms the session's lease (`hold`): a process that stalled past it
+must not write into a session another process took over.
+
+The person's prompt is journaled before anything of the turn is shown, and shown
+in the other editors attached to the session; approvals and questions go to the
+editor whose prompt runs (`LiveSession.asker`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from loopd.protocol.errors import LoopdError
+from loopd.protocol.events import (
+    AgentMessageChunk,
+    ContentBlock,
+    Prompt,
+    SessionInfoUpdated,
+    UserMessageChunk,
+    to_wire,
+)
+from loopd.protocol.turns import Outcome
+from loopd.sessions.commands import (
+    PromptCommands,
+    command_text,
+    fills_in,
+    run_command,
+    slash_command,
+)
+from loopd.sessions.errors import SessionBusy
+from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
+from loopd.sessions.queue import say_queued, title_of
+from loopd.sessions.transcript import HANDOVER, with_handover
+from loopd.sessions.trust import WorkspaceTrust
+from loopd.store.sqlite import SqliteStore
+
+MAX_QUEUED = 64  # prompts waiting behind the running turn (seed 001's managed input queue)
+
+
+@dataclass(frozen=True, slots=True)
+class Turns:
+    """What a turn needs of its manager: the store and clock, the approval timeout,
+    the workspace-trust step of a session's first turn, the lease (`hold`) and
+    what is saved after each turn (`save`)."""
+
+    store: SqliteStore
+    now: Callable[[], str]
+    approval_timeout: float
+    workspace: WorkspaceTrust | None
+    hold: Callable[[str], None]
+    save: Callable[[LiveSession], None]
+
+    async def run(
+        self,
+        live: LiveSession,
+        prompt: Prompt,
+        link: ClientLink,
+        on_start: Callable[[], None] | None = None,
+    ) -> Outcome:
+        """Run `prompt` as the session's next turn. `on_start` is called when it
+        leaves the queue (at once when nothing runs)."""
+        if live.waiting >= MAX_QUEUED:
+            raise SessionBusy(f"{MAX_QUEUED} prompts are already waiting in this session")
+        generation = live.generation
+        if live.lock.locked():
+            await say_queued(live, link, prompt)
+        async with live.slot():
+            if live.generation != generation:
+                return Outcome(turn_id="", stop_reason="cancelled")
+            self.hold(live.id)  # still ours (not taken over while this process stalled)
+            if on_start is not None:
+                on_start()
+            command = slash_command(prompt, live.runtime)
+            if command is not None and fills_in(live.runtime, command):
+                return await self._prompt_command(live, command, prompt, link)
+            if command is not None:
+                return await self._command(live, command, prompt, link)
+            return await self._turn(live, prompt, link)
+
+    async def _turn(self, live: LiveSession, prompt: Prompt, link: ClientLink) -> Outcome:
+        emitter = self.emitter(live)
+        await self._journal_prompt(live, prompt, link)
+        if live.record.title is None and prompt.text.strip():
+            title = title_of(prompt.text)
+            live.record = replace(live.record, title=title)
+            await emitter.emit(SessionInfoUpdated(title=title))
+        live.asker = link
+        handed = live.record.runtime_state.get(HANDOVER)
+        if handed:  # the first turn after a runtime switch
+            prompt = with_handover(prompt, handed)
+        turn: asyncio.Task[Outcome] | None = None
+        try:
+            if self.workspace is not None and not live.greeted:
+                live.greeted = True
+                approver = SessionApprover(lambda: live, self.approval_timeout)
+                await self.workspace.first_turn(live.id, emitter, approver)
+            turn = live.turn = asyncio.create_task(live.runtime.prompt(prompt))
+            return await asyncio.shield(turn)
+        except asyncio.CancelledError:
+            # The caller gave up (its request was cancelled, its connection closed):
+            # the turn is cancelled too, and the session stays locked until the
+            # runtime has paired its tool calls, so the next prompt finds it whole.
+            if turn is not None:
+                await live.runtime.cancel()
+                await asyncio.wait([turn])
+            raise
+        finally:
+            live.asker = None
+            live.turn = None
+            self.save(live)
+
+    async def _command(
+        self, live: LiveSession, name: str, prompt: Prompt, link: ClientLink
+    ) -> Outcome:
+        """A session command, journaled like a turn: the prompt, then a note of what
+        happened (or why it did not)."""
+        try:
+            note = await run_command(live.runtime, name)
+        except LoopdError as err:
+            note = f"/{name} failed: {err}"
+        if note is None:
+            return Outcome(turn_id="", stop_reason="cancelled")
+        return await self._noted(live, prompt, note, link)
+
+    async def _prompt_command(
+        self, live: LiveSession, name: str, prompt: Prompt, link: ClientLink
+    ) -> Outcome:
+        """A prompt command: the turn runs the prompt it fills in; when it cannot be
+        filled in, the typed prompt is journaled with why."""
+        assert isinstance(live.runtime, PromptCommands)
+        try:
+            filled = await live.runtime.expand(name, command_text(prompt))
+        except LoopdError as err:
+            return await self._noted(live, prompt, f"/{name} failed: {err}", link)
+        return await self._turn(live, filled, link)
+
+    async def _noted(
+        self, live: LiveSession, prompt: Prompt, note: str, link: ClientLink
+    ) -> Outcome:
+        await self._journal_prompt(live, prompt, link)
+        await self.emitter(live).emit(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}"))
+        self.store.update(live.id, updated_at=self.now())
+        return Outcome(turn_id="", stop_reason="end_turn")
+
+    async def _journal_prompt(self, live: LiveSession, prompt: Prompt, link: ClientLink) -> None:
+        """Journal the person's prompt, and show it in the other editors attached to
+        the session (the prompting one shows what was typed itself)."""
+        message_id = f"user_{uuid.uuid4().hex[:12]}"
+        chunks = [_user_chunk(block, message_id) for block in prompt.blocks]
+        for chunk in chunks:
+            self.store.append_event(live.id, chunk)
+        others = [other for other in live.links if other is not link]
+        emitter = SessionEmitter(self.store, live.id, lambda: others, self.now)
+        for chunk in chunks:
+            await emitter.show(chunk)
+
+    def emitter(self, live: LiveSession) -> SessionEmitter:
+        """Journals, then shows on every editor attached to `live`."""
+        return SessionEmitter(self.store, live.id, lambda: live.links, self.now)
+
+
+def _user_chunk(block: ContentBlock, message_id: str) -> dict[str, Any]:
+    return to_wire(UserMessageChunk(block, message_id))
