@@ -87,7 +87,7 @@ async def serve_streams(manager: Starting, stdin_fd: int, out: BinaryIO) -> None
     requests = InFlight()
     pace = requests.settled if stdin.batch else None  # one request at a time, in order
     try:
-        # mypy sees the SDK's unstable routes as abstract; `agent._refuse_the_rest`
+        # mypy sees the SDK's unstable routes as abstract; `errors.refuse_unimplemented`
         # fills them in when the module loads.
         agent = LoopdAgent(manager, client_answers=not stdin.batch)  # type: ignore[abstract]
         await serve(agent, writer, stdin.reader, [requests.observe], pace)

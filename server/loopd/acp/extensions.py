@@ -1,0 +1,53 @@
+"""`Extensions`: loopd's own ACP methods, `_loopd/...` on the wire.
+
+`_loopd/session/steer` `{sessionId, text}`: say something to the running turn, read
+at its next step. `_loopd/session/mentions` `{sessionId}`: the session's MCP resources
+a prompt may mention with a `resource_link` (as in the LSP extension; ACP clients such
+as Zed fill their @ menu themselves). Both are advertised under
+`agentCapabilities._meta.loopd`; any other extension method is method-not-found, and
+extension notifications are ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from acp import RequestError
+
+from loopd.acp.base import AgentBase
+from loopd.acp.errors import mapped_errors
+from loopd.protocol.mentions import mention_to_wire
+
+log = logging.getLogger(__name__)
+
+STEER_METHOD = "loopd/session/steer"  # `_loopd/session/steer` on the wire
+MENTIONS_METHOD = "loopd/session/mentions"
+
+
+class Extensions(AgentBase):
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Steer: no turn running is an invalid request (send a prompt instead)."""
+        if method == MENTIONS_METHOD:
+            return await self._mentions(params)
+        if method != STEER_METHOD:
+            raise RequestError.method_not_found(f"_{method}")
+        session_id, text = params.get("sessionId"), params.get("text")
+        if not isinstance(session_id, str) or not isinstance(text, str):
+            raise RequestError.invalid_params({"details": "sessionId and text are required"})
+        manager = await self.manager()
+        with mapped_errors(session_id):
+            await manager.steer(session_id, text)
+        return {}
+
+    async def _mentions(self, params: dict[str, Any]) -> dict[str, Any]:
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            raise RequestError.invalid_params({"details": "sessionId is required"})
+        manager = await self.manager()
+        with mapped_errors(session_id):
+            mentions = manager.mentions(session_id)
+        return {"mentions": [mention_to_wire(m) for m in mentions]}
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        log.debug("ignoring notification _%s", method)
