@@ -10,119 +10,59 @@ announced tool call with a result so the history stays valid for the next reques
 
 The engine is pure orchestration over its ports. It is cancelled the asyncio way: the
 owner cancels the task running `run` (or `exec`), which returns `cancelled`.
+
+This module is the driver and the step (model call, then tool round); what it is
+built from is `loopd.engine.config`, the turn's accounting and its endings are
+`loopd.engine.turn`, and the shape of the messages it appends is
+`loopd.engine.history`. The names other packages use stay importable from here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
-import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
 
-from loopd.context.compaction import CompactionPolicy, Rejected
+from loopd.context.compaction import Rejected
 from loopd.context.reminders import reminder_part
 from loopd.context.view import ContextView
-from loopd.engine.compactor import (
-    Compacted,
-    ContextKeeper,
-    Failed,
-    MemoryWindows,
-    NoContextJournal,
-)
-from loopd.engine.done import DoneChecks, settle
+from loopd.engine.compactor import Compacted, ContextKeeper, Failed
+from loopd.engine.config import EngineConfig, EnginePorts
+from loopd.engine.done import settle
 from loopd.engine.guard import LoopGuard, LoopVerdict
-from loopd.engine.limits import Limits, guard_options, truncate_result
-from loopd.engine.ports import (
-    Approver,
-    Clock,
-    ContextJournal,
-    Emitter,
-    Journal,
-    Mentions,
-    Policy,
-    Provider,
-    ToolBox,
-    ToolCall,
-    ToolResult,
-    WindowBook,
-)
-from loopd.engine.steer import SteerBox, steer_text, unless_steered
-from loopd.engine.streaming import ReplyStreamer, RetryPolicy
-from loopd.engine.toolrun import ToolPhase, TurnState
+from loopd.engine.history import distinct_tool_ids, exec_message, prompt_parts, random_id
+from loopd.engine.limits import guard_options, truncate_result
+from loopd.engine.ports import Emitter, ToolCall, ToolResult
+from loopd.engine.steer import steer_text, unless_steered
+from loopd.engine.streaming import ReplyStreamer
+from loopd.engine.toolrun import ToolPhase
+from loopd.engine.turn import MODEL_STOPS, Turn, close_open_calls, iteration_note, sealed
 from loopd.protocol.events import (
     AgentMessageChunk,
-    EmbeddedResourceBlock,
-    ImageBlock,
     Notice,
     Prompt,
-    ResourceLinkBlock,
     SessionEvent,
     TextBlock,
-    ToolCallUpdated,
     UsageUpdated,
     UserMessageChunk,
-    VerificationUpdated,
 )
-from loopd.protocol.messages import (
-    ImagePart,
-    Message,
-    Part,
-    TextPart,
-    ToolResultPart,
-    ToolUsePart,
-)
-from loopd.protocol.model import ModelRequest, ModelStop, ResponseDone, ThinkingLevel, Usage
+from loopd.protocol.messages import Message, Part, TextPart, ToolUsePart
+from loopd.protocol.model import ModelRequest, ModelStop, ResponseDone
 from loopd.protocol.turns import Outcome, StopReason
+
+__all__ = [
+    "EXEC_TOOL",
+    "Engine",
+    "EngineConfig",
+    "EnginePorts",
+    "distinct_tool_ids",
+    "exec_message",
+    "prompt_parts",
+    "random_id",
+]
 
 EXEC_TOOL = "bash"
 """The tool a command typed by the person runs through: through the tool and its
 policy and sandbox, never around them. `!` skips the model, not the boundary."""
-
-
-def random_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:16]}"
-
-
-@dataclass(frozen=True, slots=True)
-class EngineConfig:
-    model: str
-    system: str = ""
-    limits: Limits = field(default_factory=Limits)
-    thinking: ThinkingLevel = "off"
-    max_tokens: int = 8192
-    context_window: int = 200_000  # for a model whose window nothing has told
-    windows: Mapping[str, int] = field(default_factory=dict)  # configured, per model
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    show_reasoning: bool = True
-    compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
-
-
-@dataclass(slots=True)
-class EnginePorts:
-    provider: Provider
-    tools: ToolBox
-    emitter: Emitter
-    approver: Approver
-    policy: Policy
-    journal: Journal
-    clock: Clock
-    new_id: Callable[[str], str] = random_id
-    jitter: Callable[[], float] = random.random
-    windows: WindowBook = field(default_factory=MemoryWindows)
-    context: ContextJournal = field(default_factory=NoContextJournal)
-    done: DoneChecks | None = None  # the workspace's definition of done, if any
-    steer: SteerBox | None = None  # what the person says while a turn runs
-    mentions: Mentions | None = None  # mentioned context read in at a turn's start
-
-
-_MODEL_STOPS: dict[ModelStop, StopReason] = {
-    "end_turn": "end_turn",
-    "tool_use": "end_turn",
-    "pause_turn": "end_turn",
-    "max_tokens": "max_tokens",
-    "refusal": "refusal",
-}
 
 
 class Engine:
@@ -177,7 +117,7 @@ class Engine:
     async def run(self, prompt: Prompt, reminders: Sequence[str] = ()) -> Outcome:
         """Execute one turn for `prompt` and say how it ended. `reminders` (what
         changed outside the conversation) reach the model beside the prompt."""
-        turn = _Turn(self.ports.new_id("turn"), LoopGuard(guard_options(self.config.limits)))
+        turn = self._new_turn()
         if self.ports.steer is not None:
             self.ports.steer.begin()
         pending = [*reminders, *self._take_notices()]
@@ -210,7 +150,7 @@ class Engine:
         the next turn must know what they saw; a user message, not a tool result,
         because no provider accepts a result without a call, and inventing a call the
         model never made would put words in its mouth."""
-        turn = _Turn(self.ports.new_id("turn"), LoopGuard(guard_options(self.config.limits)))
+        turn = self._new_turn()
         call = ToolCall(self.ports.new_id("exec"), EXEC_TOOL, {"command": command})
         reason: StopReason = "end_turn"
         try:
@@ -231,54 +171,83 @@ class Engine:
             return Rejected("")  # nothing to compact yet
         return await self.keeper.compact(self._ask_quietly, self._request(), keep_segments=0)
 
-    async def _cycle(self, turn: _Turn) -> Outcome:
+    def _new_turn(self) -> Turn:
+        return Turn(self.ports.new_id("turn"), LoopGuard(guard_options(self.config.limits)))
+
+    async def _cycle(self, turn: Turn) -> Outcome:
+        """The turn driver: steps until one ends the turn or the request limit does."""
         limits = self.config.limits
         while True:
             if limits.max_iterations and turn.iterations >= limits.max_iterations:
-                return await self._stop(turn, "max_turn_requests", _iteration_note(limits))
+                return await self._stop(turn, "max_turn_requests", iteration_note(limits))
             turn.iterations += 1
             await self._take_steer()
-            reply = await self._reply(turn)
-            if reply is None:
-                continue  # interrupted: the person said something; read it now
-            if isinstance(reply, Outcome):
-                return reply
-            request, done = reply
-            turn.usage += done.usage
-            parts = distinct_tool_ids(done.parts, self._tool_ids, self.ports.new_id)
-            uses = tuple(p for p in parts if isinstance(p, ToolUsePart))
-            # Paired before the first await: a cancel landing from here on finds every
-            # announced call in `open_uses` and gives it a result.
-            turn.open_uses = () if done.stop == "pause_turn" else uses
-            await self._append(Message("assistant", parts))
-            used, cost, spent = self.keeper.replied(request, done.usage)
-            turn.context_tokens = used
-            window = self.keeper.window(request.model)
-            await self.ports.emitter.emit(UsageUpdated(used, window, cost))
-            await self._announce_notices(request, turn.guard.observe_cost(spent))
-            if done.stop == "pause_turn":
-                continue
-            if not uses:
-                if self.ports.steer is not None and self.ports.steer.pending():
-                    continue  # said while the reply finished: answer it in this turn
-                reentry = await self._settle()
-                if reentry is None:
-                    return turn.outcome(_MODEL_STOPS[done.stop])
-                await self._append(Message("user", (TextPart(reentry),)))
-                continue
-            await self._tool_phase(turn).run(uses, turn.state, turn.results)
-            self._append_results(turn)
-            while turn.state.unshown:
-                await self._say(turn.state.unshown.pop(0))
-            if turn.state.stop is not None:
-                return await self._stop(turn, turn.state.stop, turn.state.stop_message or "")
-            ceiling = limits.max_turn_tokens
-            if ceiling and turn.usage.total >= ceiling:
-                return await self._stop(
-                    turn, "max_tokens", f"Stopped: the turn used its {ceiling}-token budget."
-                )
+            if (outcome := await self._step(turn)) is not None:
+                return outcome
 
-    async def _reply(self, turn: _Turn) -> tuple[ModelRequest, ResponseDone] | Outcome | None:
+    async def _step(self, turn: Turn) -> Outcome | None:
+        """One step: the model's reply, then the tools it asked for. The turn's
+        outcome when the step ends it; None to take another step (the person
+        interrupted, the model paused, or there are results for it to read)."""
+        reply = await self._reply(turn)
+        if reply is None:
+            return None  # interrupted: the person said something; read it now
+        if isinstance(reply, Outcome):
+            return reply
+        request, done = reply
+        uses = await self._record_reply(turn, request, done)
+        if done.stop == "pause_turn":
+            return None
+        if not uses:
+            return await self._answered(turn, done.stop)
+        return await self._tool_round(turn, uses)
+
+    async def _record_reply(
+        self, turn: Turn, request: ModelRequest, done: ResponseDone
+    ) -> tuple[ToolUsePart, ...]:
+        """The reply into the history and the turn's accounts; the calls it made."""
+        turn.usage += done.usage
+        parts = distinct_tool_ids(done.parts, self._tool_ids, self.ports.new_id)
+        uses = tuple(p for p in parts if isinstance(p, ToolUsePart))
+        # Paired before the first await: a cancel landing from here on finds every
+        # announced call in `open_uses` and gives it a result.
+        turn.open_uses = () if done.stop == "pause_turn" else uses
+        await self._append(Message("assistant", parts))
+        used, cost, spent = self.keeper.replied(request, done.usage)
+        turn.context_tokens = used
+        window = self.keeper.window(request.model)
+        await self.ports.emitter.emit(UsageUpdated(used, window, cost))
+        await self._announce_notices(request, turn.guard.observe_cost(spent))
+        return uses
+
+    async def _answered(self, turn: Turn, stop: ModelStop) -> Outcome | None:
+        """The model called no tool: the turn ends, unless the person spoke while the
+        reply finished (answered in this turn) or the work is not done yet."""
+        if self.ports.steer is not None and self.ports.steer.pending():
+            return None
+        reentry = await self._settle()
+        if reentry is None:
+            return turn.outcome(MODEL_STOPS[stop])
+        await self._append(Message("user", (TextPart(reentry),)))
+        return None
+
+    async def _tool_round(self, turn: Turn, uses: tuple[ToolUsePart, ...]) -> Outcome | None:
+        """Run the calls, hand the model their results; the outcome if a tool's stop
+        or the turn's token budget ends the turn."""
+        await self._tool_phase(turn).run(uses, turn.state, turn.results)
+        self._append_results(turn)
+        while turn.state.unshown:
+            await self._say(turn.state.unshown.pop(0))
+        if turn.state.stop is not None:
+            return await self._stop(turn, turn.state.stop, turn.state.stop_message or "")
+        ceiling = self.config.limits.max_turn_tokens
+        if ceiling and turn.usage.total >= ceiling:
+            return await self._stop(
+                turn, "max_tokens", f"Stopped: the turn used its {ceiling}-token budget."
+            )
+        return None
+
+    async def _reply(self, turn: Turn) -> tuple[ModelRequest, ResponseDone] | Outcome | None:
         """One step's reply, within the window (see `ContextKeeper.reply`); None when
         steering interrupted it."""
         reply = await self.keeper.reply(self._request, self._send, self._ask_quietly, self._say)
@@ -329,19 +298,7 @@ class Engine:
         return None if p.done is None else await settle(p.done, p.emitter, p.new_id)
 
     async def _sealed(self, outcome: Outcome) -> Outcome:
-        """The turn's seal, kept on the outcome and sent as an event; said in a line
-        too where the workspace defines done (elsewhere every edit would end with
-        "unavailable", which the event already carries)."""
-        checks = self.ports.done
-        if checks is None:
-            return outcome
-        protected = await checks.protected_writes()
-        seal = checks.state.verification(checks.write_seq(), checks.done, protected)
-        await self.ports.emitter.emit(VerificationUpdated(seal))
-        defined = checks.done.criteria or checks.done.protected
-        if defined and (seal.seal != "clean" or protected):
-            await self._say(seal.summary().capitalize(), "error" if seal.failed else "note")
-        return replace(outcome, verification=seal)
+        return await sealed(outcome, self.ports.done, self.ports.emitter, self._say)
 
     async def _say(self, text: str, notice: Notice = "note") -> None:
         """Words loopd adds itself, marked as such (a frontend may set them apart)."""
@@ -377,7 +334,7 @@ class Engine:
             self.config.show_reasoning,
         )
 
-    def _tool_phase(self, turn: _Turn) -> ToolPhase:
+    def _tool_phase(self, turn: Turn) -> ToolPhase:
         p = self.ports
         return ToolPhase(
             self.session_id,
@@ -395,7 +352,7 @@ class Engine:
         self.keeper.view.appended()
         await self.ports.journal.append(message)
 
-    def _append_results(self, turn: _Turn) -> None:
+    def _append_results(self, turn: Turn) -> None:
         """The step's results as one message, in the model's order. Already journaled
         one by one as they finished, so only the in-memory history grows here. A
         pending budget notice rides along, for the model to read with the results."""
@@ -408,48 +365,20 @@ class Engine:
         self._history.append(Message("user", parts))
         self.keeper.view.appended()
 
-    async def _pair_after_cancel(self, turn: _Turn) -> None:
+    async def _pair_after_cancel(self, turn: Turn) -> None:
         """Close every announced call that has no result: the screen shows it failed,
         the history gets a result saying it was cancelled."""
-        if not turn.open_uses:
-            return
-        for use in turn.open_uses:
-            if use.id not in turn.results:
-                part = ToolResultPart(use.id, "Cancelled by the user.", True)
-                turn.results[use.id] = part
-                await self.ports.journal.append(Message("user", (part,)))
-                await self.ports.emitter.emit(
-                    ToolCallUpdated(use.id, status="failed", content=(TextBlock("Cancelled."),))
-                )
-        self._append_results(turn)
+        if turn.open_uses:
+            await close_open_calls(turn, self.ports.journal, self.ports.emitter)
+            self._append_results(turn)
 
     async def _stop(
-        self, turn: _Turn, reason: StopReason, message: str, notice: Notice = "note"
+        self, turn: Turn, reason: StopReason, message: str, notice: Notice = "note"
     ) -> Outcome:
         """End the turn with a reason the person can read: a `note` for a limit
         reached, an `error` when a request failed."""
         await self._say(message, notice)
         return turn.outcome(reason, message)
-
-
-@dataclass(slots=True)
-class _Turn:
-    """One turn's state. The loop guard is the turn's own: what it detects is a turn
-    going in circles, and a stop it latches must not outlive the turn."""
-
-    turn_id: str
-    guard: LoopGuard
-    iterations: int = 0
-    usage: Usage = field(default_factory=Usage)
-    context_tokens: int = 0
-    state: TurnState = field(default_factory=TurnState)
-    open_uses: tuple[ToolUsePart, ...] = ()
-    results: dict[str, ToolResultPart] = field(default_factory=dict)
-
-    def outcome(self, reason: StopReason, error: str | None = None) -> Outcome:
-        return Outcome(
-            self.turn_id, reason, self.iterations, self.usage, self.context_tokens, error
-        )
 
 
 class _Nobody:
@@ -458,55 +387,3 @@ class _Nobody:
 
 
 _NOBODY = _Nobody()
-
-
-def _iteration_note(limits: Limits) -> str:
-    return f"Stopped: reached the limit of {limits.max_iterations} model requests in one turn."
-
-
-def distinct_tool_ids(
-    parts: tuple[Part, ...], used: set[str], new_id: Callable[[str], str]
-) -> tuple[Part, ...]:
-    """`parts` with every tool call's id unique in the session; `used` (the ids the
-    history holds) grows by the ids given out.
-
-    A model may repeat an id (two calls in one reply, or the same `call_0` at every
-    step, as some OpenAI-compatible servers do) or send none. Results are paired,
-    and calls are shown, by id: two calls sharing one would show as one and get one
-    result. So a repeated id becomes `<id>_2` (`_3`, ...) and a missing one a fresh
-    id, here, before the reply is journaled: the rewritten id is the call's id from
-    then on, for the screen, its result and the history sent back to the model."""
-    out: list[Part] = []
-    for part in parts:
-        if isinstance(part, ToolUsePart):
-            unique = part.id or new_id("toolu")
-            n = 1
-            while unique in used:
-                n += 1
-                unique = f"{part.id}_{n}"
-            used.add(unique)
-            part = part if unique == part.id else ToolUsePart(unique, part.name, part.input)
-        out.append(part)
-    return tuple(out)
-
-
-def exec_message(command: str, output: str) -> str:
-    """How a typed command and its output read in the history."""
-    return f"I ran a command myself:\n$ {command}\n\n{output}"
-
-
-def prompt_parts(prompt: Prompt) -> tuple[Part, ...]:
-    """The person's content blocks as model parts. Resources become text the model can
-    read, with their URI, because no provider takes an editor's resource as such."""
-    parts: list[Part] = []
-    for block in prompt.blocks:
-        match block:
-            case TextBlock(text):
-                parts.append(TextPart(text))
-            case ImageBlock(data, mime_type, _):
-                parts.append(ImagePart(mime_type, data))
-            case ResourceLinkBlock(uri, name, _):
-                parts.append(TextPart(f"[Referenced: {name} <{uri}>]"))
-            case EmbeddedResourceBlock(uri, text, _):
-                parts.append(TextPart(f'<resource uri="{uri}">\n{text}\n</resource>'))
-    return tuple(parts) or (TextPart(""),)

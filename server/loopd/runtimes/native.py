@@ -45,6 +45,7 @@ from loopd.protocol.messages import Message
 from loopd.protocol.model import ThinkingLevel
 from loopd.protocol.turns import Outcome, UndoReport
 from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.native_store import StoreJournal, StoreWindows
 from loopd.runtimes.options import MODES, check_mode, mode_option, model_option
 from loopd.sessions.commands import compacted_note
 from loopd.store.reconcile import reconcile_messages
@@ -148,35 +149,6 @@ class NativeWiring:
         default = models[0] if models else ""
         engine = replace(self.engine, model=default)
         return replace(self, models=models, default_model=default, engine=engine, listing=None)
-
-
-@dataclass(slots=True)
-class StoreJournal:
-    """The history and the compacted view, journaled to the session's rows."""
-
-    store: SqliteStore
-    session_id: str
-
-    async def append(self, message: Message) -> None:
-        self.store.append_message(self.session_id, message)
-
-    def compacted(self, start: int, summary: str) -> None:
-        self.store.save_context(self.session_id, start=start, summary=summary)
-
-
-@dataclass(slots=True)
-class StoreWindows:
-    """Learned windows, per runtime (two endpoints may serve one model id with
-    different windows) and model, in the store every process shares."""
-
-    store: SqliteStore
-    runtime: str
-
-    def learned(self, model: str) -> int | None:
-        return self.store.learned_window(f"{self.runtime}/{model}")
-
-    def learn(self, model: str, window: int) -> None:
-        self.store.learn_window(f"{self.runtime}/{model}", window)
 
 
 class NativeRuntimeFactory:
