@@ -11,6 +11,8 @@ Turn discipline: one turn at a time per session (see `loopd.sessions.turns`);
 Single writer: a session is live in one loopd process at a time. Opening it takes
 its lease in the store (`loopd.store.lease`), each turn confirms it, closing drops
 it; a process that finds it held by another live one is refused with `SessionHeld`.
+Within one process the live sessions are a `SessionTable`, which the daemon shares
+between its editor connections (a manager each, with that editor's runtimes).
 """
 
 from __future__ import annotations
