@@ -33,6 +33,7 @@ from loopd.catalog.roles import roles_of
 from loopd.config import Config, TrustStore, data_dir, load_config, user_config_file
 from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.schema import EXPLORE_AGENT, MAIN_AGENT, Harness
+from loopd.daemon.place import place_of
 from loopd.engine.delegate import ChildRuntime
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig
@@ -318,9 +319,10 @@ def _boundary(env: Mapping[str, str], config: Config) -> Boundary:
 
 def _own_dirs(env: Mapping[str, str]) -> tuple[str, ...]:
     """loopd's own folders: its data (the session store, which holds whole
-    conversations, and the login) and its user configuration. Commands never see them
-    and the file tools never read them."""
-    own = (data_dir(env), user_config_file(env).parent)
+    conversations, and the login), its user configuration and the daemon's socket
+    folder (a command that reached the daemon would drive loopd from outside its
+    sandbox). Commands never see them and the file tools never read them."""
+    own = (data_dir(env), user_config_file(env).parent, place_of(env).folder)
     return tuple(dict.fromkeys(os.path.realpath(p) for p in own))
 
 

@@ -36,8 +36,8 @@ async def loopd(home: Home, *args: str, **extra: str) -> tuple[int, str, str]:
     return proc.returncode, out.decode(), err.decode()
 
 
-async def status(home: Home) -> dict[str, Any]:
-    code, out, _ = await loopd(home, "daemon", "status", "--json")
+async def status(home: Home, **extra: str) -> dict[str, Any]:
+    code, out, _ = await loopd(home, "daemon", "status", "--json", **extra)
     found: dict[str, Any] = json.loads(out)
     assert found["running"] is (code == 0)
     return found
