@@ -11,11 +11,10 @@ editor's log), through `RoutedStderr`; the daemon's own lines go to its log file
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from loopd.daemon.stderr import editor_stderr
 from loopd.protocol.errors import ConfigError
@@ -25,21 +24,21 @@ from loopd.sessions.table import SessionTable
 if TYPE_CHECKING:  # loaded by the connection's build, while `initialize` is answered
     from loopd.app import App
 
-log = logging.getLogger(__name__)
+Speaks = Literal["acp", "lsp"]  # the protocol an editor's connection speaks
 
 
 @dataclass(frozen=True, slots=True)
 class Hello:
     """What a forwarder asks for: checked before anything is built from it."""
 
-    protocol: str  # "acp" | "lsp"
+    protocol: Speaks
     cwd: str
     env: Mapping[str, str]
 
     @staticmethod
     def of(message: Mapping[str, Any]) -> Hello:
         protocol, cwd, env = message.get("protocol"), message.get("cwd"), message.get("env")
-        if protocol not in ("acp", "lsp"):
+        if protocol != "acp" and protocol != "lsp":
             raise ConfigError(f"unknown protocol {protocol!r}")
         if not isinstance(cwd, str) or not os.path.isabs(cwd):
             raise ConfigError("the forwarder sent no absolute cwd")
@@ -80,7 +79,7 @@ def _build(hello: Hello, table: SessionTable) -> App:
     return build_app(hello.env, hello.cwd, editor=True, table=table)
 
 
-def _server(protocol: str, stdin_fd: int, out: BinaryIO) -> Callable[[Starting], Any]:
+def _server(protocol: Speaks, stdin_fd: int, out: BinaryIO) -> Callable[[Starting], Any]:
     if protocol == "acp":
         from loopd.acp.server import serve_streams as serve_acp
 

@@ -166,7 +166,9 @@ class Daemon:
             return
         if message.get("op") == "stop":
             self.stoppers.append(conn)  # hung up by the exit: the caller waits for it
-        with contextlib.ExitStack() if message.get("op") == "stop" else conn:
+            await self._answer(conn, message, fds)
+            return
+        with conn:
             await self._answer(conn, message, fds)
 
     async def _answer(self, conn: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
@@ -174,9 +176,9 @@ class Daemon:
         that is served: any other answer closes them at once (a copy kept here would
         keep the editor's pipes open after its loopd exited)."""
         op = message.get("op")
+        same = message.get("version") == __version__
         ours = message.get("data") == self.real_data
-        served = op == "connect" and message.get("version") == __version__ and len(fds) == 3
-        served = served and ours
+        served = op == "connect" and same and ours and len(fds) == 3
         if not served:
             for fd in fds:
                 os.close(fd)
@@ -186,7 +188,7 @@ class Daemon:
             case "stop":
                 send(conn, {"ok": True, "pid": os.getpid()})
                 self.stopping.set()
-            case "connect" if message.get("version") != __version__:
+            case "connect" if not same:
                 busy = len(self.connections) - self.leaving > 1  # the asking one aside
                 idle = not busy and self._no_sessions()
                 send(conn, {"ok": False, "error": "version", "version": __version__, "idle": idle})
