@@ -121,6 +121,14 @@ def contains(root: str, path: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+def outermost(paths: Iterable[str]) -> tuple[str, ...]:
+    """The canonical `paths` that lie in no other of them, in order: a mount over a
+    folder covers what is below it, and a second mount below it (on the first's
+    empty, read-only tmpfs) cannot even be made."""
+    found = tuple(dict.fromkeys(paths))
+    return tuple(p for p in found if not any(q != p and contains(q, p) for q in found))
+
+
 def _lower_parts(path: str) -> list[str]:
     return [p.lower() for p in path.split("/") if p]
 

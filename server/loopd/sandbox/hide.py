@@ -29,7 +29,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from loopd.policy.paths import contains
+from loopd.policy.paths import contains, outermost
 
 # Shown back read-only inside the hidden home: settings commands rely on and the
 # usual places of language toolchains and their offline caches.
@@ -49,7 +49,8 @@ RUN_KEPT = ("/run/systemd/resolve",)  # name resolution, when a grant turns the 
 @dataclass(frozen=True, slots=True)
 class Hidden:
     """The mounts: `tmpfs` folders emptied and `shown` (source, target) pairs bound
-    back read-only go before the workspace roots; `private` folders emptied and
+    back read-only go before the workspace roots; `private` folders (the outermost
+    of them: one inside another is emptied with it) emptied and
     `masked` files read as empty go after them (they may lie inside a root)."""
 
     tmpfs: tuple[str, ...]
@@ -92,7 +93,7 @@ def hidden_view(
         for path in (os.path.join(home, m) for m in HOME_MASKED)
         if os.path.lexists(path) and any(contains(target, path) for _, target in shown)
     )
-    own = tuple(dict.fromkeys(os.path.realpath(p) for p in private if os.path.isdir(p)))
+    own = outermost(os.path.realpath(p) for p in private if os.path.isdir(p))
     return Hidden(tuple(tmpfs), tuple(shown), own, masked)
 
 

@@ -24,6 +24,7 @@ from loopd.policy.paths import (
     SECRET_DIR_NAMES,
     contains,
     is_secret_name,
+    outermost,
 )
 
 MAX_ENTRIES = 5_000_000
@@ -71,7 +72,9 @@ def scan(
         _add_secret(found, path)
     for root in dict.fromkeys((*roots, *writable)):
         _walk(found, root, writable, limit)
-    return Masks(tuple(found.secret_files), tuple(found.secret_dirs), tuple(found.protected))
+    dirs = outermost(found.secret_dirs)  # a secret inside a masked folder is masked with it
+    files = tuple(f for f in found.secret_files if not any(contains(d, f) for d in dirs))
+    return Masks(files, dirs, tuple(found.protected))
 
 
 def _add_secret(found: _Found, path: str) -> None:

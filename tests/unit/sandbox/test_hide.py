@@ -49,6 +49,19 @@ def test_loopd_folders_and_sockets(tmp_path: Path) -> None:
     assert (str(sock), str(sock)) in view.shown
 
 
+def test_a_loopd_folder_inside_another_is_hidden_with_it(tmp_path: Path) -> None:
+    """The daemon's socket folder lives in the data dir by default (and a config dir
+    may too): emptying the inner one again, inside the emptied outer one, made bwrap
+    refuse every command."""
+    data = tmp_path / "data"
+    (data / "run").mkdir(parents=True)
+    other = tmp_path / "config"
+    other.mkdir()
+    private = [str(data / "run"), str(data), str(other)]
+    view = hidden_view("/", [str(tmp_path / "ws")], private=private)
+    assert view.private == (str(data), str(other))
+
+
 def test_a_worktree_keeps_its_git_directories(tmp_path: Path) -> None:
     main_git = tmp_path / "srv" / "main" / ".git"
     linked = main_git / "worktrees" / "wt"

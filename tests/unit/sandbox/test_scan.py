@@ -34,3 +34,17 @@ def test_a_tree_past_the_ceiling_is_refused_not_run_unmasked(tmp_path: Path) -> 
         (tmp_path / f"f{i}").touch()
     with pytest.raises(TreeTooLarge, match="too many to check"):
         scan([str(tmp_path)], [str(tmp_path)], str(tmp_path / "nohome"), limit=10)
+
+
+def test_a_secret_inside_a_masked_folder_is_masked_with_it(tmp_path: Path) -> None:
+    """loopd's data dir holds the daemon's socket folder and the login file: each is
+    covered by the data dir's mask, never masked again below it (bwrap cannot mount
+    on the outer mask's read-only tmpfs, and then runs no command at all)."""
+    data = tmp_path / "data"
+    (data / "run").mkdir(parents=True)
+    (data / "login.json").write_text("{}")
+    (tmp_path / "ws").mkdir()
+    own = [str(data / "run"), str(data / "login.json"), str(data)]
+    masks = scan([str(tmp_path / "ws")], [], str(tmp_path), own)
+    assert masks.secret_dirs == (str(data),)
+    assert str(data / "login.json") not in masks.secret_files
