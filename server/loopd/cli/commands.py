@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import os
@@ -111,8 +112,6 @@ def _forwarded(protocol: str, args: argparse.Namespace) -> int | None:
 
 def _serve_while_building(serve: Callable[[Starting], Awaitable[None]]) -> None:
     """Serve a protocol while the app is built (see `serve_building`), then close it."""
-    import asyncio  # here, not at the top: a forwarder never loads it (~25 ms)
-
     from loopd.sessions.starting import serve_building
 
     async def main() -> None:
@@ -137,8 +136,6 @@ def _build_editor_app() -> App:
 
 
 def catalog(args: argparse.Namespace) -> int:
-    import asyncio
-
     from loopd.catalog import catalog_to_json, catalog_to_text, discover_catalog
     from loopd.catalog.listing import listed_models
     from loopd.cli.trust import tell_workspace
