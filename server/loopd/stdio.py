@@ -75,27 +75,51 @@ async def open_stdin(limit: int, fd: int = 0) -> Stdin:
 async def open_stdout(out: BinaryIO) -> asyncio.StreamWriter:
     """A writer on `out` (from `protect_stdout`): a pipe transport where the loop can
     watch it, else one that writes straight through (a regular file never blocks for
-    long)."""
+    long). `hung_up(writer)` returns once the reader of a pipe is gone."""
     loop = asyncio.get_running_loop()
-    protocol = asyncio.streams.FlowControlMixin()
+    protocol = _Out()
     if _pollable(out.fileno(), os.fstat(out.fileno()).st_mode):
         transport, _ = await loop.connect_write_pipe(lambda: protocol, out)
     else:
-        transport = FileTransport(out)
+        transport = FileTransport(out, protocol)
     return asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+async def hung_up(writer: asyncio.StreamWriter) -> None:
+    """Returns once nobody reads what `writer` (from `open_stdout`) writes."""
+    protocol = writer.transport.get_protocol()
+    assert isinstance(protocol, _Out)
+    await protocol.gone.wait()
+
+
+class _Out(asyncio.streams.FlowControlMixin):
+    """stdout's protocol: `gone` is set when the connection is lost (the reading end
+    of the pipe closed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gone = asyncio.Event()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self.gone.set()
 
 
 class FileTransport(asyncio.WriteTransport):
     """A write transport over a file the event loop cannot watch: writes go straight
     to the file, so there is never a buffer to drain."""
 
-    def __init__(self, out: BinaryIO) -> None:
+    def __init__(self, out: BinaryIO, protocol: asyncio.BaseProtocol) -> None:
         super().__init__()
         self._out = out
+        self._protocol = protocol
         self._closing = False
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self._out.write(data)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self._protocol
 
     def is_closing(self) -> bool:
         return self._closing

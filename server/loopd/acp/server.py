@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import IO, Any, BinaryIO, cast
 
 from acp.agent.connection import AgentSideConnection
@@ -26,7 +26,7 @@ from loopd.acp.agent import LoopdAgent
 from loopd.acp.models import ModelRoutes
 from loopd.acp.transport import BoundedNdjson
 from loopd.sessions.starting import Starting
-from loopd.stdio import open_stdin, open_stdout, protect_stdout
+from loopd.stdio import hung_up, open_stdin, open_stdout, protect_stdout
 
 log = logging.getLogger(__name__)
 
@@ -43,15 +43,23 @@ async def serve(
     agent: LoopdAgent,
     writer: asyncio.StreamWriter,
     reader: asyncio.StreamReader,
-    observers: Sequence[StreamObserver] = (),
+    requests: InFlight | None = None,
     pace: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Serve one ACP connection until the peer closes it. On the way out, whatever
     the connection was running is cancelled and sessions only it had are closed.
-    `pace`, when given, is awaited before each message is read."""
+    `pace`, when given, is awaited before each message is read. With `requests`, the
+    end of the input first waits for what it asked (see `_answer_what_arrived`)."""
     router = MessageRouter.from_protocol(_Routes, agent, use_unstable_protocol=True)
-    transport = BoundedNdjson(reader, writer, STDIN_LIMIT, pace=pace)
-    watchers = [agent.observe, *observers]
+
+    async def at_end() -> None:
+        if requests is not None:
+            await _answer_what_arrived(agent, conn, requests, writer)
+
+    transport = BoundedNdjson(reader, writer, STDIN_LIMIT, pace=pace, at_end=at_end)
+    watchers: list[StreamObserver] = [agent.observe]
+    if requests is not None:
+        watchers.append(requests.observe)
     conn = Connection(router, transport, listening=False, observers=watchers)
     AgentSideConnection.attach(agent, conn, use_unstable_protocol=True)  # the client side
     try:
@@ -61,6 +69,26 @@ async def serve(
         if agent.link is not None and manager is not None:
             await manager.detach(agent.link)
         await asyncio.shield(conn.close())
+
+
+async def _answer_what_arrived(
+    agent: LoopdAgent, conn: Connection, requests: InFlight, writer: asyncio.StreamWriter
+) -> None:
+    """The input ended: answer the requests that came before its end (a client may
+    write them and close at once, `printf '…' | loopd acp`), unless nobody reads the
+    answers any more. The client can answer nothing now: its questions are refused,
+    those already asked too (the SDK's own disconnect would reject them only once
+    the connection closes, cancelling the requests it still owes)."""
+    if agent.link is not None:
+        agent.link.answers = False
+    conn._reject_all_outgoing(ConnectionError("the client closed its input"))
+    settled = asyncio.ensure_future(requests.settled())
+    gone = asyncio.ensure_future(hung_up(writer))
+    try:
+        await asyncio.wait((settled, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        settled.cancel()
+        gone.cancel()
 
 
 async def serve_stdio(manager: Starting, out: IO[bytes] | None = None) -> None:
@@ -90,7 +118,7 @@ async def serve_streams(manager: Starting, stdin_fd: int, out: BinaryIO) -> None
         # mypy sees the SDK's unstable routes as abstract; `errors.refuse_unimplemented`
         # fills them in when the module loads.
         agent = LoopdAgent(manager, client_answers=not stdin.batch)  # type: ignore[abstract]
-        await serve(agent, writer, stdin.reader, [requests.observe], pace)
+        await serve(agent, writer, stdin.reader, requests=requests, pace=pace)
         sys.stderr.write("loopd acp: stdin closed, exiting\n")
     finally:
         writer.close()

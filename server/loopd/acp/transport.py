@@ -7,7 +7,9 @@ over `max_line` bytes is dropped as it streams in and answered with an Invalid
 Request error (with the request's id when its first bytes name one, so the client's
 call fails instead of waiting forever), and reading goes on with the next line. A
 line that is not JSON is answered with a parse error (id null), as JSON-RPC says;
-the SDK only logged it.
+the SDK only logged it; so is one nested deeper than `loads_bounded` allows (the
+decoder's recursion used to kill the process). `at_end`, when given, is awaited when
+the stream ends, before the SDK hears of it and closes the connection.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from acp.task import MessageSender, TaskSupervisor
 
 from loopd.lines import LineReader, Overlong
+from loopd.protocol.jsonvalues import loads_bounded
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +42,13 @@ class BoundedNdjson:
         max_line: int,
         *,
         pace: Callable[[], Awaitable[None]] | None = None,
+        at_end: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._lines = LineReader(reader, max_line)
         self._tasks = TaskSupervisor(source="loopd.acp.transport")
         self._sender = MessageSender(writer, self._tasks)  # the SDK's ordered writer
         self._pace = pace
+        self._at_end = at_end
 
     async def send(self, message: dict[str, Any]) -> None:
         await self._sender.send(message)
@@ -56,6 +61,8 @@ class BoundedNdjson:
                 await self._pace()
             line = await self._lines.line()
             if line is None:
+                if self._at_end is not None:
+                    await self._at_end()
                 return None
             if isinstance(line, Overlong):
                 limit = self._lines.max_line
@@ -67,7 +74,7 @@ class BoundedNdjson:
             if not line.strip():
                 continue
             try:
-                message = json.loads(line)
+                message = loads_bounded(line)
             except ValueError as err:
                 await self._error(None, PARSE_ERROR, f"Parse error: {err}")
                 continue

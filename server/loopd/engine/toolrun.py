@@ -28,7 +28,7 @@ from loopd.engine.ports import (
 )
 from loopd.engine.schedule import ToolExecution, schedule
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
-from loopd.protocol.errors import ToolInputError
+from loopd.protocol.errors import ToolInputError, ToolUnusable
 from loopd.protocol.events import TextBlock, ToolCallStarted, ToolCallUpdated, ToolContent
 from loopd.protocol.messages import Message, ToolResultPart, ToolUsePart
 from loopd.protocol.model import INVALID_JSON_KEY
@@ -99,7 +99,7 @@ class ToolPhase:
         try:
             ex = ToolExecution(0, call, await self.tools.declare(call))
         except ToolInputError as err:
-            ex = ToolExecution(0, call, None, f"Invalid arguments for {call.name}: {err}")
+            ex = ToolExecution(0, call, None, _undeclared(call, err))
         await self.emitter.emit(_announcement(ex))
         refusal = await self._refusal(ex, self._decide(ex))
         if refusal is None:
@@ -127,7 +127,7 @@ class ToolPhase:
         try:
             declaration = await self.tools.declare(call)
         except ToolInputError as err:
-            return ToolExecution(index, call, None, f"Invalid arguments for {call.name}: {err}")
+            return ToolExecution(index, call, None, _undeclared(call, err))
         return ToolExecution(index, call, declaration)
 
     def _admit(self, call: ToolCall, turn: TurnState) -> str | None:
@@ -262,3 +262,11 @@ def _announcement(ex: ToolExecution) -> ToolCallStarted:
         locations=decl.locations,
         content=decl.preview,
     )
+
+
+def _undeclared(call: ToolCall, err: ToolInputError) -> str:
+    """The result of a call whose declaration failed: its arguments, or the reason
+    the tool gave (`ToolUnusable`: a FIFO, a swapped path)."""
+    if isinstance(err, ToolUnusable):
+        return str(err)
+    return f"Invalid arguments for {call.name}: {err}"

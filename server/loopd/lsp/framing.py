@@ -21,7 +21,6 @@ Valid messages go to pygls's protocol unchanged.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
@@ -32,6 +31,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCProtocol
 
 from loopd.lines import LineReader, Overlong
+from loopd.protocol.jsonvalues import loads_bounded
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ class Dispatcher:
 
     def dispatch(self, body: bytes) -> None:
         try:
-            data = json.loads(body)
+            data = loads_bounded(body)
         except ValueError as err:
             resume = body.find(MARKER, 1)
             if resume > 0:  # the length was too long and took in the next frame

@@ -24,6 +24,7 @@ import httpx
 from httpx_sse import EventSource, SSEError
 
 from loopd.mcp.rpc import McpClosed, McpError, McpExpired, RpcPeer, within
+from loopd.protocol.jsonvalues import loads_bounded
 
 log = logging.getLogger(__name__)
 
@@ -106,14 +107,14 @@ async def _messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
     """The JSON-RPC messages of a reply: a JSON object or batch, or SSE events."""
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind == "application/json":
-        data = json.loads(await response.aread())
+        data = loads_bounded(await response.aread())
         for message in data if isinstance(data, list) else [data]:
             if isinstance(message, dict):
                 yield message
     elif kind == "text/event-stream":
         async for event in EventSource(response).aiter_sse():
             if event.data.strip():
-                message = json.loads(event.data)
+                message = loads_bounded(event.data)
                 if isinstance(message, dict):
                     yield message
     else:

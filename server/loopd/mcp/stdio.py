@@ -23,6 +23,7 @@ from typing import Any
 
 from loopd.engine.ports import Clock
 from loopd.mcp.rpc import McpClosed, McpError, RpcPeer
+from loopd.protocol.jsonvalues import loads_bounded
 from loopd.runtimes.base import McpServerConfig
 from loopd.sandbox.base import sanitized_env
 
@@ -94,7 +95,7 @@ class StdioTransport:
                 if not line.strip():
                     continue
                 try:
-                    message = json.loads(line)
+                    message = loads_bounded(line)
                 except ValueError:
                     log.warning("mcp %s: not JSON on stdout: %.200r", self.peer.name, line)
                     continue

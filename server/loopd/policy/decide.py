@@ -42,7 +42,7 @@ from loopd.policy.commands import command_prefix, is_safe_command, split_command
 from loopd.policy.grants import CallGrants, Grant
 from loopd.policy.modes import ApprovalPolicy, Mode, SandboxMode
 from loopd.policy.network import NetworkGrant
-from loopd.policy.paths import PathIssue, PathPolicy
+from loopd.policy.paths import PathIssue, PathPolicy, Unresolvable
 from loopd.policy.rules import MatchContext, Rule, RuleAction, RuleSet, escape_glob, first_match
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.sandbox.tiers import Tier
@@ -101,11 +101,16 @@ class RulePolicy:
         return self.mode.approval
 
     def decide(self, call: ToolCall, declaration: Declaration) -> PolicyDecision:
-        """The verdict; an ALLOW also records the call's `Grant`."""
-        decl = self._canonical(declaration)
-        decision = self._decide(call, decl)
-        if decision.verdict is Verdict.ALLOW:
-            self.grants.record(call.id, self._grant(decl))
+        """The verdict; an ALLOW also records the call's `Grant`. A path that cannot
+        be resolved (swapped while it was, or holding a NUL) is a denial: a race on
+        a path ends in a refusal, never an exception out of the turn."""
+        try:
+            decl = self._canonical(declaration)
+            decision = self._decide(call, decl)
+            if decision.verdict is Verdict.ALLOW:
+                self.grants.record(call.id, self._grant(decl))
+        except Unresolvable as err:
+            return PolicyDecision(Verdict.DENY, f"refused: {err.strerror}")
         return decision
 
     def _decide(self, call: ToolCall, decl: Declaration) -> PolicyDecision:
@@ -126,9 +131,13 @@ class RulePolicy:
         rule: per command prefix (`git push:*`) or exact command, per path, or for the
         whole tool when it declared neither. "Allow always" on a call that needs the
         network also grants the network; on an unsandboxed run it is kept as once."""
-        decl = self._canonical(declaration)
+        try:
+            decl = self._canonical(declaration)
+            grant = self._grant(decl)
+        except Unresolvable:
+            return  # no grant: the call's own open refuses the path as it finds it
         if decision.allowed:
-            self.grants.record(call.id, self._grant(decl))
+            self.grants.record(call.id, grant)
         if not decision.remembered or (decl.unsandboxed and decision.allowed):
             return
         rules = self._rules_for(call, decl)

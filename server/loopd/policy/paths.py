@@ -16,6 +16,11 @@ the boundary. Every path is first made absolute (against a root) and resolved wi
   Writing them is how an agent would turn one approved edit into code that runs
   later, outside any sandbox.
 
+A path that cannot be resolved to one place is `Unresolvable`, a refusal: one holding
+a NUL byte, or one whose symlinks are swapped while `realpath` walks them (it then
+raises `OSError`, EINVAL or ENOENT, from a component that changed kind between its
+`lstat` and `readlink`).
+
 The verdict is advice for `RulePolicy`; the tools must still open files with
 `loopd.policy.beneath` (re-exported here), because a symlink can be swapped between
 this check and the open.
@@ -23,6 +28,7 @@ this check and the open.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import re
@@ -50,6 +56,7 @@ __all__ = [
     "PathIssue",
     "PathPolicy",
     "PathVerdict",
+    "Unresolvable",
     "open_beneath",
     "read_bytes_beneath",
     "read_text_beneath",
@@ -85,6 +92,17 @@ PROTECTED_FILES = (
     ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".envrc", ".ripgreprc",
     ".mcp.json", ".nvim.lua", ".nvimrc", ".exrc", ".lazy.lua",
 )  # fmt: skip
+
+
+class Unresolvable(PermissionError):
+    """`path` cannot be resolved to one place (see the module doc): refused."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(errno.EACCES, f"{path!r} {detail}")
+        self.path = path
+
+
+_RESOLVE_TRIES = 3  # a path that changed under one walk is walked again, twice
 
 
 class PathIssue(StrEnum):
@@ -193,11 +211,20 @@ class PathPolicy:
 
     def canonical(self, path: str, base: str | None = None) -> str:
         """Absolute and resolved: `~` is the home directory, relative paths start at
-        `base` (default: the first root), symlinks and `..` are resolved."""
+        `base` (default: the first root), symlinks and `..` are resolved.
+        `Unresolvable` for a path with a NUL byte, or one still changing after a
+        few walks (a symlink being swapped)."""
         if path == "~" or path.startswith("~/"):
             path = self.home + path[1:]
         joined = os.path.join(base or self.roots[0], path)
-        return os.path.realpath(joined)
+        if "\0" in joined:
+            raise Unresolvable(joined, "holds a NUL byte")
+        for _ in range(_RESOLVE_TRIES):
+            try:
+                return os.path.realpath(joined)
+            except OSError:
+                continue
+        raise Unresolvable(joined, "changed while it was resolved (a symlink swapped?)")
 
     def root_of(self, path: str) -> str | None:
         return next((r for r in self.roots if contains(r, path)), None)

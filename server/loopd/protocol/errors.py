@@ -13,6 +13,7 @@
     │   ├── MissingCredentials   no key configured; names the variables to set
     │   └── NoModel              none configured and the endpoint lists none; says how
     ├── ToolInputError           the model's tool arguments are invalid
+    │   └── ToolUnusable         the call cannot even be looked at (a FIFO, a path swapped)
     ├── ConfigError              a config file or option is wrong
     └── RuntimeFailure           a runtime (engine or foreign CLI) could not run a turn
 
@@ -94,6 +95,11 @@ class NoModel(ProviderError):
 class ToolInputError(LoopdError):
     """Raised by a tool for arguments it cannot use. Becomes a tool result the model
     reads, never an exception that ends the turn."""
+
+
+class ToolUnusable(ToolInputError):
+    """Declaring the call failed for a reason other than its arguments' shape: the
+    message says why, for the model, as the call's result."""
 
 
 class ConfigError(LoopdError):

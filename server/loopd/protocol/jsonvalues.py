@@ -1,4 +1,4 @@
-"""JSON that is JSON: no NaN, no Infinity, in or out.
+"""JSON that is JSON: no NaN, no Infinity, in or out, and never nested without end.
 
 Python's `json` reads `NaN`, `Infinity` and `1e999` (as an infinite float) and
 writes them back as bare `NaN`/`Infinity`, which no other JSON parser accepts. One
@@ -12,14 +12,31 @@ reload. So numbers are checked at both edges:
   a request body, a wire message): strict first, and if a non-finite number or an
   unserialisable value slipped in anyway, `finite` replaces it with a string
   instead of failing the write.
+
+Nesting is bounded too: Python's decoder recurses once per `[` or `{`, so a line of
+`[[[[…` thousands deep raised `RecursionError` (not a `ValueError`), which killed
+`loopd acp` and ended an LSP connection. `loads_bounded` (every message an editor,
+an MCP server or a child agent sends) and `loads_strict` refuse anything nested
+deeper than `MAX_DEPTH` with a `ValueError` before decoding, so their callers answer
+it as the parse error it is.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
+from itertools import accumulate
 from typing import Any
+
+MAX_DEPTH = 256  # far past any real message (MCP tool schemas nest a few dozen)
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = [0] * 256
+_STEP[ord("[")] = _STEP[ord("{")] = 1
+_STEP[ord("]")] = _STEP[ord("}")] = -1
 
 
 def _finite_float(text: str) -> float:
@@ -33,9 +50,33 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _brackets(text: str | bytes) -> bytes:
+    """The brackets of the JSON `text`, in order, without those inside strings."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    return _STRING.sub(b"", data).translate(None, _NOT_BRACKET)
+
+
+def _check_depth(text: str | bytes) -> None:
+    """`ValueError` when `text` nests deeper than `MAX_DEPTH`. Linear, at C speed."""
+    brackets = _brackets(text)
+    if len(brackets) <= MAX_DEPTH:  # the common case: too few to nest too deep
+        return
+    depth = max(accumulate(map(_STEP.__getitem__, brackets)))
+    if depth > MAX_DEPTH:
+        raise ValueError(f"nested {depth} deep (at most {MAX_DEPTH})")
+
+
+def loads_bounded(text: str | bytes) -> Any:
+    """`json.loads` of a message from outside the process: `ValueError` for one
+    nested deeper than `MAX_DEPTH`, as for any malformed input."""
+    _check_depth(text)
+    return json.loads(text)
+
+
 def loads_strict(text: str | bytes) -> Any:
-    """`json.loads`, refusing `NaN`, `Infinity`, `-Infinity` and numbers too large
-    for a float (`ValueError`)."""
+    """`loads_bounded`, also refusing `NaN`, `Infinity`, `-Infinity` and numbers too
+    large for a float (`ValueError`)."""
+    _check_depth(text)
     return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
 
 

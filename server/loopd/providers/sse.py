@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import json
 import logging
 import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
@@ -25,7 +24,7 @@ import httpx
 from httpx_sse import SSEError, aconnect_sse
 
 from loopd.protocol.errors import BadRequest, IncompleteStream, StreamStalled, Transient
-from loopd.protocol.jsonvalues import loads_strict
+from loopd.protocol.jsonvalues import loads_bounded, loads_strict
 from loopd.protocol.model import INVALID_JSON_KEY, ModelRequest, ResponseDone, StreamEvent
 from loopd.providers.classify import error_from_response
 
@@ -182,7 +181,7 @@ def load_event(data: str) -> JsonObject | None:
     if not data:
         return None
     try:
-        value = json.loads(data)
+        value = loads_bounded(data)
     except ValueError:
         log.warning("ignoring an event that is not JSON: %.80r", data)
         return None

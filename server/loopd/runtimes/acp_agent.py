@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, cast, get_args
 
 from loopd.engine.ports import Emitter
 from loopd.policy.modes import Mode, parse_mode
-from loopd.policy.paths import PathIssue
+from loopd.policy.paths import PathIssue, Unresolvable
 from loopd.policy.rules import RuleSet
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ConfigError
@@ -279,8 +279,11 @@ class AcpRuntime:
         call = question.tool_call
         kind = str(call.get("kind") or "other")
         paths = paths_of(call, self._ctx.cwd)
-        inside = all(self._paths.check_write(p).ok for p in paths)
-        secret = any(self._paths.check_read(p).issue is PathIssue.SECRET for p in paths)
+        try:
+            inside = all(self._paths.check_write(p).ok for p in paths)
+            secret = any(self._paths.check_read(p).issue is PathIssue.SECRET for p in paths)
+        except Unresolvable:  # a path swapped while it was judged: refused
+            inside, secret = False, True
         command = command_of(call)
         refused = secret or (command is not None and self._guard.refuses(command) is not None)
         asked = False
@@ -316,7 +319,9 @@ class AcpRuntime:
             return ApprovalDecision.REJECT_ONCE
 
     def _may_write(self, path: str) -> bool:
-        canonical = self._paths.canonical(path)
-        return self._mode in (Mode.ACCEPT_EDITS, Mode.FULL_AUTO) or canonical in {
-            self._paths.canonical(p) for p in self._granted
-        }
+        try:
+            canonical = self._paths.canonical(path)
+            granted = {self._paths.canonical(p) for p in self._granted}
+        except Unresolvable:
+            return False
+        return self._mode in (Mode.ACCEPT_EDITS, Mode.FULL_AUTO) or canonical in granted

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from loopd.protocol.errors import RuntimeFailure
+from loopd.protocol.jsonvalues import loads_bounded
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +110,8 @@ class JsonlProcess:
             if not line:
                 return
             try:
-                message = json.loads(line)
-            except json.JSONDecodeError:
+                message = loads_bounded(line)
+            except ValueError:
                 log.debug("%s: non-JSON stdout line: %.200r", self._name, line)
                 continue
             if isinstance(message, dict):

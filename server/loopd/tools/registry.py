@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 from loopd.engine.ports import Declaration, ToolCall, ToolProgress, ToolResult
 from loopd.policy.beneath import PathEscapeError
-from loopd.protocol.errors import ToolInputError
+from loopd.policy.paths import Unresolvable
+from loopd.protocol.errors import ToolInputError, ToolUnusable
 from loopd.protocol.model import INVALID_JSON_KEY, ToolSpec
 from loopd.tools.ask_user import AskUser
 from loopd.tools.base import Conditional, Tool, failure
@@ -70,7 +71,16 @@ class ToolRegistry:
         return not isinstance(tool, Conditional) or tool.offered(self.env)
 
     async def declare(self, call: ToolCall) -> Declaration:
-        return await self._checked(call).declare(call.input, self.env)
+        """What `call` would touch. `ToolInputError` for arguments it cannot use;
+        `ToolUnusable` for anything else that fails on the way (the path is a FIFO,
+        or was swapped while it was looked at): every tool error is a result."""
+        tool = self._checked(call)
+        try:
+            return await tool.declare(call.input, self.env)
+        except ToolInputError:
+            raise
+        except Exception as e:
+            raise ToolUnusable(_explained(call.name, e)) from e
 
     async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
         token = RUNNING_CALL.set(call.id)
@@ -83,26 +93,8 @@ class ToolRegistry:
     async def _run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
         try:
             return await self._checked(call).run(call.input, self.env, progress)
-        except ToolInputError as e:
-            return failure(str(e))
-        except FileNotFoundError as e:
-            return failure(f"No such file or directory: {e.filename or e}")
-        except FileTooLarge as e:
-            return failure(f"{e}; use offset and limit, or grep, to look at part of it")
-        except PathRefused as e:
-            return failure(f"Refused: {e.reason}. Nothing was read or written.")
-        except PathEscapeError as e:
-            return failure(
-                f"Refused: {e.path} changed into a path that leaves the approved folder (a "
-                "symlink or `..`) after it was checked. Nothing was read or written."
-            )
-        except NotText as e:
-            return failure(f"{e} is a binary or non-UTF-8 file; it cannot be handled as text")
-        except OSError as e:
-            return failure(f"{e.strerror or e}: {e.filename or ''}".rstrip(": "))
         except Exception as e:
-            log.exception("tool %s failed", call.name)
-            return failure(f"The {call.name} tool failed unexpectedly: {type(e).__name__}: {e}")
+            return failure(_explained(call.name, e))
 
     def _checked(self, call: ToolCall) -> Tool:
         tool = self._tools.get(call.name)
@@ -116,3 +108,30 @@ class ToolRegistry:
             )
         validate(call.input, tool.input_schema)
         return tool
+
+
+def _explained(tool: str, e: Exception) -> str:
+    """What the model reads when `tool` failed with `e`."""
+    match e:
+        case ToolInputError():
+            return str(e)
+        case FileNotFoundError():
+            return f"No such file or directory: {e.filename or e}"
+        case FileTooLarge():
+            return f"{e}; use offset and limit, or grep, to look at part of it"
+        case PathRefused():
+            return f"Refused: {e.reason}. Nothing was read or written."
+        case PathEscapeError():
+            return (
+                f"Refused: {e.path} changed into a path that leaves the approved folder (a "
+                "symlink or `..`) after it was checked. Nothing was read or written."
+            )
+        case Unresolvable():
+            return f"Refused: {e.strerror}. Nothing was read or written."
+        case NotText():
+            return f"{e} is a binary or non-UTF-8 file; it cannot be handled as text"
+        case OSError():
+            return f"{e.strerror or e}: {e.filename or ''}".rstrip(": ")
+        case _:
+            log.exception("tool %s failed", tool)
+            return f"The {tool} tool failed unexpectedly: {type(e).__name__}: {e}"

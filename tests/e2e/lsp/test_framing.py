@@ -84,7 +84,7 @@ class Lsp:
 
 
 @asynccontextmanager
-async def loopd_lsp(tmp_path: Path) -> AsyncIterator[Lsp]:
+async def loopd_lsp(tmp_path: Path, **extra: str) -> AsyncIterator[Lsp]:
     (tmp_path / "ws").mkdir()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -92,7 +92,7 @@ async def loopd_lsp(tmp_path: Path) -> AsyncIterator[Lsp]:
         "loopd",
         "lsp",
         cwd=tmp_path / "ws",
-        env=isolated_env(tmp_path, None),
+        env=isolated_env(tmp_path, None, **extra),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
@@ -145,3 +145,34 @@ async def test_requests_after_shutdown_are_invalid_and_exit_ends_the_server(
         assert refused["error"]["code"] == -32600
         await lsp.write(frame({"method": "exit"}))
         assert await asyncio.wait_for(lsp.proc.wait(), BOUND) == 0
+
+
+DEEP = {
+    "array": b"[" * 100_000 + b"]" * 100_000,
+    "object": b'{"a":' * 50_000 + b"1" + b"}" * 50_000,
+}
+
+
+@pytest.mark.parametrize("shape", sorted(DEEP))
+@pytest.mark.parametrize("daemon", ["off", "on"], ids=["in-process", "daemon"])
+async def test_json_nested_thousands_deep_is_a_parse_error_and_the_connection_lives(
+    tmp_path: Path, daemon: str, shape: str
+) -> None:
+    """The decoder's recursion used to end the connection (RecursionError)."""
+    try:
+        async with loopd_lsp(tmp_path, LOOPD_DAEMON=daemon) as lsp:
+            body = b'{"jsonrpc":"2.0","id":5,"method":"loopd/session/list","params":%s}'
+            deep = body % DEEP[shape]
+            await lsp.write(b"Content-Length: %d\r\n\r\n%s" % (len(deep), deep))
+            await lsp.write(request(6))
+            answer, before = await lsp.until_id(6)
+            assert answer.get("result") == {"sessions": []}
+            errors = [m["error"] for m in before if "error" in m]
+            assert [e["code"] for e in errors] == [-32700]
+            assert "deep" in errors[0]["message"]
+    finally:
+        if daemon == "on":
+            env = isolated_env(tmp_path, None, LOOPD_DAEMON="on")
+            stop = [sys.executable, "-m", "loopd", "daemon", "stop"]
+            proc = await asyncio.create_subprocess_exec(*stop, env=env)
+            await proc.wait()

@@ -1,3 +1,8 @@
+import contextlib
+import errno
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -248,3 +253,50 @@ def test_mode_can_change_between_calls(ws: Path) -> None:
     assert policy.decide(call("edit"), target).verdict is Q
     policy.mode = Mode.ACCEPT_EDITS
     assert policy.decide(call("edit"), target).verdict is A
+
+
+def _swap_forever(link: Path, stop: threading.Event) -> None:
+    """Turn `link` into a symlink, a folder and nothing, over and over."""
+    while not stop.is_set():
+        for make_it in (lambda: link.symlink_to("src"), link.mkdir):
+            with contextlib.suppress(OSError):
+                make_it()
+            with contextlib.suppress(OSError):
+                link.unlink() if link.is_symlink() else link.rmdir()
+
+
+@pytest.mark.parametrize("declared", [read, write])
+def test_a_path_swapped_while_it_is_resolved_is_refused_never_raised(
+    ws: Path, declared: Callable[[str], Declaration]
+) -> None:
+    """realpath raises (EINVAL, ENOENT) when a component changes kind between its
+    lstat and its readlink; the decision must still come back, as a verdict."""
+    policy, stop = make(ws, mode=Mode.ACCEPT_EDITS), threading.Event()
+    swapper = threading.Thread(target=_swap_forever, args=(ws / "l", stop))
+    swapper.start()
+    try:
+        verdicts = {policy.decide(call("read"), declared("l/a/b/c")).verdict for _ in range(2_000)}
+    finally:
+        stop.set()
+        swapper.join()
+    assert verdicts <= {Verdict.ALLOW, Verdict.ASK, Verdict.DENY}
+
+
+def test_a_path_that_never_stops_changing_is_denied(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def swapped(path: object, *args: object, **kwargs: object) -> str:
+        raise OSError(errno.EINVAL, "Invalid argument", str(path))
+
+    (ws / "l").symlink_to("src")
+    policy = make(ws, mode=Mode.ACCEPT_EDITS)
+    monkeypatch.setattr(os, "readlink", swapped)
+    decision = policy.decide(call("write"), write("l/a.py"))
+    assert decision.verdict is Verdict.DENY
+    assert "changed while it was resolved" in decision.reason
+
+
+def test_a_path_with_a_nul_byte_is_denied(ws: Path) -> None:
+    decision = make(ws).decide(call("read"), read("src/a\0b"))
+    assert decision.verdict is Verdict.DENY
+    assert "NUL" in decision.reason

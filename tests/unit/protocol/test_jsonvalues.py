@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from loopd.protocol.jsonvalues import dumps_safe, finite, loads_strict
+from loopd.protocol.jsonvalues import MAX_DEPTH, dumps_safe, finite, loads_bounded, loads_strict
 from loopd.protocol.model import INVALID_JSON_KEY
 from loopd.providers.body import dumps
 from loopd.providers.sse import parse_tool_input
@@ -46,3 +48,26 @@ def test_dumps_safe_and_request_bodies_always_write_standard_json() -> None:
         assert "NaN" in text  # named, as a string
         json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c}"))
     assert dumps_safe({"x": 1}, separators=(",", ":")) == '{"x":1}'
+
+
+@pytest.mark.parametrize("load", [loads_bounded, loads_strict])
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 5000 + "]" * 5000, '{"a":' * 5000 + "1" + "}" * 5000, "[" * (MAX_DEPTH + 1)],
+)
+def test_json_nested_past_the_bound_is_a_value_error_not_a_recursion_error(
+    load: Callable[[str], Any], text: str
+) -> None:
+    with pytest.raises(ValueError, match="deep"):
+        load(text)
+
+
+def test_brackets_in_strings_do_not_nest_and_the_bound_itself_is_read() -> None:
+    at_bound = "[" * MAX_DEPTH + '"[[[\\"{{{"' + "]" * MAX_DEPTH
+    assert loads_bounded(at_bound.encode()) is not None
+    assert loads_strict(json.dumps({"text": "[" * 10_000})) == {"text": "[" * 10_000}
+
+
+def test_a_model_s_arguments_nested_thousands_deep_are_invalid_json_for_the_engine() -> None:
+    raw = '{"path": ' + "[" * 5000 + "]" * 5000 + "}"
+    assert parse_tool_input(raw) == {INVALID_JSON_KEY: raw}

@@ -1,0 +1,74 @@
+"""Input that used to crash `loopd acp` or go unanswered, served in-process and by
+the daemon (through the forwarder): JSON nested thousands deep is a parse error and
+the connection lives on; requests already written when stdin closes are answered."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.acp.conftest import Home, raw_loopd
+
+pytestmark = pytest.mark.e2e
+
+LOOPD = [sys.executable, "-m", "loopd"]
+DEEP = {
+    "array": "[" * 100_000 + "]" * 100_000,
+    "object": '{"a":' * 50_000 + "1" + "}" * 50_000,
+}
+
+
+@pytest.fixture(params=["off", "on"], ids=["in-process", "daemon"])
+def serving(request: pytest.FixtureRequest, home: Home) -> Iterator[dict[str, str]]:
+    """The environment of `loopd acp` served in-process or by the daemon."""
+    env = home.env(LOOPD_DAEMON=request.param)
+    yield env
+    if request.param == "on":
+        subprocess.run([*LOOPD, "daemon", "stop"], env=env, capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize("shape", sorted(DEEP))
+async def test_json_nested_thousands_deep_is_a_parse_error_and_the_server_lives(
+    home: Home, serving: dict[str, str], shape: str
+) -> None:
+    async with raw_loopd(home, serving) as agent:
+        await agent.initialized()
+        message = f'{{"jsonrpc":"2.0","id":7,"method":"session/new","params":{DEEP[shape]}}}'
+        await agent.send_line(message)
+        alive, before = await agent.request("session/list", {})
+        assert alive["result"] == {"sessions": []}
+        assert [m["error"]["code"] for m in before] == [-32700]
+        assert "deep" in before[0]["error"]["message"]
+        assert agent.proc.returncode is None
+
+
+def _line(rid: int, method: str, params: dict[str, Any]) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+
+
+def test_requests_written_before_stdin_closes_are_answered(
+    home: Home, serving: dict[str, str]
+) -> None:
+    """`printf 'initialize…\\nsession/new…\\n' | loopd acp`: stdin is a pipe that ends
+    right after the requests; each is answered before the process exits."""
+    new = {"cwd": str(home.work), "mcpServers": []}
+    given = "\n".join(
+        [
+            _line(1, "initialize", {"protocolVersion": 1}),
+            _line(2, "session/new", new),
+            _line(3, "session/list", {}),
+        ]
+    )
+    done = subprocess.run(
+        [*LOOPD, "acp"], input=given + "\n", capture_output=True, text=True,
+        env=serving, cwd=home.work, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines()) if "id" in m}
+    assert set(answers) == {1, 2, 3}, done.stdout
+    assert answers[2]["result"]["sessionId"]

@@ -1,0 +1,44 @@
+"""`loopd run` whose model points the file tools at what is not a file: a FIFO, a
+path with a NUL byte. Every such call ends as a tool result the model reads, and
+the turn ends normally (exit 0), never with a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopd.testing.fake_llm import FakeLLMServer
+from loopd.testing.llm_script import Reply, ScriptedCall
+from tests.e2e.conftest import LOOPD, isolated_env
+
+pytestmark = pytest.mark.e2e
+
+CALLS: dict[str, tuple[str, dict[str, Any], str]] = {
+    "write_fifo": ("write", {"path": "pipe", "content": "x"}, "named pipe"),
+    "edit_fifo": ("edit", {"path": "pipe", "old_string": "a", "new_string": "b"}, "named pipe"),
+    "read_fifo": ("read", {"path": "pipe"}, "named pipe"),
+    "write_nul": ("write", {"path": "a\0b", "content": "x"}, "NUL"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CALLS))
+def test_a_call_on_what_is_not_a_file_is_a_tool_result(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path, case: str
+) -> None:
+    tool, arguments, said = CALLS[case]
+    os.mkfifo(workspace / "pipe")
+    fake_llm.script("*", Reply(tool_calls=(ScriptedCall(tool, arguments),)), Reply(text="ok"))
+    done = subprocess.run(
+        [*LOOPD, "run", "go", "--yes"], env=isolated_env(tmp_path, fake_llm), cwd=workspace,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    answer = fake_llm.requests[1].body["messages"][-1]
+    assert said in json.dumps(answer), answer
+    assert done.stdout.strip() == "ok"
