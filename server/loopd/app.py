@@ -50,7 +50,8 @@ from loopd.runtimes.acp_agent import AcpRuntimeFactory, AcpSettings
 from loopd.runtimes.base import RuntimeFactory
 from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
-from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
+from loopd.runtimes.native import NativeRuntimeFactory
+from loopd.runtimes.native_wiring import NativeWiring
 from loopd.sandbox.probe import Boundary
 from loopd.sessions.manager import SessionManager
 from loopd.sessions.table import SessionTable

@@ -222,14 +222,18 @@ class Engine:
 
     async def _answered(self, turn: Turn, stop: ModelStop) -> Outcome | None:
         """The model called no tool: the turn ends, unless the person spoke while the
-        reply finished (answered in this turn) or the work is not done yet."""
-        if self.ports.steer is not None and self.ports.steer.pending():
+        reply finished or while the done criteria ran (answered in this turn), or the
+        work is not done yet."""
+        if self._steered():
             return None
         reentry = await self._settle()
-        if reentry is None:
-            return turn.outcome(MODEL_STOPS[stop])
-        await self._append(Message("user", (TextPart(reentry),)))
-        return None
+        if reentry is not None:
+            await self._append(Message("user", (TextPart(reentry),)))
+            return None
+        return None if self._steered() else turn.outcome(MODEL_STOPS[stop])
+
+    def _steered(self) -> bool:
+        return self.ports.steer is not None and self.ports.steer.pending()
 
     async def _tool_round(self, turn: Turn, uses: tuple[ToolUsePart, ...]) -> Outcome | None:
         """Run the calls, hand the model their results; the outcome if a tool's stop

@@ -79,7 +79,11 @@ class Declaration:
     """What a call says it will touch, before it runs: what the scheduler orders by,
     what the policy decides on and what the person is shown. Paths are absolute and
     canonical. `unsandboxed`: the command asks to run outside the OS sandbox (a
-    retry after the sandbox refused it), which the policy always asks about."""
+    retry after the sandbox refused it), which the policy always asks about.
+    `asks_person`: the call puts a question to the person, who answers one at a
+    time. A call that declares no path and no command, of a kind that is not
+    `HARMLESS_KINDS`, has unknown effects (`unknown_effects`): an MCP tool that
+    says nothing may touch anything."""
 
     title: str
     kind: ToolKind
@@ -90,6 +94,16 @@ class Declaration:
     locations: tuple[Location, ...] = ()
     preview: tuple[ToolContent, ...] = ()
     unsandboxed: bool = False
+    asks_person: bool = False
+
+    @property
+    def unknown_effects(self) -> bool:
+        declared = self.reads or self.writes or self.command is not None
+        return not declared and self.kind not in HARMLESS_KINDS
+
+
+HARMLESS_KINDS: frozenset[ToolKind] = frozenset({"think", "switch_mode"})
+"""Kinds with no effect outside the conversation (a plan, a question)."""
 
 
 @dataclass(frozen=True, slots=True)

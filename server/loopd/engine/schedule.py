@@ -44,11 +44,15 @@ def schedule(
     Two calls are separated when running them together would make the outcome depend
     on a race:
 
-    - two writes to the same path;
-    - a read and a write of the same path;
+    - a write and a read or write of the same path, or of a path inside it, or of a
+      folder it lies in (a `grep`, `glob` or `explore` of the folder a write is in);
     - a shell command and anything that reads or writes a path, or another command:
       a command can write anything, so it is a write of every path;
-    - anything that needs approval, since a person's decisions are sequential;
+    - a call with unknown effects (an MCP tool that declares nothing) and anything
+      that touches anything: it may write every path, or, when its kind says it only
+      reads or searches, read every path;
+    - anything that needs approval, or asks the person a question, since a person's
+      decisions are sequential;
     - anything whose declaration failed, since nothing is known about what it touches.
 
     Parallelism is kept for reads and searches, which is where it is both safe and
@@ -91,30 +95,57 @@ def _shareable(
     ex: ToolExecution, needs_approval: Callable[[ToolExecution], bool] | None
 ) -> Declaration | None:
     """The declaration the call shares a group by, or None when it runs alone."""
-    if ex.error is not None or ex.declaration is None:
+    if ex.error is not None or ex.declaration is None or ex.declaration.asks_person:
         return None
     if needs_approval is not None and needs_approval(ex):
         return None
     return ex.declaration
 
 
+_READ_KINDS = frozenset({"read", "search", "fetch"})
+
+
 def _conflicts(mine: Declaration, group: Sequence[Declaration]) -> bool:
     """Whether a call declaring `mine` may not run alongside calls declaring `group`."""
-    for theirs in group:
-        if mine.command is not None and _touches_anything(theirs):
-            return True
-        if theirs.command is not None and _touches_anything(mine):
-            return True
-        if _touches(mine.writes, theirs) or _touches(theirs.writes, mine):
-            return True
-    return False
+    return any(_races(mine, theirs) or _races(theirs, mine) for theirs in group)
+
+
+def _races(a: Declaration, b: Declaration) -> bool:
+    """Whether what `a` writes, or reads of everything, races with what `b` does."""
+    if _writes_all(a):
+        return _touches_anything(b)
+    if _reads_all(a) and _writes_some(b):
+        return True
+    return _touches(a.writes, b)
+
+
+def _writes_all(declaration: Declaration) -> bool:
+    """A command, or unknown effects that may write: a write of every path."""
+    unknown = declaration.unknown_effects and declaration.kind not in _READ_KINDS
+    return declaration.command is not None or unknown
+
+
+def _reads_all(declaration: Declaration) -> bool:
+    """Unknown effects of a kind that only reads: a read of every path."""
+    return declaration.unknown_effects and declaration.kind in _READ_KINDS
+
+
+def _writes_some(declaration: Declaration) -> bool:
+    return bool(declaration.writes) or _writes_all(declaration)
 
 
 def _touches(writes: Sequence[str], declaration: Declaration) -> bool:
-    """Whether any of `writes` is a path `declaration` reads or writes."""
-    return any(path in declaration.reads or path in declaration.writes for path in writes)
+    """Whether any of `writes` is, holds or lies in a path `declaration` touches."""
+    touched = (*declaration.reads, *declaration.writes)
+    return any(_overlap(w, t) for w in writes for t in touched)
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Whether canonical paths `a` and `b` are one, or one contains the other."""
+    return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
 
 
 def _touches_anything(declaration: Declaration) -> bool:
-    """Whether a command, which may write any path, races with `declaration`."""
-    return bool(declaration.command is not None or declaration.reads or declaration.writes)
+    """Whether a call that may write any path races with `declaration`."""
+    declared = declaration.reads or declaration.writes or declaration.command is not None
+    return bool(declared) or declaration.unknown_effects

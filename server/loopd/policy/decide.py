@@ -37,7 +37,7 @@ import os
 import shlex
 from collections.abc import Sequence
 
-from loopd.engine.ports import Declaration, PolicyDecision, ToolCall, Verdict
+from loopd.engine.ports import HARMLESS_KINDS, Declaration, PolicyDecision, ToolCall, Verdict
 from loopd.policy.commands import command_prefix, is_safe_command, split_command
 from loopd.policy.grants import CallGrants, Grant
 from loopd.policy.modes import ApprovalPolicy, Mode, SandboxMode
@@ -48,7 +48,6 @@ from loopd.protocol.approvals import ApprovalDecision
 from loopd.sandbox.tiers import Tier
 
 NO_RULES = RuleSet()
-HARMLESS_KINDS = frozenset({"think", "switch_mode"})
 _SEVERITY = {Verdict.ALLOW: 0, Verdict.ASK: 1, Verdict.DENY: 2}
 
 

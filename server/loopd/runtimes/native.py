@@ -21,18 +21,17 @@ read) and hands it to the engine as reminders.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol, cast
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Literal, cast
 
 from loopd.context.compaction import Rejected
 from loopd.context.instructions import reminders as instruction_reminders
-from loopd.engine.done import DoneChecks
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
-from loopd.engine.ports import Clock, Policy, Provider, ToolBox
 from loopd.engine.steer import SteerBox
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import (
+    AgentMessageChunk,
     Command,
     ConfigChoice,
     ConfigOption,
@@ -46,109 +45,14 @@ from loopd.protocol.model import ThinkingLevel
 from loopd.protocol.turns import Outcome, UndoReport
 from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.native_store import StoreJournal, StoreWindows
+from loopd.runtimes.native_wiring import NativeWiring, SessionParts
 from loopd.runtimes.options import MODES, check_mode, mode_option, model_option
+from loopd.runtimes.pending import WAITS, PendingOptions
 from loopd.sessions.commands import compacted_note
 from loopd.store.reconcile import reconcile_messages
 from loopd.store.sqlite import ContextRecord, SqliteStore
 
 THOUGHT_LEVELS: tuple[ThinkingLevel, ...] = ("off", "low", "medium", "high")
-
-
-class SessionParts(Protocol):
-    """A session's tools and policy, built together because they share its safety
-    state (the mode, the sandbox, the network grant)."""
-
-    @property
-    def tools(self) -> ToolBox: ...
-
-    @property
-    def policy(self) -> Policy: ...
-
-    def set_mode(self, mode: str) -> None:
-        """Switch what may run unasked, and how commands are contained."""
-        ...
-
-    def remembered(self) -> Mapping[str, Any]:
-        """The person's "always" answers, as JSON the store keeps across restarts."""
-        ...
-
-    @property
-    def containment(self) -> str:
-        """How commands are contained, for the person (the sandbox tier in use)."""
-        ...
-
-    @property
-    def done(self) -> DoneChecks | None:
-        """The workspace's definition of done, run in this session's sandbox."""
-        ...
-
-    async def begin_turn(self) -> None:
-        """A turn starts: what the file tools change from here is undone together.
-        What the person must hear about the session's setup (an MCP server that did
-        not start) is said here, once, before the turn's own output."""
-        ...
-
-    async def undo(self) -> UndoReport:
-        """Put back the newest turn's file changes that are still as it left them."""
-        ...
-
-    async def changed_files(self) -> list[str]:
-        """Reminders for files the agent read that changed since (each told once)."""
-        ...
-
-    def prompt_commands(self) -> tuple[Command, ...]:
-        """Commands that fill in a prompt (the MCP servers' prompts)."""
-        ...
-
-    async def expand(self, name: str, text: str) -> Prompt:
-        """The prompt command `name` filled in from `text`; raises `LoopdError`."""
-        ...
-
-    def mentions(self) -> tuple[Mention, ...]:
-        """Context the person may @-mention (the MCP servers' resources)."""
-        ...
-
-    async def resolve(self, prompt: Prompt) -> Prompt:
-        """`prompt` with its mentions of that context read in (`Mentions`)."""
-        ...
-
-    async def aclose(self) -> None: ...
-
-
-class ModelSource(Protocol):
-    """Where a wiring without configured models gets them: the endpoint's list."""
-
-    async def models(self) -> tuple[str, ...]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class NativeWiring:
-    """How a native session gets its parts; `loopd.app` fills it in."""
-
-    provider_for: Callable[[str], Provider]
-    parts_for: Callable[[RuntimeContext, str, Mapping[str, Any]], Awaitable[SessionParts]]
-    system_for: Callable[[RuntimeContext, Mapping[str, str]], str]
-    chain_for: Callable[[str], dict[str, str]]  # the instruction files now, from disk
-    clock: Clock
-    default_mode: str
-    models: tuple[str, ...]
-    default_model: str
-    engine: EngineConfig
-    open_models: bool = False  # any model id is accepted (local servers serve unlisted ones)
-    listing: ModelSource | None = None  # asked as each session opens, when `models` is empty
-    resolve_model: Callable[[str], str] = lambda model: model
-    """An alias (`sonnet`) to the id the provider is sent; raises `ConfigError` for a
-    model the catalog entry does not offer."""
-    target_for: Callable[[str, str], str] = lambda model, thought_level: model
-    """The id the provider is sent for a model id at a thought level: the catalog's
-    per-effort target (`sonnet-high`) where the entry names one, else the id."""
-
-    def with_models(self, models: tuple[str, ...]) -> NativeWiring:
-        """This wiring offering `models`, the first as the default. With none the model
-        is "": the session then has no model option, and a turn says why."""
-        default = models[0] if models else ""
-        engine = replace(self.engine, model=default)
-        return replace(self, models=models, default_model=default, engine=engine, listing=None)
 
 
 class NativeRuntimeFactory:
@@ -214,6 +118,7 @@ class NativeRuntime:
         spent = context.state.get("cost")
         self.engine.keeper.cost = float(spent) if isinstance(spent, int | float) else 0.0
         self._turn: asyncio.Task[Any] | None = None
+        self.pending = PendingOptions()
 
     def _engine_config(self) -> EngineConfig:
         thinking = cast(ThinkingLevel, self.values["thought_level"])
@@ -249,7 +154,7 @@ class NativeRuntime:
         try:
             return await turn
         finally:
-            self._turn = None
+            await self._at_boundary()
 
     async def _reminders(self) -> list[str]:
         """What changed outside the conversation since the model was last told:
@@ -291,12 +196,30 @@ class NativeRuntime:
         return report
 
     async def set_config(self, option_id: str, value: str) -> None:
-        """Raises ConfigError for a value the option does not offer."""
-        self.values[option_id] = checked = self._checked(option_id, value)
+        """Raises ConfigError for a value the option does not offer. While a turn
+        (or `/compact`) runs, the change waits for its end (`loopd.runtimes.pending`),
+        and the person is told so."""
+        checked = self._checked(option_id, value)
+        if self._turn is None:
+            await self._apply(option_id, checked)
+            return
+        self.pending.hold(option_id, checked)
+        note = f"{option_id.replace('_', ' ')} {checked}: {WAITS}"
+        message_id = self.engine.ports.new_id("msg")
+        await self.context.emitter.emit(AgentMessageChunk(f"\n\n[{note}]\n", message_id, "note"))
+
+    async def _apply(self, option_id: str, checked: str) -> None:
+        self.values[option_id] = checked
         if option_id == "mode":  # the canonical id: an alias is not in the mode list
             self.parts.set_mode(checked)
             await self.context.emitter.emit(ModeChanged(checked))
         self.engine.reconfigure(self._engine_config(), self._ports())
+
+    async def _at_boundary(self) -> None:
+        """The turn ended: what was chosen while it ran applies now."""
+        self._turn = None
+        for option_id, checked in self.pending.take():
+            await self._apply(option_id, checked)
 
     def _checked(self, option_id: str, value: str) -> str:
         match option_id:
@@ -319,7 +242,7 @@ class NativeRuntime:
     def config_options(self) -> tuple[ConfigOption, ...]:
         model = self.values["model"]
         models = (model_option(model, self.wiring.models),) if model else ()
-        return (
+        return self.pending.shown((
             mode_option(self.values["mode"], self.parts.containment),
             *models,
             ConfigOption(
@@ -329,7 +252,7 @@ class NativeRuntime:
                 self.values["thought_level"],
                 tuple(ConfigChoice(t, t.capitalize()) for t in THOUGHT_LEVELS),
             ),
-        )
+        ))  # fmt: skip
 
     async def clear_context(self) -> None:
         """`/clear`: the next turn starts from no history. The stored messages go too,
@@ -351,7 +274,7 @@ class NativeRuntime:
                 raise  # our caller gave up, not `cancel`
             return None
         finally:
-            self._turn = None
+            await self._at_boundary()
         if isinstance(result, Rejected):
             return compacted_note("", result.reason)
         return compacted_note(result.summary)

@@ -24,7 +24,8 @@ from loopd.protocol.events import Command, Prompt
 from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import UndoReport
 from loopd.runtimes.base import RuntimeContext
-from loopd.runtimes.native import NativeRuntimeFactory, NativeWiring
+from loopd.runtimes.native import NativeRuntimeFactory
+from loopd.runtimes.native_wiring import NativeWiring
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
 from loopd.testing.fakes import FakeClock, FakeToolBox, ScriptedPolicy

@@ -49,7 +49,7 @@ class AskUser:
         return env.person() is not None
 
     async def declare(self, args: Args, env: ToolEnv) -> Declaration:
-        return Declaration(title=f"Ask: {args['question']}", kind=self.kind)
+        return Declaration(title=f"Ask: {args['question']}", kind=self.kind, asks_person=True)
 
     async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
         person = env.person()

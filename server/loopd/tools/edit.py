@@ -13,7 +13,11 @@ The preview is shown when it can be computed, and the check that counts is in `r
 
 Both refuse to change an existing file the agent has not read, or that changed since
 it last read it (`loopd.context.freshness`): an edit computed from a stale picture
-overwrites someone else's work. A new file needs no read.
+overwrites someone else's work. A new file needs no read. The refusal is checked
+when the call is declared, before anyone is asked to approve it (a person must not
+approve a change that then cannot run), and again when it runs: the file may have
+moved on in between. A read in the same step does not help: the change was written
+before its result was seen.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
-from loopd.protocol.errors import ToolInputError
+from loopd.protocol.errors import ToolInputError, ToolUnusable
 from loopd.protocol.events import DiffContent, Location, ToolContent, ToolKind
 from loopd.tools.base import Args, count_lines, failure, line_of, read_existing
 from loopd.tools.env import ToolEnv
@@ -58,6 +62,7 @@ class Write:
             verb = "Create" if old is None else "Write"
         except PermissionError:  # not readable before the policy decided: no old text
             old, verb = None, "Write"
+        _check_fresh(env, path, old)
         return Declaration(
             title=f"{verb} {env.display(path)}",
             kind=self.kind,
@@ -128,6 +133,7 @@ class Edit:
             old = await read_existing(env, path)
         except PermissionError:  # not readable before the policy decided: no preview
             old = None
+        _check_fresh(env, path, old)
         change = None if old is None else _replace(old, args)
         preview: tuple[ToolContent, ...] = ()
         if change is not None and (change.count == 1 or args.get("replace_all", False)):
@@ -173,6 +179,14 @@ class Edit:
             content=(DiffContent(path, change.old_text, change.new_text),),
             locations=(Location(path, change.line),),
         )
+
+
+def _check_fresh(env: ToolEnv, path: str, old: str | None) -> None:
+    """`ToolUnusable` when changing `path` (now `old`) would be refused as unread or
+    stale: said before the person is asked, not after (see the module doc)."""
+    refusal = None if old is None else env.reads.refusal(path, old, env.display(path))
+    if refusal is not None:
+        raise ToolUnusable(refusal)
 
 
 def _replace(text: str, args: Args) -> _Replacement | None:

@@ -4,6 +4,7 @@ and shell tools over a temporary workspace, and criteria run as real commands.""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from loopd.engine.done import Criterion, DoneSet, DoneState, progressed, seal_of
 from loopd.engine.limits import Limits
 from loopd.engine.loop import Engine, EngineConfig
+from loopd.engine.steer import STEER_PREFIX, SteerBox
 from loopd.protocol.events import (
     Prompt,
     TextBlock,
@@ -296,3 +298,29 @@ async def test_without_criteria_a_write_is_unavailable_and_not_said(ws: Workspac
     assert seal(outcome).seal == "unavailable"
     assert ws.emitter.of(VerificationUpdated) == [VerificationUpdated(seal(outcome))]
     assert ws.emitter.text == "done"
+
+
+async def test_steering_said_while_the_criteria_run_is_read_in_the_same_turn(
+    ws: Workspace,
+) -> None:
+    """The criterion holds until the test lets it go (two FIFOs, no clock): what the
+    person says meanwhile is answered by this turn, not carried to the next."""
+    os.mkfifo(ws.root / "started")
+    os.mkfifo(ws.root / "go")
+    done = DoneSet((Criterion("gate", "echo x > started && read line < go"),))
+    provider = ScriptedProvider.of(
+        write("w1", "a.txt", "good\n"), Reply(text="done"), Reply(text="and the test too")
+    )
+    engine = ws.engine(provider, done, Limits())
+    box = engine.ports.steer = SteerBox()
+    ws.env.changes.begin_turn()
+    turn = asyncio.create_task(engine.run(Prompt((TextBlock("work"),))))
+    await asyncio.to_thread((ws.root / "started").read_text)  # the criterion runs
+    assert box.push("add a test as well")
+    await asyncio.to_thread((ws.root / "go").write_text, "go\n")
+    async with asyncio.timeout(30):
+        outcome = await turn
+    assert outcome.stop_reason == "end_turn"
+    assert len(provider.requests) == 3
+    assert provider.requests[2].messages[-1].text == f"{STEER_PREFIX}\nadd a test as well"
+    assert engine.history[-1].text == "and the test too"

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from loopd.engine.ports import Declaration, ToolCall
 from loopd.engine.schedule import ToolExecution, schedule
+from loopd.protocol.events import ToolKind
 
 
 def _ex(index: int, declaration: Declaration | None, error: str | None = None) -> ToolExecution:
@@ -31,6 +32,19 @@ def write(path: str) -> Declaration:
 
 def shell(command: str, writes: tuple[str, ...] = ()) -> Declaration:
     return Declaration(title=command, kind="execute", command=command, writes=writes)
+
+
+def unknown(kind: ToolKind = "other") -> Declaration:
+    """An MCP tool that declares nothing it touches."""
+    return Declaration(title="mcp: do", kind=kind)
+
+
+def ask() -> Declaration:
+    return Declaration(title="Ask: which?", kind="think", asks_person=True)
+
+
+def plan() -> Declaration:
+    return Declaration(title="Update plan", kind="think")
 
 
 FAILED = None  # a call whose declaration failed
@@ -82,6 +96,25 @@ CASES = {
     "a call whose declaration failed runs alone": Case(
         [read("/a"), FAILED, read("/c")], [[0], [1], [2]]
     ),
+    "a write and a search of its folder are separated": Case(
+        [write("/w/src/a.py"), search("/w/src")], [[0], [1]]
+    ),
+    "a search of a folder and a write inside it are separated": Case(
+        [search("/w"), write("/w/a.py")], [[0], [1]]
+    ),
+    "a write to a folder's sibling still runs beside its search": Case(
+        [search("/w/src"), write("/w/srcx/a.py")], [[0, 1]]
+    ),
+    "unknown effects are separated from a read, a write and another": Case(
+        [unknown(), read("/a"), unknown(), write("/b")], [[0], [1], [2], [3]]
+    ),
+    "a read-only unknown is separated from a write, not from a read": Case(
+        [unknown("read"), read("/a"), write("/b")], [[0, 1], [2]]
+    ),
+    "a plan update declares nothing and touches nothing": Case(
+        [plan(), write("/a"), unknown("read")], [[0, 1], [2]]
+    ),
+    "two questions to the person are asked one at a time": Case([ask(), ask()], [[0], [1]]),
     "order is preserved: a read after a write of its path stays after it": Case(
         [read("/a"), write("/a"), read("/a")], [[0], [1], [2]]
     ),

@@ -5,7 +5,7 @@ import pytest
 from tooltest import Call, RecordingProgress
 
 from loopd.engine.ports import ToolCall
-from loopd.protocol.errors import ToolInputError
+from loopd.protocol.errors import ToolInputError, ToolUnusable
 from loopd.protocol.events import DiffContent, Location
 from loopd.tools import ToolEnv, ToolRegistry
 
@@ -134,17 +134,23 @@ async def test_edit_keeps_a_crlf_file_crlf(call: Call, tmp_path: Path) -> None:
 # -- fresh files: no change to a file the agent has not seen as it is -----------------
 
 
+async def refused_unasked(tools: ToolRegistry, name: str, **args: object) -> str:
+    """Why declaring the call refused it: before any approval could be asked."""
+    with pytest.raises(ToolUnusable) as refused:
+        await tools.declare(ToolCall("c1", name, args))
+    return str(refused.value)
+
+
 async def test_a_file_never_read_is_refused_then_accepted_after_a_read(
-    call: Call, tmp_path: Path
+    call: Call, tools: ToolRegistry, tmp_path: Path
 ) -> None:
     (tmp_path / "f.txt").write_text("theirs\n")
     for name, args in (
         ("write", {"content": "mine\n"}),
         ("edit", {"old_string": "theirs", "new_string": "mine"}),
     ):
-        refused = await call(name, path="f.txt", **args)
-        assert refused.result.is_error
-        assert "you have not read it yet: read it first" in refused.result.output
+        refusal = await refused_unasked(tools, name, path="f.txt", **args)
+        assert "you have not read it yet: read it first" in refusal
         assert (tmp_path / "f.txt").read_text() == "theirs\n"
     await call("read", path="f.txt")
     assert not (await call("write", path="f.txt", content="mine\n")).result.is_error
@@ -152,15 +158,16 @@ async def test_a_file_never_read_is_refused_then_accepted_after_a_read(
 
 
 async def test_a_file_changed_since_the_read_is_refused_until_read_again(
-    call: Call, tmp_path: Path
+    call: Call, tools: ToolRegistry, tmp_path: Path
 ) -> None:
     target = tmp_path / "f.txt"
     target.write_text("a = 1\n")
     await call("read", path="f.txt")
     target.write_text("a = 1\nb = 2\n")  # the person (or a command) changed it
-    stale = await call("edit", path="f.txt", old_string="a = 1", new_string="a = 3")
-    assert stale.result.is_error
-    assert "changed since you last read it" in stale.result.output
+    stale = await refused_unasked(
+        tools, "edit", path="f.txt", old_string="a = 1", new_string="a = 3"
+    )
+    assert "changed since you last read it" in stale
     assert target.read_text() == "a = 1\nb = 2\n"
     await call("read", path="f.txt")
     fresh = await call("edit", path="f.txt", old_string="a = 1", new_string="a = 3")
