@@ -27,6 +27,7 @@ from loopd.context.view import ContextView, safe_cuts, segment_starts
 from loopd.protocol.messages import Message, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 
 BP = 10_000
+MIN_OUTPUT = 256  # an answer needs some room, whatever the window
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +39,9 @@ class CompactionPolicy:
     - `keep_recent_segments`, `keep_recent_bp`: the newest segments kept verbatim,
       shrunk (to one at least) while they are over `keep_recent_bp` of the window.
     - `summary_bp`, `max_summary_tokens`: the summary's budget.
-    - `safety_bp`: room left unused for the estimate's error."""
+    - `safety_bp`: room left unused for the estimate's error.
+    - `output_bp`: the most of the window reserved for the answer (`reserve`): a
+      request asks for no more output than that, and is judged with it."""
 
     automatic: bool = True
     compact_at: int = 8_000
@@ -49,9 +52,11 @@ class CompactionPolicy:
     summary_bp: int = 1_000
     max_summary_tokens: int = 4_096
     safety_bp: int = 500
+    output_bp: int = 2_500
 
     def __post_init__(self) -> None:
-        for name in ("compact_at", "rearm_below", "notice_at", "keep_recent_bp", "summary_bp"):
+        names = ("compact_at", "rearm_below", "notice_at", "keep_recent_bp", "summary_bp")
+        for name in (*names, "output_bp"):
             value = getattr(self, name)
             if not 0 <= value <= BP:
                 raise ValueError(f"{name} must be in 0..{BP} basis points, not {value}")
@@ -66,6 +71,12 @@ class CompactionPolicy:
     def input_limit(self, window: int) -> int:
         """The most a request's prompt may hold: the window less the safety share."""
         return window - window * self.safety_bp // BP
+
+    def reserve(self, window: int, max_tokens: int) -> int:
+        """The output a request asks for: `max_tokens`, but no more than `output_bp`
+        of the window (a fixed 8192 against a 10k window left a 2k prompt no room),
+        and never below `MIN_OUTPUT`."""
+        return max(MIN_OUTPUT, min(max_tokens, window * self.output_bp // BP))
 
 
 def occupancy_bp(tokens: int, window: int) -> int:

@@ -89,6 +89,15 @@ Say = Callable[[str], Awaitable[None]]
 """A short note for the person."""
 
 
+NOTICE = "Context budget:"
+
+
+def told_budget(view: ContextView) -> bool:
+    """Whether the model's view already holds the budget notice (journaled with the
+    results it came with): a reloaded session is not told again."""
+    return any(m.role == "user" and NOTICE in m.text for m in view.history[view.start :])
+
+
 @dataclass(slots=True)
 class ContextKeeper:
     view: ContextView
@@ -119,15 +128,29 @@ class ContextKeeper:
         """The calibrated size of `request`'s prompt."""
         return self.view.scaled(self.view.estimate + self.fixed(request.system, request.tools))
 
+    def reserve(self, model: str, max_tokens: int) -> int:
+        """The output to ask `model` for (see `CompactionPolicy.reserve`)."""
+        return self.policy.reserve(self.window(model), max_tokens)
+
     def occupancy(self, request: ModelRequest) -> int:
-        return occupancy_bp(self.projected(request), self.window(request.model))
+        """How much of the window `request` takes as sent: its prompt (the system
+        prompt, the tools, the history up to the reply just received) and the output
+        it reserves, which its answer may fill and the next request then carries."""
+        sent = self.projected(request) + request.max_tokens
+        return occupancy_bp(sent, self.window(request.model))
 
     def due(self, request: ModelRequest) -> bool:
-        """Whether the policy wants a compaction before sending `request`."""
+        """Whether the policy wants a compaction before sending `request`: at
+        `compact_at`, and whenever it would not fit the window at all (armed or not:
+        a compaction that left the context above `rearm_below` must not let the next
+        requests grow into an overflow)."""
         occupancy = self.occupancy(request)
         if occupancy < self.policy.rearm_below:
             self.armed = True
-        return self.policy.automatic and self.armed and occupancy >= self.policy.compact_at
+        window = self.window(request.model)
+        over = self.projected(request) + request.max_tokens > self.policy.input_limit(window)
+        due = over or (self.armed and occupancy >= self.policy.compact_at)
+        return self.policy.automatic and due
 
     def notice(self, request: ModelRequest) -> str | None:
         """The one budget notice, when occupancy first reaches `notice_at`."""
@@ -137,7 +160,7 @@ class ContextKeeper:
         self.noticed = True
         window = self.window(request.model)
         return (
-            f"Context budget: about {occupancy * 100 // BP}% of the "
+            f"{NOTICE} about {occupancy * 100 // BP}% of the "
             f"{window:,}-token window is in use. At {self.policy.compact_at * 100 // BP}% "
             "the older part of the conversation is summarised: keep what you still need "
             "in the plan or in files, and keep tool output small."
@@ -237,7 +260,9 @@ class ContextKeeper:
         request (retried like any other, shown to nobody). A provider failure raises;
         the view is then as it was."""
         window = self.window(request.model)
-        fixed = self.view.scaled(self.fixed(request.system, request.tools))
+        # What every request carries besides its messages, and the output it reserves:
+        # the view after the cut must leave room for both.
+        fixed = self.view.scaled(self.fixed(request.system, request.tools)) + request.max_tokens
         plan = plan_cut(self.view, self.policy, window, fixed, keep_segments)
         if isinstance(plan, Rejected):
             return plan

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from loopd.context.compaction import Rejected
 from loopd.context.reminders import reminder_part
 from loopd.context.view import ContextView
-from loopd.engine.compactor import Compacted, ContextKeeper, Failed
+from loopd.engine.compactor import Compacted, ContextKeeper, Failed, told_budget
 from loopd.engine.config import EngineConfig, EnginePorts
 from loopd.engine.done import settle
 from loopd.engine.guard import LoopGuard, LoopVerdict
@@ -92,6 +92,7 @@ class Engine:
             config.context_window,
             config.windows,
         )
+        self.keeper.noticed = told_budget(self.keeper.view)
         self._tool_ids = {use.id for m in self._history for use in m.tool_uses}
 
     def reconfigure(self, config: EngineConfig, ports: EnginePorts) -> None:
@@ -239,7 +240,7 @@ class Engine:
         """Run the calls, hand the model their results; the outcome if a tool's stop
         or the turn's token budget ends the turn."""
         await self._tool_phase(turn).run(uses, turn.state, turn.results)
-        self._append_results(turn)
+        await self._append_results(turn)
         while turn.state.unshown:
             await self._say(turn.state.unshown.pop(0))
         if turn.state.stop is not None:
@@ -317,7 +318,7 @@ class Engine:
             system=cfg.system,
             messages=self.keeper.view.messages(),
             tools=tuple(self.ports.tools.specs()),
-            max_tokens=cfg.max_tokens,
+            max_tokens=self.keeper.reserve(cfg.model, cfg.max_tokens),
             thinking=cfg.thinking,
         )
 
@@ -356,25 +357,27 @@ class Engine:
         self.keeper.view.appended()
         await self.ports.journal.append(message)
 
-    def _append_results(self, turn: Turn) -> None:
+    async def _append_results(self, turn: Turn) -> None:
         """The step's results as one message, in the model's order. Already journaled
-        one by one as they finished, so only the in-memory history grows here. A
-        pending budget notice rides along, for the model to read with the results."""
+        one by one as they finished, so only the in-memory history grows by it. A
+        pending budget notice follows, for the model to read with the results, as a
+        message of its own and journaled: a reloaded session still has it in the
+        model's context (and is not told again)."""
         parts: tuple[Part, ...] = tuple(turn.results[use.id] for use in turn.open_uses)
         turn.open_uses = ()
         turn.results = {}
-        notices = self._take_notices()
-        if notices:
-            parts = (*parts, reminder_part(notices))
         self._history.append(Message("user", parts))
         self.keeper.view.appended()
+        notices = self._take_notices()
+        if notices:
+            await self._append(Message("user", (reminder_part(notices),)))
 
     async def _pair_after_cancel(self, turn: Turn) -> None:
         """Close every announced call that has no result: the screen shows it failed,
         the history gets a result saying it was cancelled."""
         if turn.open_uses:
             await close_open_calls(turn, self.ports.journal, self.ports.emitter)
-            self._append_results(turn)
+            await self._append_results(turn)
 
     async def _stop(
         self, turn: Turn, reason: StopReason, message: str, notice: Notice = "note"

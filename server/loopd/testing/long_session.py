@@ -34,8 +34,23 @@ class LongSession:
         if _last_is_tool_result(body):
             self.turns += 1
             words = " ".join(f"word{i % 97}" for i in range(self.reply_words))
-            return Reply(text=f"Answer {self.turns}: {words}", output_tokens=self.reply_words)
+            return _at_most(f"Answer {self.turns}: {words}", _max_output(body))
         return Reply(tool_calls=(ScriptedCall("read", {"path": "module.py"}),))
+
+
+def _max_output(body: dict[str, Any]) -> int | None:
+    value = body.get("max_tokens") or body.get("max_output_tokens")
+    return value if isinstance(value, int) else None
+
+
+def _at_most(text: str, limit: int | None) -> Reply:
+    """`text` as a model asked for at most `limit` tokens says it (by the fake's rule,
+    4 bytes a token): cut at a word, ending for `max_tokens`, when it is longer."""
+    tokens = -(-len(text.encode()) // 4)
+    if limit is None or tokens <= limit:
+        return Reply(text=text, output_tokens=tokens)
+    cut = text[: limit * 4].rsplit(" ", 1)[0]
+    return Reply(text=cut, output_tokens=limit, stop="max_tokens")
 
 
 def _system(body: dict[str, Any]) -> str:

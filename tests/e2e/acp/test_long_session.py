@@ -2,7 +2,10 @@
 tools, store) against a fake model whose window is 20k tokens. The window is learned
 from the first overflow, the conversation is compacted as it grows, and every turn
 ends normally; the editor sees the usage against the learned window and a note at
-each compaction."""
+each compaction. After the first overflow no request exceeds the learned window,
+counting the output it reserves: also with replies of 2,400 words (some 4,500
+tokens each), which a threshold judged without the reply or the reserve let grow
+into a second overflow."""
 
 from __future__ import annotations
 
@@ -19,36 +22,41 @@ from tests.unit.acp.conftest import RecordingClient
 pytestmark = pytest.mark.e2e
 
 WINDOW = 20_000
-TURNS = 40
 
 
-@pytest.fixture
-def small(tmp_path: Path) -> Iterator[tuple[Home, LongSession]]:
+@pytest.fixture(params=[(1_500, 40), (2_400, 15)], ids=["40x1500-words", "15x2400-words"])
+def small(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[Home, LongSession, int]]:
     """A home whose model has a 20k window and answers as `LongSession` does."""
-    session = LongSession()
+    words, turns = request.param
+    session = LongSession(reply_words=words)
     with FakeLLMServer(window=WINDOW, responder=session.respond) as fake:
         home = Home(tmp_path.resolve(), fake)
         home.work.mkdir()
         (home.work / "module.py").write_text("def f():\n    return 1\n" * 20)
-        yield home, session
+        yield home, session, turns
 
 
-async def test_forty_turns_in_a_twenty_thousand_token_window(
-    small: tuple[Home, LongSession],
+async def test_a_long_session_in_a_twenty_thousand_token_window(
+    small: tuple[Home, LongSession, int],
 ) -> None:
-    home, session = small
+    home, session, turns = small
     client = RecordingClient()
     async with loopd_acp(home, client) as conn:
         new = await conn.new_session(cwd=str(home.work), mcp_servers=[])
         stops = [
             (await conn.prompt(session_id=new.session_id, prompt=text(f"explain {n}"))).stop_reason
-            for n in range(TURNS)
+            for n in range(turns)
         ]
     sent = home.fake.requests
 
-    assert stops == ["end_turn"] * TURNS
+    assert stops == ["end_turn"] * turns
     over = [i for i, r in enumerate(sent) if request_tokens(r) > WINDOW]
     assert len(over) == 1, "one overflow teaches the window; nothing sent after it exceeds it"
+    after = sent[over[0] + 1 :]
+    as_sent = [request_tokens(r) + r.body["max_tokens"] for r in after]
+    assert max(as_sent) <= WINDOW, "a request and the output it reserves fit the window"
     assert session.summaries >= 3
     assert all(pairs_intact(r.body) for r in sent)
     usage = client.of("usage_update")

@@ -9,10 +9,12 @@ from dataclasses import dataclass, field, replace
 
 from loopd.context.compaction import CompactionPolicy
 from loopd.engine.limits import Limits
+from loopd.engine.loop import Engine
 from loopd.protocol.errors import ContextOverflow, Overloaded
 from loopd.protocol.events import AgentMessageChunk, Prompt, SessionEvent, TextBlock, UsageUpdated
 from loopd.protocol.messages import ToolResultPart
 from loopd.protocol.model import Usage
+from loopd.store.reconcile import reconcile_messages
 from loopd.testing.fakes import RecordingEmitter, Reply, ScriptedProvider
 from tests.unit.engine.test_loop import Rig
 
@@ -181,3 +183,40 @@ async def test_the_cost_budget_warns_once_then_stops_the_turn() -> None:
     assert [r.is_error for r in results] == [False, True]
     assert "Stopped by the loop guard: more than $1 spent" in results[-1].content
     assert len(rig.provider.requests) == 2
+
+
+async def test_the_output_reserved_fits_the_window_of_each_model() -> None:
+    """A 10k window gets a quarter of it for the answer, not a fixed 8192 that left a
+    2k prompt no room; a large window gets the configured maximum."""
+    rig = Rig(ScriptedProvider.of(Reply(text="small"), Reply(text="large")))
+    rig.windows.learn("m", 10_000)
+    engine = rig.engine()
+    await engine.run(ask("x" * 8_000))  # some 2k tokens
+    rig.windows.learn("m", 1_000_000)
+    await engine.run(ask("again"))
+
+    small, large = (r.max_tokens for r in rig.provider.requests)
+    assert small == 2_500
+    assert large == 8_192
+
+
+async def test_the_budget_notice_with_tool_results_is_journaled_and_kept_after_a_reload() -> None:
+    """The notice that rides with a step's results is in the journal: an engine
+    rebuilt from it (a reloaded session) still shows the model the notice, once,
+    and does not give it again."""
+    quiet = CompactionPolicy(automatic=False, notice_at=3_000, compact_at=10_000)
+    step = Reply(text="a" * 40_000, tools=[("t1", "bash", {"command": "ls"})], usage=TINY)
+    replies = (step, Reply(text="done", usage=TINY), Reply(text="again", usage=TINY))
+    rig = Rig(ScriptedProvider.of(*replies), compaction=quiet)
+    rig.windows.learn("m", 10_000)
+    engine = rig.engine()
+    await engine.run(ask("go"))
+    assert sum("Context budget" in m.text for m in rig.journal.messages) == 1
+
+    history = reconcile_messages(rig.journal.messages)
+    reloaded = Engine("s1", engine.config, engine.ports, history)
+    await reloaded.run(ask("more"))
+    sent = rig.provider.requests[-1].messages
+    assert sum("Context budget" in m.text for m in sent) == 1
+    shown = [e for e in rig.emitter.of(AgentMessageChunk) if "Context budget" in e.text]
+    assert len(shown) == 1

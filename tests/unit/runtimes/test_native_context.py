@@ -66,7 +66,7 @@ async def test_a_long_session_in_a_small_window_keeps_working(tmp_path: Path, ki
 
 
 async def test_a_restarted_process_knows_the_learned_window(tmp_path: Path) -> None:
-    session = LongSession(reply_words=4_000)
+    session = LongSession(reply_words=2_400)
     with FakeLLMServer(window=WINDOW, responder=session.respond) as fake:
         provider = make_provider("anthropic", base_url=fake.base_url, api_key="k")
         first = scripted_manager(tmp_path, provider)
