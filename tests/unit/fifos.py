@@ -1,0 +1,38 @@
+"""A guard for tests that put a FIFO where loopd reads: if a regression opens one
+for reading (which blocks until a writer comes, in a call no signal interrupts), a
+thread opens it for writing after a grace period, so the reader gets an empty file
+and the test fails on its assertion instead of hanging the run."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+GRACE = 5.0  # seconds; a read that does not block takes milliseconds
+
+
+@contextlib.contextmanager
+def released(*fifos: Path) -> Iterator[None]:
+    """Within the block, any reader still blocked on one of `fifos` after `GRACE`
+    seconds (and every half second after) is released."""
+    done = threading.Event()
+
+    def release() -> None:
+        if done.wait(GRACE):
+            return
+        while not done.is_set():
+            for fifo in fifos:
+                with contextlib.suppress(OSError):  # ENXIO: nobody is reading it
+                    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            done.wait(0.5)
+
+    thread = threading.Thread(target=release, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
