@@ -1,7 +1,8 @@
 """A guard for tests that put a FIFO where loopd reads: if a regression opens one
 for reading (which blocks until a writer comes, in a call no signal interrupts), a
 thread opens it for writing after a grace period, so the reader gets an empty file
-and the test fails on its assertion instead of hanging the run."""
+and the test fails instead of hanging the run: the FIFOs it had to release are
+listed, and a test asserts that list is empty."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ GRACE = 5.0  # seconds; a read that does not block takes milliseconds
 
 
 @contextlib.contextmanager
-def released(*fifos: Path) -> Iterator[None]:
+def released(*fifos: Path) -> Iterator[list[Path]]:
     """Within the block, any reader still blocked on one of `fifos` after `GRACE`
-    seconds (and every half second after) is released."""
+    seconds (and every half second after) is released; the list yielded names each
+    FIFO a reader was found blocked on."""
     done = threading.Event()
+    freed: list[Path] = []
 
     def release() -> None:
         if done.wait(GRACE):
@@ -27,12 +30,13 @@ def released(*fifos: Path) -> Iterator[None]:
             for fifo in fifos:
                 with contextlib.suppress(OSError):  # ENXIO: nobody is reading it
                     os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                    freed.append(fifo)
             done.wait(0.5)
 
     thread = threading.Thread(target=release, daemon=True)
     thread.start()
     try:
-        yield
+        yield freed
     finally:
         done.set()
         thread.join()

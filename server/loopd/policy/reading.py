@@ -20,6 +20,7 @@ Every outcome is a value (`FileRead` or `ReadRefused`); nothing is raised.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 from dataclasses import dataclass, field
@@ -76,11 +77,10 @@ class DiskReader:
         return opened if isinstance(opened, ReadRefused) else opened[1]
 
     def withheld(self, path: str) -> str | None:
-        canonical = os.path.realpath(path)
-        root = self._root_of(canonical)
-        if root is None:
-            return self._outside(path)
-        return self._secret(canonical)
+        return self._secret(os.path.realpath(path))
+
+    def within(self, roots: tuple[str, ...], spared: tuple[str, ...] = ()) -> DiskReader:
+        return dataclasses.replace(self, roots=roots, exempt=spared)
 
     def _open(self, path: str) -> tuple[str, BinaryIO] | ReadRefused:
         canonical = os.path.realpath(path)

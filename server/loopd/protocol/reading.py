@@ -63,6 +63,13 @@ class FileReader(Protocol):
         ...
 
     def withheld(self, path: str) -> str | None:
-        """Why `path` is never read (a secret, or outside the roots), or None. For
-        what another program read (ripgrep's matches) before it reaches anyone."""
+        """Why `path` is never read wherever it lies (a secret: keys, credentials,
+        loopd's own folders, kernel files), or None. For what another program read
+        (ripgrep's matches) before it reaches anyone."""
+        ...
+
+    def within(self, roots: tuple[str, ...], spared: tuple[str, ...] = ()) -> FileReader:
+        """A reader with the same rules beneath other roots. `spared` are folders
+        inside a secret location it may read all the same (the person's own skills
+        in loopd's config folder); files there named like secrets stay refused."""
         ...

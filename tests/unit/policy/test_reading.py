@@ -73,11 +73,12 @@ def test_fifo_socket_and_device_are_refused_without_blocking(ws: Path, method: s
     listener.bind(str(ws / "sock"))
     (ws / "zero").symlink_to("/dev/zero")
     try:
-        with released(ws / "pipe"):
+        with released(ws / "pipe") as blocked:
             assert refused(reader(ws, method).read(str(ws / "pipe"), max_bytes=9)).problem == (
                 "special"
             )
             assert isinstance(reader(ws, method).open(str(ws / "pipe")), ReadRefused)
+        assert blocked == []
         assert refused(reader(ws, method).read(str(ws / "sock"), max_bytes=9)).problem == "special"
     finally:
         listener.close()
@@ -117,7 +118,11 @@ def test_secrets_and_loopds_own_folders_wherever_they_are(ws: Path) -> None:
     assert with_own.withheld(str(own / "login.json")) is not None
     assert refused(with_own.read(str(ws / ".env"), max_bytes=999)).problem == "secret"
     assert with_own.withheld(str(ws / "docs" / "AGENTS.md")) is None
-    assert with_own.withheld("/etc/passwd") is not None  # outside the roots
+    assert with_own.withheld("/etc/passwd") is None  # outside the roots, but no secret
+    assert with_own.within(("/etc",)).read("/etc/passwd", max_bytes=1 << 20) == (
+        DiskReader(("/etc",)).read("/etc/passwd", max_bytes=1 << 20)
+    )
+    assert with_own.within(("/etc",)).secrets == (str(own),)
 
 
 def test_an_exempt_folder_inside_a_secret_location_is_read_but_not_its_keys(
