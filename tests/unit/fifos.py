@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,8 +30,9 @@ def released(*fifos: Path) -> Iterator[list[Path]]:
         while not done.is_set():
             for fifo in fifos:
                 with contextlib.suppress(OSError):  # ENXIO: nobody is reading it
-                    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-                    freed.append(fifo)
+                    if stat.S_ISFIFO(os.lstat(fifo).st_mode):  # not yet, or no more
+                        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                        freed.append(fifo)
             done.wait(0.5)
 
     thread = threading.Thread(target=release, daemon=True)
