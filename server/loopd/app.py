@@ -37,7 +37,7 @@ from loopd.daemon.place import place_of
 from loopd.engine.delegate import ChildRuntime
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig
-from loopd.instructions import read_chain, system_prompt
+from loopd.instructions import read_chain, read_guides, system_prompt
 from loopd.parts import GuardedParts, LazyProbe
 from loopd.policy.modes import DEFAULT_MODE
 from loopd.policy.reading import DiskReader
@@ -295,6 +295,7 @@ def _native_wiring(
             system_prompt(ctx.cwd, ctx.roots, chain)
         ),
         chain_for=functools.partial(read_chain, reader=reader),
+        guides_for=functools.partial(read_guides, reader=reader),
         clock=SystemClock(),
         default_mode=config.defaults.mode or DEFAULT_MODE.value,
         models=models,

@@ -12,7 +12,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from loopd.context.instructions import MAX_INSTRUCTION_CHARS, chain_paths, render_chain
+from loopd.context.instructions import (
+    MAX_INSTRUCTION_CHARS,
+    chain_paths,
+    folder_paths,
+    render_chain,
+)
 from loopd.protocol.reading import FileRead, FileReader, ReadRefused
 
 MAX_INSTRUCTION_BYTES = 4 * MAX_INSTRUCTION_CHARS + 4
@@ -40,11 +45,26 @@ def read_chain(cwd: str, reader: FileReader) -> dict[str, str]:
     beneath the repository (or the cwd) with `reader`'s rules. A file it refuses (a
     link out of the repository, a FIFO, a secret) is named with why, never read;
     one past `MAX_INSTRUCTION_BYTES` is cut (and shown cut, see `clip`)."""
-    chain: dict[str, str] = {}
     cwd = os.path.realpath(cwd)
     top = repo_root(cwd)
-    beneath = reader.within((top or cwd,))
-    for path in chain_paths(cwd, top):
+    return _read(chain_paths(cwd, top), reader.within((top or cwd,)))
+
+
+def read_guides(cwd: str, touched: Sequence[str], reader: FileReader) -> dict[str, str]:
+    """The instruction files of the folders below `cwd` that the canonical paths
+    `touched` (files, or folders a search named) lie in, path → text, outermost
+    first, read beneath `cwd` as `read_chain` reads."""
+    cwd = os.path.realpath(cwd)
+    folders = (p if os.path.isdir(p) else os.path.dirname(p) for p in touched)
+    paths = dict.fromkeys(path for f in folders for path in folder_paths(cwd, f))
+    return _read(list(paths), reader.within((cwd,)))
+
+
+def _read(paths: Sequence[str], beneath: FileReader) -> dict[str, str]:
+    """`paths` that exist, path → text: the one place instruction files are read. A
+    file the reader refuses is named with why, never read; a long one is cut."""
+    chain: dict[str, str] = {}
+    for path in paths:
         match beneath.read(path, max_bytes=MAX_INSTRUCTION_BYTES, over="cut"):
             case FileRead() as found:
                 chain[path] = found.text()

@@ -9,6 +9,10 @@ read once into the system prompt, which then never changes for the life of the
 session: a file edited later reaches the model as a reminder with the next message
 (`reminders`), never as a new prefix, which would defeat the provider's prompt cache
 and change the rules under the model mid-session.
+
+Folders below the working directory have instruction files of their own (a package's
+`AGENTS.md`), meant for work there. A turn that reads or writes a path in one is
+given them then (`folder_paths`, `guide`), with that step's results, each once.
 """
 
 from __future__ import annotations
@@ -66,3 +70,20 @@ def reminders(told: Mapping[str, str], now: Mapping[str, str], cwd: str) -> list
             shown = os.path.relpath(path, cwd)
             out.append(f"{shown} was removed; its instructions no longer apply.")
     return out
+
+
+def folder_paths(cwd: str, folder: str) -> list[str]:
+    """The candidate files of each folder strictly below `cwd` down to the canonical
+    `folder`, outermost first; none for a folder outside `cwd`."""
+    if not folder.startswith(cwd.rstrip("/") + "/"):
+        return []
+    parts = os.path.relpath(folder, cwd).split(os.sep)
+    folders = [os.path.join(cwd, *parts[: n + 1]) for n in range(len(parts))]
+    return [os.path.join(f, name) for f in folders for name in INSTRUCTION_FILES]
+
+
+def guide(path: str, text: str, cwd: str) -> str:
+    """The reminder for a folder's instruction file the turn has just entered."""
+    shown = os.path.relpath(path, cwd)
+    where = os.path.dirname(shown)
+    return f"Instructions in {shown} (they apply to work in {where}/):\n{clip(text).strip()}"

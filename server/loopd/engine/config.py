@@ -24,6 +24,7 @@ from loopd.engine.ports import (
     Clock,
     ContextJournal,
     Emitter,
+    Guides,
     Journal,
     Mentions,
     Policy,
@@ -66,3 +67,4 @@ class EnginePorts:
     done: DoneChecks | None = None  # the workspace's definition of done, if any
     steer: SteerBox | None = None  # what the person says while a turn runs
     mentions: Mentions | None = None  # mentioned context read in at a turn's start
+    guides: Guides | None = None  # instructions of the folders a turn works in

@@ -83,7 +83,7 @@ class Engine:
         self.config = config
         self.ports = ports
         self._history = list(history)
-        self._notices: list[str] = []  # budget notices, until the model reads them
+        self._notices: list[str] = []  # budget notices, guides: until the model reads them
         self.keeper = ContextKeeper(
             ContextView(self._history, start, summary),
             config.compaction,
@@ -240,6 +240,7 @@ class Engine:
         """Run the calls, hand the model their results; the outcome if a tool's stop
         or the turn's token budget ends the turn."""
         await self._tool_phase(turn).run(uses, turn.state, turn.results)
+        await self._guide(turn)
         await self._append_results(turn)
         while turn.state.unshown:
             await self._say(turn.state.unshown.pop(0))
@@ -282,6 +283,12 @@ class Engine:
         for notice in filter(None, notices):
             self._notices.append(notice)
             await self._say(f"[{notice}]")
+
+    async def _guide(self, turn: Turn) -> None:
+        """The instructions of folders the step's calls entered ride with its results."""
+        touched, turn.state.touched = turn.state.touched, []
+        if self.ports.guides is not None and touched:
+            self._notices += await self.ports.guides.entered(touched)
 
     def _take_notices(self) -> list[str]:
         notices, self._notices = self._notices, []
@@ -359,10 +366,11 @@ class Engine:
 
     async def _append_results(self, turn: Turn) -> None:
         """The step's results as one message, in the model's order. Already journaled
-        one by one as they finished, so only the in-memory history grows by it. A
-        pending budget notice follows, for the model to read with the results, as a
-        message of its own and journaled: a reloaded session still has it in the
-        model's context (and is not told again)."""
+        one by one as they finished, so only the in-memory history grows by it. The
+        pending notices follow (the budget notice, a folder's instructions), for the
+        model to read with the results, as a message of their own and journaled: a
+        reloaded session still has them in the model's context (and is not told the
+        budget again)."""
         parts: tuple[Part, ...] = tuple(turn.results[use.id] for use in turn.open_uses)
         turn.open_uses = ()
         turn.results = {}

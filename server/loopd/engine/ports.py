@@ -143,6 +143,16 @@ class Mentions(Protocol):
     async def resolve(self, prompt: Prompt) -> Prompt: ...
 
 
+class Guides(Protocol):
+    """The instruction files of the folders a turn works in, below its working
+    directory (a package's own `AGENTS.md`). A read that fails is said in the text."""
+
+    async def entered(self, paths: Sequence[str]) -> list[str]:
+        """Reminders for the files of the folders the canonical `paths` lie in that
+        the model has not been given yet; each is given once."""
+        ...
+
+
 class Verdict(StrEnum):
     ALLOW = "allow"
     ASK = "ask"

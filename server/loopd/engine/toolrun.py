@@ -45,6 +45,7 @@ class TurnState:
     stop_message: str | None = None
     warnings: dict[str, str] = field(default_factory=dict)
     unshown: list[str] = field(default_factory=list)
+    touched: list[str] = field(default_factory=list)  # paths declared, until guided
 
     def halt(self, reason: StopReason, message: str) -> None:
         if self.stop is None:
@@ -74,6 +75,8 @@ class ToolPhase:
         execs = [await self._prepare(i, use, turn) for i, use in enumerate(uses)]
         for ex in execs:
             await self.emitter.emit(_announcement(ex))
+            if ex.declaration is not None:
+                turn.touched += (*ex.declaration.reads, *ex.declaration.writes)
         decisions = {ex.index: self._decide(ex) for ex in execs}
         groups = schedule(
             execs,

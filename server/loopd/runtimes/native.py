@@ -26,6 +26,7 @@ from dataclasses import replace
 from typing import Any, Literal, cast
 
 from loopd.context.compaction import Rejected
+from loopd.context.instructions import guide
 from loopd.context.instructions import reminders as instruction_reminders
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.steer import SteerBox
@@ -100,6 +101,7 @@ class NativeRuntime:
         self.windows = windows
         self.system = record.system or ""
         self.told = dict(record.instructions)
+        self.guided: dict[str, str] = {}  # the folders' instruction files given so far
         self.values = {
             "mode": _pick(context.config.get("mode"), MODES, wiring.default_mode),
             "model": _pick_model(context.config.get("model"), wiring),
@@ -140,6 +142,7 @@ class NativeRuntime:
             done=self.parts.done,
             steer=self.steering,
             mentions=self.parts,
+            guides=self,
         )
 
     async def prompt(self, prompt: Prompt) -> Outcome:
@@ -166,6 +169,17 @@ class NativeRuntime:
             self.told = now
             self.journal.store.save_context(self.context.session_id, instructions=now)
         return [*told, *await self.parts.changed_files()]
+
+    async def entered(self, paths: Sequence[str]) -> list[str]:
+        """The instructions of the folders below the cwd a turn works in (the port
+        `Guides`), each file given once in this process: a reloaded session may be
+        given one again, beside the copy its history holds, which costs tokens and
+        misleads nobody."""
+        cwd = self.context.cwd
+        found = await asyncio.to_thread(self.wiring.guides_for, cwd, paths)
+        new = {path: text for path, text in found.items() if path not in self.guided}
+        self.guided.update(new)
+        return [guide(path, text, cwd) for path, text in new.items()]
 
     def prompt_commands(self) -> tuple[Command, ...]:
         return self.parts.prompt_commands()

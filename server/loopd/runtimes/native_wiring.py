@@ -4,7 +4,7 @@ session's safety state) and the wiring `loopd.app` fills in. Split from
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -105,6 +105,8 @@ class NativeWiring:
     target_for: Callable[[str, str], str] = lambda model, thought_level: model
     """The id the provider is sent for a model id at a thought level: the catalog's
     per-effort target (`sonnet-high`) where the entry names one, else the id."""
+    guides_for: Callable[[str, Sequence[str]], dict[str, str]] = lambda cwd, paths: {}
+    """The instruction files of the folders below `cwd` that `paths` lie in, from disk."""
 
     def with_models(self, models: tuple[str, ...]) -> NativeWiring:
         """This wiring offering `models`, the first as the default. With none the model

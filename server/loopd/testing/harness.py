@@ -18,7 +18,7 @@ from typing import Any
 from loopd.engine.done import DoneChecks
 from loopd.engine.loop import EngineConfig
 from loopd.engine.ports import Provider, ToolBox
-from loopd.instructions import read_chain
+from loopd.instructions import read_chain, read_guides
 from loopd.policy.reading import DiskReader
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import RuntimeFailure
@@ -128,6 +128,7 @@ def scripted_manager(
         parts_for=parts_for,
         system_for=lambda ctx, chain: "\n\n".join([f"You work in {ctx.cwd}.", *chain.values()]),
         chain_for=functools.partial(read_chain, reader=DiskReader(())),
+        guides_for=functools.partial(read_guides, reader=DiskReader(())),
         clock=FakeClock(),
         default_mode="ask",
         models=tuple(models),

@@ -12,6 +12,7 @@ from loopd.policy.reading import DiskReader
 from loopd.protocol.events import Prompt, TextBlock
 from loopd.testing.fakes import Reply, ScriptedProvider
 from loopd.testing.harness import RecordingLink, scripted_manager
+from loopd.tools import ToolEnv, ToolRegistry
 from tests.unit.fifos import released
 
 READER = DiskReader(())
@@ -122,3 +123,39 @@ async def test_the_system_prompt_never_changes_and_edits_arrive_as_reminders(
     assert "../../AGENTS.md was removed" in two
     assert three == "three", "each change is told once"
     assert provider.requests[-1].messages[-1].text == "five"
+
+
+async def test_a_turn_working_in_a_subfolder_is_given_its_instructions_once(
+    tmp_path: Path,
+) -> None:
+    """`pkg/AGENTS.md` and `pkg/sub/CLAUDE.md` are for work there: not in the system
+    prompt, given with the results of the first call that reads in `pkg/sub`, once;
+    a folder the turn never touches is never read."""
+    work = (tmp_path / "w").resolve()
+    (work / ".git").mkdir(parents=True)
+    (work / "AGENTS.md").write_text("Root rule.")
+    (work / "pkg" / "sub").mkdir(parents=True)
+    (work / "pkg" / "AGENTS.md").write_text("Pkg rule: use tabs.")
+    (work / "pkg" / "sub" / "CLAUDE.md").write_text("Sub rule: be brief.")
+    (work / "pkg" / "sub" / "m.py").write_text("x = 1\n")
+    (work / "other").mkdir()
+    (work / "other" / "AGENTS.md").write_text("Other rule.")
+    read = ("read", {"path": "pkg/sub/m.py"})
+    provider = ScriptedProvider.of(
+        Reply(tools=[("r1", *read)]), Reply(tools=[("r2", *read)]), Reply(text="done")
+    )
+    env = ToolEnv(roots=(str(work),))
+    manager = scripted_manager(tmp_path / "data", provider, tools=ToolRegistry(env))
+    link = RecordingLink()
+    view = await manager.new_session(str(work), link)
+    await manager.prompt(view.id, ask("look"), link)
+    await manager.shutdown()
+    await env.aclose()
+
+    first, second, third = provider.requests
+    assert "Root rule." in first.system and "Pkg rule" not in first.system
+    told = second.messages[-1].text
+    assert "Instructions in pkg/AGENTS.md (they apply to work in pkg/):\nPkg rule" in told
+    assert told.index("Pkg rule") < told.index("Sub rule: be brief.")
+    assert sum("Pkg rule" in m.text for m in third.messages) == 1, "given once"
+    assert not any("Other rule" in m.text for r in provider.requests for m in r.messages)
