@@ -205,7 +205,8 @@ class GuardedParts:
 
     async def begin_turn(self) -> None:
         self.tool_env.changes.begin_turn()
-        await self.mcp.settled()  # a tool list changed between turns is in
+        await self.mcp.settled()  # a tool list changed since the last turn is in
+        self.tools.at_turn_start()
         if self.notice:
             notice, self.notice = self.notice, ""
             await self.emitter.emit(AgentMessageChunk(notice, random_id("msg")))

@@ -103,7 +103,9 @@ def seal_of(criteria: Sequence[CriterionResult] | None, changed: bool, stale: bo
     states = {c.state for c in criteria}
     if "unmet" in states:
         return "failed"
-    return "passed" if "met" in states else "unavailable"
+    # Passed means every criterion was checked and met: one that could not run says
+    # nothing about done, so beside a met one the seal is still unavailable.
+    return "passed" if states == {"met"} else "unavailable"
 
 
 @dataclass(frozen=True, slots=True)

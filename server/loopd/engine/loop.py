@@ -262,8 +262,13 @@ class Engine:
         return reply
 
     async def _send(self, request: ModelRequest) -> ResponseDone | None:
-        """The model's reply to `request`; None when steering interrupted it (what it
-        had said so far stays in the history, so it knows where it was)."""
+        """The model's reply to `request`; None when steering interrupted it.
+
+        What it had said so far stays in the history (seed 002 deletes it; loopd keeps
+        it, on purpose): the person saw those words and answered them, so a model
+        that cannot see them reads the steering without its cause, and may say them
+        again. Its thinking and any half-made call are dropped (an unsigned thinking
+        block or a call without a result is a request the provider refuses)."""
         streamer = self._streamer()
         box = self.ports.steer
         if box is None:

@@ -13,7 +13,8 @@ A server may change its tools while the session lives: on its
 notice arrives in the transport's reader) and `on_change` hears which went and
 which came, under the same naming rules. A call whose answer followed such a notice
 returns only once the new list is in (`McpTool.run` awaits `settled`), as does the
-start of a turn: the model's next request offers the new set.
+start of a turn, which is when the new set is offered: a turn keeps the tools it
+started with (`ToolRegistry.swap`).
 
 Their resources are listed too, as context the person may @-mention
 (`loopd.mcp.resources`): `mentions()` for the editor, `resolve` to read the

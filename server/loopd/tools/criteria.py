@@ -5,7 +5,12 @@ A criterion runs exactly as a `bash` call would (`bash -c COMMAND` in the sessio
 sandbox, its own process group, the network off, the workspace writable), with the
 `[done]` timeout; on timeout the whole group is killed and the criterion is unmet.
 A criterion that cannot run at all (the shell cannot be spawned, the command is not
-found) is `unavailable`, which never sends the turn back.
+found) is `unavailable`, which never sends the turn back. Unless it could run when
+the turn began: a criterion the agent made unrunnable (its script deleted or made
+not executable, bash's exit 126/127) is `unmet`, or breaking the measurement would
+be the shortest way to a turn that ends without being sent back. What could run at
+the turn's start is judged there, without running anything: the command's program
+(its first word) is an executable file, a program on PATH or a shell builtin.
 
 Protected writes are noticed two ways, because a shell command's writes have no
 path: the paths the file tools wrote, and a before/after snapshot (size, mtime) of
@@ -16,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -42,6 +49,7 @@ class SandboxedDone:
     home: str = field(default_factory=lambda: os.path.expanduser("~"))
     state: DoneState = field(default_factory=DoneState)
     _before: Snapshot = field(default_factory=dict)
+    _runnable: set[str] = field(default_factory=set)  # criteria that could run at the start
 
     async def run(self, criterion: Criterion) -> CriterionResult:
         env = self.env
@@ -69,6 +77,9 @@ class SandboxedDone:
             return CriterionResult(criterion.name, "unmet", f"{text}\n{timeout}".strip(), None)
         if code == criterion.exit_code:
             return CriterionResult(criterion.name, "met", text, code)
+        if code in NOT_FOUND and criterion.name in self._runnable:
+            broken = f"{text}\nit could run when the turn began; now it cannot (exit {code})"
+            return CriterionResult(criterion.name, "unmet", broken.strip(), code)
         if code in NOT_FOUND:
             return CriterionResult(criterion.name, "unavailable", text, code)
         return CriterionResult(criterion.name, "unmet", text, code)
@@ -77,9 +88,15 @@ class SandboxedDone:
         return self.env.changes.ledger.seq
 
     async def begin_turn(self) -> None:
-        """Snapshot the protected files, to tell at the end what the turn changed."""
+        """Snapshot the protected files, to tell at the end what the turn changed, and
+        note which criteria could run (see the module doc)."""
         if self.done.protected:
             self._before = await asyncio.to_thread(self._snapshot)
+        cwd = self.env.cwd
+        criteria = self.done.criteria
+        self._runnable = {
+            c.name for c in criteria if await asyncio.to_thread(runnable, c.command, cwd)
+        }
 
     async def protected_writes(self) -> tuple[str, ...]:
         if not self.done.protected:
@@ -118,6 +135,28 @@ class SandboxedDone:
                     if seen > MAX_WATCHED:
                         return
                     yield os.path.join(folder, name)
+
+
+_BUILTINS = frozenset({"cd", "test", "[", "true", "false", "echo", "exit", "source", ".", "!"})
+
+
+def runnable(command: str, cwd: str) -> bool:
+    """Whether `command`'s program can be found and run now: a path to an executable
+    file, a program on PATH, or a shell builtin. A command whose words do not parse,
+    or that starts with a variable assignment, is taken to be runnable."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return True
+    if not words:
+        return False
+    program = words[0]
+    if "=" in program or program in _BUILTINS:
+        return True
+    if "/" in program:
+        path = os.path.join(cwd, program)
+        return os.path.isfile(path) and os.access(path, os.X_OK)
+    return shutil.which(program) is not None
 
 
 def _base(glob: str, cwd: str) -> str:

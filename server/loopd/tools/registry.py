@@ -46,17 +46,27 @@ class ToolRegistry:
         self._tools = {t.name: t for t in chosen}
         if len(self._tools) != len(chosen):
             raise ValueError("two tools share a name")
+        self._swaps: list[tuple[Sequence[Tool], Sequence[Tool]]] = []
 
     def swap(self, gone: Sequence[Tool], added: Sequence[Tool]) -> None:
         """Tools that change while the session lives (an MCP server's list): `gone`
-        are no longer offered or run, `added` are from the next request on. A name
-        already taken stays with its tool; the caller keeps names apart."""
-        for tool in gone:
-            if self._tools.get(tool.name) is tool:
-                del self._tools[tool.name]
-        for tool in added:
-            if self._tools.setdefault(tool.name, tool) is not tool:
-                log.warning("tool %s is taken; the new one is not offered", tool.name)
+        are no longer offered or run, `added` are offered, from the next turn on
+        (`at_turn_start`). A turn keeps the tools it started with, as it keeps its
+        model (seed 001: live changes at turn boundaries): a tool vanishing between
+        two steps would leave the model's plan of calls pointing at nothing. A
+        name already taken stays with its tool; the caller keeps names apart."""
+        self._swaps.append((gone, added))
+
+    def at_turn_start(self) -> None:
+        """A turn begins: the tool changes heard since the last one apply."""
+        swaps, self._swaps = self._swaps, []
+        for gone, added in swaps:
+            for tool in gone:
+                if self._tools.get(tool.name) is tool:
+                    del self._tools[tool.name]
+            for tool in added:
+                if self._tools.setdefault(tool.name, tool) is not tool:
+                    log.warning("tool %s is taken; the new one is not offered", tool.name)
 
     def specs(self) -> Sequence[ToolSpec]:
         return [

@@ -85,9 +85,12 @@ async def test_a_server_that_fails_is_reported_and_the_session_still_answers(hom
 async def test_a_changed_tool_list_and_an_image_result_reach_model_and_editor(
     home: Home,
 ) -> None:
+    """The tool list a call changed is offered from the next turn: the turn that
+    changed it keeps the tools it started with."""
     home.fake.script(
         "*",
         Reply(tool_calls=(ScriptedCall("mcp__files__grow", {}),)),
+        Reply(text="grown"),
         Reply(tool_calls=(ScriptedCall("mcp__files__added", {}),)),
         Reply(tool_calls=(ScriptedCall("mcp__web__picture", {}),)),
         Reply(text="seen"),
@@ -100,14 +103,15 @@ async def test_a_changed_tool_list_and_an_image_result_reach_model_and_editor(
         ]
         async with loopd_acp(home, client) as conn:
             new = await conn.new_session(cwd=str(home.work), mcp_servers=servers)
-            result = await conn.prompt(session_id=new.session_id, prompt=text("grow, look"))
-    assert result.stop_reason == "end_turn"
+            grew = await conn.prompt(session_id=new.session_id, prompt=text("grow"))
+            result = await conn.prompt(session_id=new.session_id, prompt=text("look"))
+    assert grew.stop_reason == result.stop_reason == "end_turn"
     offered = [{t["name"] for t in r.body["tools"]} for r in home.fake.requests]
-    assert "mcp__files__added" not in offered[0]
-    assert all("mcp__files__added" in names for names in offered[1:])
-    assert "the added tool ran" in sent_to_model(home, 2)
+    assert not any("mcp__files__added" in names for names in offered[:2])
+    assert all("mcp__files__added" in names for names in offered[2:])
+    assert "the added tool ran" in sent_to_model(home, 3)
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
-    [picture] = home.fake.requests[3].body["messages"][-1]["content"]
+    [picture] = home.fake.requests[4].body["messages"][-1]["content"]
     assert picture["type"] == "tool_result" and image in picture["content"]
     shown = [
         c["content"]

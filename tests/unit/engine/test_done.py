@@ -324,3 +324,29 @@ async def test_steering_said_while_the_criteria_run_is_read_in_the_same_turn(
     assert len(provider.requests) == 3
     assert provider.requests[2].messages[-1].text == f"{STEER_PREFIX}\nadd a test as well"
     assert engine.history[-1].text == "and the test too"
+
+
+@pytest.mark.parametrize("breaking", ["rm check.sh", "chmod -x check.sh"])
+async def test_a_criterion_the_turn_made_unrunnable_is_unmet_not_unavailable(
+    ws: Workspace, breaking: str
+) -> None:
+    """It could run when the turn began; deleting it or `chmod -x` (exit 127/126) is
+    breaking the measurement, which must not end the turn as if it could not tell."""
+    script = ws.root / "check.sh"
+    script.write_text("#!/bin/sh\nexit 1\n")
+    script.chmod(0o755)
+    done = DoneSet((Criterion("check", "./check.sh"),))
+    outcome = await ws.turn(done, bash("b1", breaking), Reply(text="done"))
+    verification = seal(outcome)
+    assert verification.criteria[0].state == "unmet"
+    assert verification.criteria[0].exit_code in (126, 127)
+    assert "could run when the turn began" in verification.criteria[0].output
+    assert verification.seal == "failed"
+
+
+async def test_one_met_and_one_unavailable_is_not_passed(ws: Workspace) -> None:
+    done = DoneSet((HAS_GOOD, Criterion("lint", "no-such-linter-xyz --check")))
+    outcome = await ws.turn(done, write("w1", "a.txt", "good\n"), Reply(text="done"))
+    verification = seal(outcome)
+    assert [c.state for c in verification.criteria] == ["met", "unavailable"]
+    assert verification.seal == "unavailable"
