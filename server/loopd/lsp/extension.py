@@ -18,7 +18,9 @@ from loopd.lsp.wire import (
     prompt_from_wire,
     view_to_wire,
 )
+from loopd.protocol.events import Prompt, TextBlock
 from loopd.protocol.mentions import mention_to_wire
+from loopd.sessions.commands import CONTINUE
 
 
 @rpc
@@ -47,7 +49,18 @@ async def session_list(ls: LoopdServer, params: Any) -> dict[str, Any]:
 @rpc
 async def session_prompt(ls: LoopdServer, params: Any) -> dict[str, Any]:
     session_id = ls.require_open(field(params, "sessionId"))
-    prompt = prompt_from_wire(field(params, "prompt", list))
+    return await _turn(ls, session_id, prompt_from_wire(field(params, "prompt", list)))
+
+
+@rpc
+async def session_continue(ls: LoopdServer, params: Any) -> dict[str, Any]:
+    """Continue the session's turn that a crash cut off (`loopd.sessions.resume`):
+    the prompt `/continue`, answered as `loopd/session/prompt` is."""
+    session_id = ls.require_open(field(params, "sessionId"))
+    return await _turn(ls, session_id, Prompt((TextBlock(f"/{CONTINUE.name}"),)))
+
+
+async def _turn(ls: LoopdServer, session_id: str, prompt: Prompt) -> dict[str, Any]:
     turn = ls.turns.new(session_id, prompt)
     outcome = await ls.turns.run(turn, prompt)
     meta: dict[str, Any] = {"turnId": turn.id}
@@ -112,6 +125,7 @@ def register(server: LoopdServer) -> None:
         ("loopd/session/load", session_load),
         ("loopd/session/list", session_list),
         ("loopd/session/prompt", session_prompt),
+        ("loopd/session/continue", session_continue),
         ("loopd/session/close", session_close),
         ("loopd/session/delete", session_delete),
         ("loopd/session/setConfigOption", session_set_config_option),

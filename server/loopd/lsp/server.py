@@ -54,6 +54,7 @@ SESSION_REQUESTS = (
     "load",
     "list",
     "prompt",
+    "continue",
     "close",
     "delete",
     "setConfigOption",

@@ -4,7 +4,8 @@ A prompt whose text starts with a command's name (`/clear`, `/compact`, `/undo`;
 words after it are ignored) does not start a turn. `/clear` starts a fresh model
 context in the same session; `/compact` has the model summarise the conversation and
 continues from that summary alone (the transcript stays whole; only what the model
-is sent changes); `/undo` puts back the files the last turn changed.
+is sent changes); `/undo` puts back the files the last turn changed; `/continue`
+continues a turn that a crash cut off (`loopd.sessions.resume`).
 The journal keeps the prompt and a note saying what happened, so a replay shows where
 the context changed. A command is offered
 (`available_commands_update`) only when the session's runtime can really do it.
@@ -26,6 +27,7 @@ from loopd.protocol.turns import UndoReport
 CLEAR = Command("clear", "Start a fresh model context; the conversation so far stays visible")
 COMPACT = Command("compact", "Replace the model context with a summary of it, to free room")
 UNDO = Command("undo", "Put back the files the last turn changed (where still unchanged since)")
+CONTINUE = Command("continue", "Continue the last turn, cut off when loopd stopped while it ran")
 CLEARED_NOTE = "Started a fresh context: earlier messages are no longer sent to the model."
 
 
@@ -79,7 +81,11 @@ def commands_for(runtime: object) -> tuple[Command, ...]:
         (UNDO, isinstance(runtime, FileUndoing)),
     )
     own = tuple(command for command, works in offered if works)
-    return own + (runtime.prompt_commands() if isinstance(runtime, PromptCommands) else ())
+    return (
+        *own,
+        CONTINUE,  # the session layer's own, for every runtime (`loopd.sessions.resume`)
+        *(runtime.prompt_commands() if isinstance(runtime, PromptCommands) else ()),
+    )
 
 
 def mentions_of(runtime: object) -> tuple[Mention, ...]:

@@ -51,6 +51,7 @@ from loopd.sessions.live import (
 )
 from loopd.sessions.options import RUNTIME_OPTION, Options, SessionView, carried
 from loopd.sessions.queue import say_entry_changed, steer_turn
+from loopd.sessions.resume import say_cut, was_cut
 from loopd.sessions.table import SessionTable
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.sessions.turns import MAX_QUEUED, Turns
@@ -151,6 +152,7 @@ class SessionManager:
         `replay`, the whole history is shown on `link` before this returns."""
         live = self._live.get(session_id)
         changed: tuple[str, ...] = ()
+        opened = live is None
         if live is None:
             record = self.store.get(session_id)
             if record is None:
@@ -164,6 +166,8 @@ class SessionManager:
                 await link.send_update(session_id, wire)
         if changed:
             await say_entry_changed(live, link, changed)
+        if opened and was_cut(live):  # not a turn running here: a process died in it
+            await say_cut(live, link)
         return self._view(live)
 
     async def fork_session(

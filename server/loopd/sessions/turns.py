@@ -33,6 +33,7 @@ from loopd.protocol.events import (
 )
 from loopd.protocol.turns import Outcome
 from loopd.sessions.commands import (
+    CONTINUE,
     PromptCommands,
     command_text,
     fills_in,
@@ -42,6 +43,7 @@ from loopd.sessions.commands import (
 from loopd.sessions.errors import SessionBusy
 from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
 from loopd.sessions.queue import say_queued, title_of
+from loopd.sessions.resume import CONTINUE_PROMPT, NOTHING_TO_CONTINUE, TURN_OPEN, was_cut
 from loopd.sessions.transcript import HANDOVER, with_handover
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.sqlite import SqliteStore
@@ -83,6 +85,8 @@ class Turns:
             if on_start is not None:
                 on_start()
             command = slash_command(prompt, live.runtime)
+            if command == CONTINUE.name:
+                return await self._continue(live, prompt, link)
             if command is not None and fills_in(live.runtime, command):
                 return await self._prompt_command(live, command, prompt, link)
             if command is not None:
@@ -106,6 +110,7 @@ class Turns:
                 live.greeted = True
                 approver = SessionApprover(lambda: live, self.approval_timeout)
                 await self.workspace.first_turn(live.id, emitter, approver)
+            self._mark_open(live)
             turn = live.turn = asyncio.create_task(live.runtime.prompt(prompt))
             return await asyncio.shield(turn)
         except asyncio.CancelledError:
@@ -120,6 +125,20 @@ class Turns:
             live.asker = None
             live.turn = None
             self.save(live)
+
+    def _mark_open(self, live: LiveSession) -> None:
+        """The turn starts: marked in the stored state until it ends (`save`), so a
+        crash leaves the mark (see `loopd.sessions.resume`)."""
+        state = {**live.record.runtime_state, TURN_OPEN: self.now()}
+        live.record = replace(live.record, runtime_state=state)
+        self.store.update(live.id, runtime_state=state)
+
+    async def _continue(self, live: LiveSession, prompt: Prompt, link: ClientLink) -> Outcome:
+        """`/continue`: the cut-off turn carried on, as a new turn (see the module doc
+        of `loopd.sessions.resume`); a note when the last turn ended."""
+        if not was_cut(live):
+            return await self._noted(live, prompt, NOTHING_TO_CONTINUE, link)
+        return await self._turn(live, CONTINUE_PROMPT, link)
 
     async def _command(
         self, live: LiveSession, name: str, prompt: Prompt, link: ClientLink

@@ -15,7 +15,8 @@ from tests.e2e.acp.conftest import Home, prompt_params, raw_loopd, update_of
 
 pytestmark = pytest.mark.e2e
 
-EDIT = ScriptedCall("edit", {"path": "a.py", "old_string": "1", "new_string": "2"}, id="e1")
+# A write of a new file: it needs approval, and nothing refuses it before it is asked.
+EDIT = ScriptedCall("write", {"path": "a.py", "content": "2\n"}, id="e1")
 
 
 async def test_error_paths_answer_and_never_kill_the_process(home: Home) -> None:
@@ -61,7 +62,6 @@ async def test_cancel_request_for_a_prompt_answers_request_cancelled(home: Home)
 
 
 async def test_session_cancel_during_a_pending_permission(home: Home) -> None:
-    (home.work / "a.py").write_text("1\n")
     home.fake.script("*", Reply(tool_calls=(EDIT,)))
     async with raw_loopd(home) as agent:
         sid = await agent.new_session(home.work)
@@ -71,13 +71,12 @@ async def test_session_cancel_during_a_pending_permission(home: Home) -> None:
         await agent.send({"id": asked["id"], "result": {"outcome": {"outcome": "cancelled"}}})
         response, _ = await agent.until_response(60)
     assert response["result"]["stopReason"] == "cancelled"
-    assert (home.work / "a.py").read_text() == "1\n"
+    assert not (home.work / "a.py").exists()
 
 
 async def test_kill_9_mid_turn_then_load_in_a_new_process(home: Home) -> None:
     """What was shown before the kill is replayed; the tool call that never finished
     is closed as failed; the session takes a new turn."""
-    (home.work / "a.py").write_text("1\n")
     home.fake.script("*", Reply(text="editing now", tool_calls=(EDIT,)))
     async with raw_loopd(home) as agent:
         sid = await agent.new_session(home.work)
@@ -101,6 +100,6 @@ async def test_kill_9_mid_turn_then_load_in_a_new_process(home: Home) -> None:
         assert closing["status"] == "failed"  # closed on load, or by the daemon at the kill
         after, _ = await agent.request("session/prompt", prompt_params(sid, "again"))
         assert after["result"]["stopReason"] == "end_turn"
-    assert (home.work / "a.py").read_text() == "1\n"
+    assert not (home.work / "a.py").exists()
     # The model saw the interrupted call paired with an error result.
     assert '"tool_use_id": "e1"' in json.dumps(home.fake.requests[-1].body)

@@ -20,7 +20,7 @@ from acp.schema import (
 from loopd.acp.agent import LoopdAgent
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.messages import ImagePart, TextPart
-from loopd.sessions.commands import CLEAR, COMPACT, UNDO
+from loopd.sessions.commands import CLEAR, COMPACT, CONTINUE, UNDO
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SessionRecord
 from loopd.testing.fakes import Reply, ScriptedProvider
@@ -222,7 +222,7 @@ async def test_available_commands_follow_the_session_new_response(tmp_path: Path
     )
     assert response < update
     assert client.of("available_commands_update")[0]["availableCommands"] == [
-        {"name": c.name, "description": c.description} for c in (CLEAR, COMPACT, UNDO)
+        {"name": c.name, "description": c.description} for c in (CLEAR, COMPACT, UNDO, CONTINUE)
     ]
     assert wire[update]["params"]["sessionId"] == new.session_id
 

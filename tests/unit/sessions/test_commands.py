@@ -13,6 +13,7 @@ from loopd.sessions.commands import (
     CLEAR,
     CLEARED_NOTE,
     COMPACT,
+    CONTINUE,
     UNDO,
     commands_for,
     compacted_note,
@@ -37,7 +38,7 @@ async def test_clear_starts_a_fresh_context_that_survives_a_restart(tmp_path: Pa
     manager = scripted_manager(tmp_path, provider)
     link = RecordingLink()
     view = await manager.new_session(str(tmp_path), link)
-    assert view.commands == (CLEAR, COMPACT, UNDO)
+    assert view.commands == (CLEAR, COMPACT, UNDO, CONTINUE)
     await manager.prompt(view.id, ask("first"), link)
     cleared = await manager.prompt(view.id, ask("/clear"), link)
     await manager.prompt(view.id, ask("second"), link)
@@ -131,7 +132,7 @@ def test_only_commands_the_runtime_can_run_are_routed() -> None:
         async def clear_context(self) -> None:
             return None
 
-    assert commands_for(Plain()) == ()
+    assert commands_for(Plain()) == (CONTINUE,)  # the session layer's own
     assert slash_command(ask("/clear"), Plain()) is None  # the model gets the text
     assert slash_command(ask("  /clear now"), Clearing()) == "clear"
     assert slash_command(ask("/clearly not"), Clearing()) is None
