@@ -23,6 +23,10 @@ Two escalations are never granted by a rule, a mode or a remembered answer:
 - a command or tool that declares it needs the network while the session's grant is
   off asks, even when an allow rule covers it (the rule speaks about the command,
   not about the network); "allow always" grants the network for the session.
+  With network by domain (`by_domain`: `[sandbox] allowed_domains` in a tier that
+  binds the proxy in) there is no whole network to grant: a command's connections
+  are decided one host at a time by the proxy (`loopd.sandbox.netgate`), which asks
+  the person about unknown hosts, so the declaration asks nothing here.
 
 Every allowed call gets a `Grant` (`loopd.policy.grants`) naming exactly the paths,
 network and unsandboxed run it was allowed, which the tools check when it runs.
@@ -74,8 +78,10 @@ class RulePolicy:
         extra_secrets: Sequence[str] = (),
         readable: Sequence[str] = (),
         grants: CallGrants | None = None,
+        by_domain: bool = False,
     ) -> None:
         self.mode = mode
+        self.by_domain = by_domain
         self.grants = grants or CallGrants()
         self.tier = tier
         self.network = network
@@ -165,7 +171,8 @@ class RulePolicy:
         )
 
     def _network_on(self) -> bool:
-        return self.network.granted or self.sandbox_mode is SandboxMode.FULL_ACCESS
+        full_access = self.sandbox_mode is SandboxMode.FULL_ACCESS
+        return self.by_domain or self.network.granted or full_access
 
     def _builtin_denial(self, decl: Declaration) -> PolicyDecision | None:
         for path in decl.reads:

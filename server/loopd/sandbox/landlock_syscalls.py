@@ -20,6 +20,7 @@ import base64
 import ctypes
 import json
 import os
+import runpy
 import signal
 import sys
 from collections.abc import Sequence
@@ -145,11 +146,16 @@ def die_with_parent() -> None:
 
 def main(argv: Sequence[str]) -> NoReturn:
     """`CONFIG -- ARGV...`: CONFIG is JSON {"writable": [...] or null (no Landlock),
-    "deny_network": bool, "seccomp": base64 filter program or null}."""
+    "deny_network": bool, "seccomp": base64 filter program or null, "relay":
+    {"socket": path, "port": n} or null}. The relay (`relay.py`, this file's
+    sibling) starts first: it needs the Unix sockets the filter then takes away."""
     if len(argv) < 3 or argv[1] != "--":
         sys.stderr.write("usage: landlock_syscalls.py CONFIG -- ARGV...\n")
         sys.exit(2)
     config = json.loads(argv[0])
+    if config.get("relay"):
+        relay = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "relay.py"))
+        relay["start"](config["relay"]["socket"], int(config["relay"]["port"]))
     if config.get("writable") is not None:
         restrict(config["writable"], bool(config["deny_network"]))
     if config.get("seccomp"):

@@ -31,6 +31,7 @@ from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import PlanEntry
 from loopd.protocol.questions import UserQuestions
 from loopd.sandbox.base import CommandSandbox, Unsandboxed
+from loopd.sandbox.netgate import NetworkGate
 from loopd.tools.changes import ChangeLog
 from loopd.tools.processes import BackgroundProcesses
 
@@ -219,7 +220,8 @@ class ToolEnv:
     `sandbox` contains commands; `outside` prepares the ones the person approved to
     run outside it (still with a scrubbed environment). `reads` holds the read
     bookmarks `write` and `edit` check (see `loopd.context.freshness`). `grants` carries what the
-    policy allowed each call beyond the defaults (see `loopd.policy.grants`)."""
+    policy allowed each call beyond the defaults (see `loopd.policy.grants`). `network`
+    is network by domain, when configured and the sandbox can bind its proxy in."""
 
     roots: tuple[str, ...]
     files: FileAccess = field(default_factory=LocalFiles)
@@ -237,6 +239,7 @@ class ToolEnv:
     # Where a command's full output is written when what is shown was cut (the
     # session's dir under the data dir); None: nowhere.
     outputs_dir: str | None = None
+    network: NetworkGate | None = None
     plan: tuple[PlanEntry, ...] = ()
     changes: ChangeLog = field(default_factory=ChangeLog)
     reads: FileLog = field(default_factory=FileLog)  # what the agent saw of each file
@@ -293,6 +296,8 @@ class ToolEnv:
 
     async def aclose(self) -> None:
         await self.processes.aclose()
+        if self.network is not None:
+            await self.network.aclose()
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None

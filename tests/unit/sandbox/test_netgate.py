@@ -1,0 +1,176 @@
+"""The host-side proxy and the per-command lease, driven over their real Unix socket
+by hand-written clients (no sandbox): the protocols, the asking, the bounds.
+
+Every byte stays on loopback: the test hook maps names to a local echo server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+from collections.abc import AsyncIterator
+
+import pytest
+
+from loopd.policy.domains import DomainLists
+from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
+from loopd.sandbox.netgate import NetworkGate
+from loopd.sandbox.resolve import HookedNetwork
+
+PUBLIC = "93.184.216.34"
+
+
+class Asker:
+    """Answers every question with `answer`, after `delay` seconds; counts them."""
+
+    def __init__(self, answer: ApprovalDecision, delay: float = 0.0) -> None:
+        self.answer, self.delay = answer, delay
+        self.asked: list[ApprovalRequest] = []
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.asked.append(request)
+        await asyncio.sleep(self.delay)
+        return self.answer
+
+
+@pytest.fixture
+async def echo() -> AsyncIterator[int]:
+    """A loopback server that answers one line with `echo: <line>`."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        line = await reader.readline()
+        writer.write(b"echo: " + line)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    yield server.sockets[0].getsockname()[1]
+    server.close()
+
+
+def gate(port: int, ask: Asker, allowed: tuple[str, ...] = ("pypi.test",)) -> NetworkGate:
+    hook = {
+        "resolve": {"pypi.test": PUBLIC, "other.test": PUBLIC, "home.test": "10.0.0.7"},
+        "dial": {f"{PUBLIC}:80": port, "10.0.0.7:80": port},
+    }
+    network = HookedNetwork.parse(json.dumps(hook))
+    return NetworkGate(DomainLists.parse(allowed, ()), ask, "s1", network, frozenset())
+
+
+async def connect_via(socket: str, host: str, port: int = 80) -> bytes:
+    reader, writer = await asyncio.open_unix_connection(socket)
+    writer.write(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    status = await reader.readline()
+    if b" 200 " not in status:
+        body = await reader.read()
+        writer.close()
+        return status + body
+    await reader.readline()  # the blank line
+    writer.write(b"ping\n")
+    answer = await reader.read()
+    writer.close()
+    return answer
+
+
+async def test_connect_reaches_a_listed_host_and_refuses_an_unlisted_one(echo: int) -> None:
+    ask = Asker(ApprovalDecision.REJECT_ONCE)
+    async with gate(echo, ask).lease("c1", "`curl`") as lease:
+        assert await connect_via(lease.socket, "pypi.test") == b"echo: ping\n"
+        refused = await connect_via(lease.socket, "other.test")
+    assert b"403" in refused and b"other.test:80" in refused
+    assert [r.line() for r in lease.requests] == [
+        "pypi.test:80 allowed (pypi.test)",
+        "other.test:80 refused (asked: rejected): not in allowed_domains, and the user rejected it",
+    ]
+    assert ask.asked[0].title == "Connect to other.test:80 (`curl`)"
+    assert ask.asked[0].tool_call_id == "c1"
+
+
+async def test_socks5_by_name_and_by_address(echo: int) -> None:
+    async with gate(echo, Asker(ApprovalDecision.REJECT_ONCE)).lease("c1", "x") as lease:
+        for kind, address in ((3, bytes([9]) + b"pypi.test"), (1, bytes([10, 0, 0, 7]))):
+            reader, writer = await asyncio.open_unix_connection(lease.socket)
+            writer.write(b"\x05\x01\x00")
+            assert await reader.readexactly(2) == b"\x05\x00"
+            writer.write(bytes((5, 1, 0, kind)) + address + struct.pack("!H", 80))
+            reply = await reader.readexactly(10)
+            if kind == 3:
+                assert reply[1] == 0
+                writer.write(b"ping\n")
+                assert await reader.read() == b"echo: ping\n"
+            else:
+                assert reply[1] == 2  # 10.0.0.7, unlisted and private: refused
+            writer.close()
+    assert lease.requests[1].host == "10.0.0.7" and lease.requests[1].verdict == "refused"
+
+
+async def test_plain_http_is_forwarded_in_origin_form_with_connection_close(echo: int) -> None:
+    async with gate(echo, Asker(ApprovalDecision.REJECT_ONCE)).lease("c1", "x") as lease:
+        reader, writer = await asyncio.open_unix_connection(lease.socket)
+        writer.write(
+            b"GET http://pypi.test/simple/?q=1 HTTP/1.1\r\nHost: pypi.test\r\n"
+            b"Proxy-Authorization: secret\r\nConnection: keep-alive\r\n\r\n"
+        )
+        answer = await reader.read()
+    assert answer == b"echo: GET /simple/?q=1 HTTP/1.1\r\n"
+
+
+async def test_one_question_per_host_however_many_connections_wait_for_it(echo: int) -> None:
+    ask = Asker(ApprovalDecision.ALLOW_ONCE, delay=0.05)
+    async with gate(echo, ask).lease("c1", "x") as lease:
+        answers = await asyncio.gather(*(connect_via(lease.socket, "other.test") for _ in range(5)))
+        assert answers == [b"echo: ping\n"] * 5
+    assert len(ask.asked) == 1
+
+
+async def test_once_lasts_the_command_and_always_the_session(echo: int) -> None:
+    for answer, asked_twice in (
+        (ApprovalDecision.ALLOW_ONCE, 2),
+        (ApprovalDecision.ALLOW_ALWAYS, 1),
+    ):
+        ask = Asker(answer)
+        session = gate(echo, ask)
+        for call in ("c1", "c2"):
+            async with session.lease(call, "x") as lease:
+                assert await connect_via(lease.socket, "other.test") == b"echo: ping\n"
+        assert len(ask.asked) == asked_twice
+
+
+async def test_a_failing_approver_refuses(echo: int) -> None:
+    async def broken(request: ApprovalRequest) -> ApprovalDecision:
+        raise RuntimeError("the editor went away")
+
+    session = NetworkGate(
+        DomainLists(), broken, "s1", gate(echo, Asker(ApprovalDecision.ALLOW_ONCE)).network
+    )
+    async with session.lease("c1", "x") as lease:
+        assert b"403" in await connect_via(lease.socket, "other.test")
+
+
+async def test_a_background_command_is_never_asked(echo: int) -> None:
+    ask = Asker(ApprovalDecision.ALLOW_ALWAYS)
+    session = gate(echo, ask)
+    lease = await session.background_lease("c1", "x")
+    assert b"403" in await connect_via(lease.socket, "other.test")
+    assert await connect_via(lease.socket, "pypi.test") == b"echo: ping\n"
+    assert ask.asked == []
+    await session.aclose()
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [b"", b"\x05", b"\x05\x01\x02", b"GET /relative HTTP/1.1\r\n\r\n", b"NONSENSE\r\n\r\n",
+     b"CONNECT pypi.test HTTP/1.1\r\n\r\n", b"GET " + b"a" * 70000,
+     b"\x05\x01\x00\x05\x02\x00\x01"],
+)  # fmt: skip
+async def test_garbage_gets_nothing_and_the_proxy_stays_up(echo: int, garbage: bytes) -> None:
+    async with gate(echo, Asker(ApprovalDecision.ALLOW_ONCE)).lease("c1", "x") as lease:
+        reader, writer = await asyncio.open_unix_connection(lease.socket)
+        writer.write(garbage)
+        writer.write_eof()
+        answer = await reader.read()
+        writer.close()
+        assert b"echo" not in answer
+        assert await connect_via(lease.socket, "pypi.test") == b"echo: ping\n"
+    assert all(r.verdict == "refused" for r in lease.requests[:-1])
