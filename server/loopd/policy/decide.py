@@ -157,7 +157,7 @@ class RulePolicy:
             case RuleAction.ASK:
                 return self._ask(f"the rule {rule} asks first")
             case RuleAction.ALLOW:
-                if decl.network and not self._network_on():
+                if decl.network and not self._network_on(decl.command is not None):
                     return self._ask(f"{decl.title} needs network access, which is off")
                 return _allow(f"allowed by the rule {rule}")
 
@@ -170,9 +170,11 @@ class RulePolicy:
             "and network; asked every time"
         )
 
-    def _network_on(self) -> bool:
+    def _network_on(self, command: bool = False) -> bool:
+        """Whether the network a call declares is there; by domain only for commands
+        (the proxy carries theirs; a tool's own network is loopd's)."""
         full_access = self.sandbox_mode is SandboxMode.FULL_ACCESS
-        return self.by_domain or self.network.granted or full_access
+        return (command and self.by_domain) or self.network.granted or full_access
 
     def _builtin_denial(self, decl: Declaration) -> PolicyDecision | None:
         for path in decl.reads:
@@ -198,7 +200,7 @@ class RulePolicy:
     def _command(self, command: str, network: bool) -> PolicyDecision:
         full_access = self.sandbox_mode is SandboxMode.FULL_ACCESS
         contained = self.tier.contains_writes and not full_access
-        if network and not self._network_on():
+        if network and not self._network_on(command=True):
             return self._ask("the command needs network access, which is off")
         if is_safe_command(command, sandboxed=contained):
             return _allow("a read-only command")

@@ -72,10 +72,10 @@ def parse_rule(text: str) -> DomainRule:
     host, port = split_host_port(text.strip(), None)
     if host.startswith("*.") or host == "*":
         rest = host[2:]
-        if host != "*" and not _is_name(rest):
+        if host != "*" and not is_host_name(rest):
             raise ValueError(f"{text!r}: a wildcard is `*.` before a domain name")
         return DomainRule(host, port)
-    if literal_address(host) is None and not _is_name(host):
+    if literal_address(host) is None and not is_host_name(host):
         raise ValueError(f"{text!r} is not a host name, `*.domain` or an IP address")
     return DomainRule(normalize_host(host), port)
 
@@ -115,7 +115,8 @@ def literal_address(host: str) -> IPAddress | None:
         return None
 
 
-def _is_name(host: str) -> bool:
+def is_host_name(host: str) -> bool:
+    """Dot-separated labels of letters, digits, `-` and `_`, at most 253 long."""
     labels = host.lower().rstrip(".").split(".")
     return len(host) <= 253 and all(_LABEL.match(label) for label in labels)
 

@@ -11,7 +11,8 @@ journals). For each connection the lease:
 2. asks the person about an unknown host, through the session's approver: "allow
    once" lets this command reach it, "always" the rest of the session, "reject" and
    "never" likewise refuse it; a background command is never asked (nobody is
-   watching it): unknown is refused;
+   watching it): unknown is refused, and so is a ninth unknown host in one command
+   (a command must not flood the person with questions);
 3. resolves the name once, refuses it if any address is not public (unless the host
    is an IP literal listed in `allowed_domains`), and dials a checked address.
 
@@ -36,17 +37,19 @@ from loopd.policy.domains import (
     IPAddress,
     NetVerdict,
     address_refusal,
+    is_host_name,
     literal_address,
     normalize_host,
 )
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
-from loopd.sandbox.proxy import Refused, Streams, serve
+from loopd.sandbox.proxy import ProxyServer, Refused, Streams, serve
 from loopd.sandbox.resolve import Network, SystemNetwork, own_addresses
 
 log = logging.getLogger(__name__)
 
 Ask = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
 Key = tuple[str, int]
+MAX_QUESTIONS = 8  # unknown hosts put to the person per command; more are refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,24 +120,34 @@ class Lease:
     answers: dict[Key, bool] = field(default_factory=dict)  # "once" answers, this command
     _pending: dict[Key, asyncio.Future[bool]] = field(default_factory=dict)
     _folder: str = ""
-    _server: asyncio.Server | None = None
+    _server: ProxyServer | None = None
 
     @property
     def socket(self) -> str:
         return os.path.join(self._folder, "proxy.sock")
+
+    @property
+    def connections(self) -> int:
+        """Connections open right now."""
+        return len(self._server.open_writers) if self._server is not None else 0
 
     async def start(self) -> None:
         self._folder = tempfile.mkdtemp(prefix="loopd-net-")  # 0700: ours alone
         self._server = await serve(self.socket, self)
 
     async def close(self) -> None:
+        """Stop listening, end open connections, withdraw open questions."""
         if self._server is not None:
             self._server.close()
             self._server = None
+        for pending in self._pending.values():
+            pending.cancel()
         shutil.rmtree(self._folder, ignore_errors=True)
 
     async def open(self, host: str, port: int) -> Streams | Refused:
         host = normalize_host(host)
+        if literal_address(host) is None and not is_host_name(host):
+            return self._refuse(host[:80], port, "", "it is not a host name")
         allowed, rule, reason = await self._judge(host, port)
         if not allowed:
             return self._refuse(host, port, rule, reason)
@@ -170,6 +183,8 @@ class Lease:
         if not self.asks:
             return False, "", "not in allowed_domains (a background command is not asked)"
         pending = self._pending.get(key)
+        if pending is None and len(self._pending) >= MAX_QUESTIONS:
+            return False, "", f"not in allowed_domains ({MAX_QUESTIONS} hosts asked already)"
         if pending is None:
             pending = self._pending[key] = asyncio.ensure_future(self._put(host, port))
         allowed = await asyncio.shield(pending)

@@ -8,7 +8,8 @@ between the command and the server. Each connection names one host and port; the
 and dials it; the proxy only speaks the protocols. The first byte tells them apart
 (5 is SOCKS5; HTTP starts with a method name).
 
-Bounded: a request head is at most 64 KiB and must arrive within 30 s; a plain HTTP
+Bounded: at most 128 connections at once per socket; a request head is at most
+64 KiB and must arrive within 30 s; a plain HTTP
 request is forwarded with `Connection: close`, so one proxy connection carries one
 request to the host it named, never a second one to another host.
 """
@@ -20,7 +21,7 @@ import contextlib
 import logging
 import struct
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 HEAD_LIMIT = 64 * 1024
 HEAD_TIMEOUT = 30.0
 CHUNK = 64 * 1024
+MAX_CONNECTIONS = 128
 _HOP_HEADERS = (b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive")
 
 Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
@@ -49,20 +51,44 @@ class BadRequest(Exception):
     """The client spoke neither protocol well enough to name a host."""
 
 
-async def serve(path: str, door: Door) -> asyncio.Server:
-    """Listen on the Unix socket `path` (which must not exist)."""
+@dataclass(eq=False)
+class ProxyServer:
+    """One listening socket and the connections it holds. At most `MAX_CONNECTIONS`
+    at once: a command that opens more gets the extra ones closed, so it cannot
+    exhaust loopd's descriptors (loopd serves every editor)."""
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    door: Door
+    server: asyncio.Server | None = None
+    open_writers: set[asyncio.StreamWriter] = field(default_factory=set)
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self.open_writers) >= MAX_CONNECTIONS:
+            writer.close()
+            return
+        self.open_writers.add(writer)
         try:
-            await _connection(reader, writer, door)
+            await _connection(reader, writer, self.door)
         except (BadRequest, TimeoutError, asyncio.IncompleteReadError, ValueError):
             pass  # a client that cannot name a host gets nothing
         except OSError as err:
             log.debug("proxy connection ended: %s", err)
         finally:
+            self.open_writers.discard(writer)
             writer.close()
 
-    return await asyncio.start_unix_server(handle, path, limit=HEAD_LIMIT)
+    def close(self) -> None:
+        """Stop listening and end every connection still open."""
+        if self.server is not None:
+            self.server.close()
+        for writer in list(self.open_writers):
+            writer.close()
+
+
+async def serve(path: str, door: Door) -> ProxyServer:
+    """Listen on the Unix socket `path` (which must not exist)."""
+    proxy = ProxyServer(door)
+    proxy.server = await asyncio.start_unix_server(proxy.handle, path, limit=HEAD_LIMIT)
+    return proxy
 
 
 async def _connection(

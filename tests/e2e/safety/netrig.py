@@ -11,6 +11,7 @@ Names (the addresses are never dialled: the hook maps them to the servers' ports
 
     pypi.test      listed, resolves to a public address  -> registry
     unlisted.test  not listed, public                    -> registry
+    also.test      likewise
     loop.test      listed, resolves to 127.0.0.1         -> internal
     meta.test      listed, resolves to 169.254.169.254   -> internal
     rebind.test    listed, public at first, then 127.0.0.1
@@ -114,6 +115,7 @@ class Registries:
                 "resolve": {
                     "pypi.test": PUBLIC,
                     "unlisted.test": UNLISTED,
+                    "also.test": UNLISTED,
                     "loop.test": "127.0.0.1",
                     "meta.test": "169.254.169.254",
                     "rebind.test": [REBOUND, "127.0.0.1"],

@@ -15,7 +15,8 @@ import pytest
 
 from loopd.policy.domains import DomainLists
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
-from loopd.sandbox.netgate import NetworkGate
+from loopd.sandbox.netgate import MAX_QUESTIONS, NetworkGate
+from loopd.sandbox.proxy import MAX_CONNECTIONS
 from loopd.sandbox.resolve import HookedNetwork
 
 PUBLIC = "93.184.216.34"
@@ -174,3 +175,34 @@ async def test_garbage_gets_nothing_and_the_proxy_stays_up(echo: int, garbage: b
         assert b"echo" not in answer
         assert await connect_via(lease.socket, "pypi.test") == b"echo: ping\n"
     assert all(r.verdict == "refused" for r in lease.requests[:-1])
+
+
+async def test_a_command_cannot_flood_the_person_with_questions(echo: int) -> None:
+    ask = Asker(ApprovalDecision.REJECT_ONCE)
+    async with gate(echo, ask).lease("c1", "x") as lease:
+        for n in range(12):
+            assert b"403" in await connect_via(lease.socket, f"host{n}.test")
+    assert len(ask.asked) == MAX_QUESTIONS
+    assert f"({MAX_QUESTIONS} hosts asked already)" in lease.requests[-1].reason
+
+
+async def test_a_name_that_is_not_a_host_is_refused_unasked(echo: int) -> None:
+    ask = Asker(ApprovalDecision.ALLOW_ONCE)
+    async with gate(echo, ask).lease("c1", "x") as lease:
+        assert b"403" in await connect_via(lease.socket, "pypi.test@evil.test")
+    assert ask.asked == [] and lease.requests[0].reason == "it is not a host name"
+
+
+async def test_connections_past_the_bound_are_closed_and_the_rest_still_work(echo: int) -> None:
+    ask = Asker(ApprovalDecision.ALLOW_ONCE)
+    async with gate(echo, ask).lease("c1", "x") as lease:
+        held = [await asyncio.open_unix_connection(lease.socket) for _ in range(MAX_CONNECTIONS)]
+        reader, _ = await asyncio.open_unix_connection(lease.socket)
+        assert await reader.read() == b""  # closed at once
+        for _, writer in held[:10]:
+            writer.close()
+        while lease.connections > MAX_CONNECTIONS - 10:  # noqa: ASYNC110 (the proxy sees them go)
+            await asyncio.sleep(0)
+        assert await connect_via(lease.socket, "pypi.test") == b"echo: ping\n"
+    for _, writer in held[10:]:
+        writer.close()
