@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -147,7 +148,8 @@ class Lease:
     async def open(self, host: str, port: int) -> Streams | Refused:
         host = normalize_host(host)
         if literal_address(host) is None and not is_host_name(host):
-            return self._refuse(host[:80], port, "", "it is not a host name")
+            shown = re.sub(r"[^\x21-\x7e]", "?", host[:80])  # printable, whatever it held
+            return self._refuse(shown, port, "", "it is not a host name")
         allowed, rule, reason = await self._judge(host, port)
         if not allowed:
             return self._refuse(host, port, rule, reason)
@@ -161,7 +163,7 @@ class Lease:
             streams = await self.gate.network.dial(address, port)
         except (OSError, TimeoutError) as err:
             return self._refuse(host, port, rule, f"connecting to {address} failed ({err})")
-        self.requests.append(NetRequest(host, port, "allowed", rule, f"via {address}"))
+        self._record(NetRequest(host, port, "allowed", rule, f"via {address}"))
         return streams
 
     async def _judge(self, host: str, port: int) -> tuple[bool, str, str]:
@@ -227,8 +229,14 @@ class Lease:
         return addresses[0]
 
     def _refuse(self, host: str, port: int, rule: str, reason: str) -> Refused:
-        self.requests.append(NetRequest(host, port, "refused", rule, reason))
+        self._record(NetRequest(host, port, "refused", rule, reason))
         return Refused(f"{host}:{port}: {reason}")
+
+    def _record(self, request: NetRequest) -> None:
+        """Kept for the call's result; logged too, for a background command's, which
+        has no result to end."""
+        self.requests.append(request)
+        log.info("network, call %s: %s", self.call_id, request.line())
 
     def report(self) -> str:
         """What the command's result says about its network, "" when it used none."""

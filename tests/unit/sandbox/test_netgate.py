@@ -7,8 +7,10 @@ Every byte stays on loopback: the test hook maps names to a local echo server.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import struct
+import subprocess
 from collections.abc import AsyncIterator
 
 import pytest
@@ -17,7 +19,7 @@ from loopd.policy.domains import DomainLists
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.sandbox.netgate import MAX_QUESTIONS, NetworkGate
 from loopd.sandbox.proxy import MAX_CONNECTIONS
-from loopd.sandbox.resolve import HookedNetwork
+from loopd.sandbox.resolve import HookedNetwork, own_addresses
 
 PUBLIC = "93.184.216.34"
 
@@ -190,7 +192,9 @@ async def test_a_name_that_is_not_a_host_is_refused_unasked(echo: int) -> None:
     ask = Asker(ApprovalDecision.ALLOW_ONCE)
     async with gate(echo, ask).lease("c1", "x") as lease:
         assert b"403" in await connect_via(lease.socket, "pypi.test@evil.test")
+        assert b"403" in await connect_via(lease.socket, "a\x1b[31m\x07b")
     assert ask.asked == [] and lease.requests[0].reason == "it is not a host name"
+    assert lease.requests[1].host == "a?[31m?b"
 
 
 async def test_connections_past_the_bound_are_closed_and_the_rest_still_work(echo: int) -> None:
@@ -206,3 +210,13 @@ async def test_connections_past_the_bound_are_closed_and_the_rest_still_work(ech
         assert await connect_via(lease.socket, "pypi.test") == b"echo: ping\n"
     for _, writer in held[10:]:
         writer.close()
+
+
+def test_this_machines_own_addresses_are_known() -> None:
+    """Every address the kernel says is this machine's (`hostname -I` reads the same
+    tables) is among those the lease refuses."""
+    own = own_addresses()
+    assert ipaddress.ip_address("127.0.0.1") in own
+    listed = subprocess.run(["hostname", "-I"], capture_output=True, text=True, check=False)
+    for address in listed.stdout.split():
+        assert ipaddress.ip_address(address) in own
