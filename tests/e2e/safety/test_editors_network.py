@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from loopd.testing.fake_llm import FakeLLMServer, Reply
-from tests.e2e.lsp.conftest import Start, start
+from tests.e2e.lsp.conftest import Start, start, until
 from tests.e2e.safety.conftest import calls, loopd_acp, needs_bwrap
 from tests.e2e.safety.netrig import HELLO, NetBox, Registries, curl, needs_curl, registries
 from tests.unit.acp.conftest import RecordingClient
@@ -88,3 +88,22 @@ async def test_lsp_asks_about_an_unknown_host(
     assert asked["toolCall"]["title"].startswith("Connect to unlisted.test:80")
     assert "/hello?via=lsp" in nets.registry.hits
     assert HELLO in bodies and "unlisted.test:80 allowed (asked: allowed)" in bodies
+
+
+async def test_a_plain_lsp_client_is_asked_in_a_dialog(
+    start: Start, tmp_path: Path, nets: Registries
+) -> None:
+    """VS Code without the extension's request: `window/showMessageRequest`."""
+    box = NetBox.within(tmp_path / "box", nets)
+    with FakeLLMServer() as fake:
+        fake.script("*", bash("http://unlisted.test/hello?via=dialog"), Reply(text="done"))
+        argv = ["sh", "-c", f'cd "{box.ws}" && exec "{sys.executable}" -m loopd lsp']
+        editor = await start({}, profile="plain", server=(argv, box.env(fake.base_url)))
+        editor.answers.append("Reject")
+        await editor.command("loopd.ask", {"prompt": "go"})
+        await until(lambda: len(fake.requests) >= 2, within=60)
+        bodies = results([r.body for r in fake.requests])
+    (dialog,) = editor.dialogs
+    assert "Connect to unlisted.test:80" in dialog.message
+    assert "/hello?via=dialog" not in nets.registry.hits
+    assert "unlisted.test:80 refused (asked: rejected)" in bodies

@@ -220,3 +220,15 @@ def test_this_machines_own_addresses_are_known() -> None:
     listed = subprocess.run(["hostname", "-I"], capture_output=True, text=True, check=False)
     for address in listed.stdout.split():
         assert ipaddress.ip_address(address) in own
+
+
+@pytest.mark.parametrize("spelling", ["localhost", "2130706433", "0x7f.1", "127.1", "[::1]"])
+async def test_every_spelling_of_loopback_is_refused_even_when_star_is_allowed(
+    spelling: str,
+) -> None:
+    """The machine's own resolver, on names it answers without asking the network."""
+    session = NetworkGate(DomainLists.parse(["*"], ()), Asker(ApprovalDecision.ALLOW_ONCE), "s1")
+    async with session.lease("c1", "x") as lease:
+        assert b"403" in await connect_via(lease.socket, spelling)
+    (request,) = lease.requests
+    assert request.verdict == "refused" and "a loopback address" in request.reason
