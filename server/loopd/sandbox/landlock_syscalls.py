@@ -20,11 +20,10 @@ import base64
 import ctypes
 import json
 import os
-import runpy
 import signal
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1
@@ -144,6 +143,16 @@ def die_with_parent() -> None:
     _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0))
 
 
+def _relay() -> dict[str, Any]:
+    """`relay.py`, this file's sibling, loaded by path: loopd is not importable here,
+    and `runpy` would cost the command more start-up than the file itself."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "relay.py")
+    namespace: dict[str, Any] = {"__name__": "loopd_relay"}
+    with open(path, encoding="utf-8") as source:
+        exec(compile(source.read(), path, "exec"), namespace)  # loopd's own file, read-only
+    return namespace
+
+
 def main(argv: Sequence[str]) -> NoReturn:
     """`CONFIG -- ARGV...`: CONFIG is JSON {"writable": [...] or null (no Landlock),
     "deny_network": bool, "seccomp": base64 filter program or null, "relay":
@@ -154,8 +163,7 @@ def main(argv: Sequence[str]) -> NoReturn:
         sys.exit(2)
     config = json.loads(argv[0])
     if config.get("relay"):
-        relay = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "relay.py"))
-        relay["start"](config["relay"]["socket"], int(config["relay"]["port"]))
+        _relay()["start"](config["relay"]["socket"], int(config["relay"]["port"]))
     if config.get("writable") is not None:
         restrict(config["writable"], bool(config["deny_network"]))
     if config.get("seccomp"):
