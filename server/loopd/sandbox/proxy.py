@@ -11,7 +11,10 @@ and dials it; the proxy only speaks the protocols. The first byte tells them apa
 Bounded: at most 128 connections at once per socket; a request head is at most
 64 KiB and must arrive within 30 s; a plain HTTP
 request is forwarded with `Connection: close`, so one proxy connection carries one
-request to the host it named, never a second one to another host.
+request to the host it named, never a second one to another host, and its `Host`
+header is the host that was judged (a client cannot front for another site sharing
+the server, as through a CDN, in plain HTTP; inside a `CONNECT` tunnel it can, since
+TLS is not opened).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ HEAD_LIMIT = 64 * 1024
 HEAD_TIMEOUT = 30.0
 CHUNK = 64 * 1024
 MAX_CONNECTIONS = 128
-_HOP_HEADERS = (b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive")
+_DROPPED = (b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive", b"host")
 
 Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
@@ -141,12 +144,14 @@ async def _forward(
         await _refuse(writer, opened)
         return
     path = (url.path or "/") + (f"?{url.query}" if url.query else "")
+    host = url.netloc.rpartition("@")[2].encode("ascii")  # the host judged, never another
     headers = [
-        h for h in rest.split(b"\r\n") if h and h.split(b":")[0].strip().lower() not in _HOP_HEADERS
+        h for h in rest.split(b"\r\n") if h and h.split(b":")[0].strip().lower() not in _DROPPED
     ]
     upstream = opened[1]
     upstream.write(b" ".join((method, path.encode("ascii"), version)) + b"\r\n")
-    upstream.write(b"".join(h + b"\r\n" for h in headers) + b"Connection: close\r\n\r\n")
+    upstream.write(b"Host: " + host + b"\r\n" + b"".join(h + b"\r\n" for h in headers))
+    upstream.write(b"Connection: close\r\n\r\n")
     await splice((reader, writer), opened)
 
 

@@ -108,15 +108,36 @@ async def test_socks5_by_name_and_by_address(echo: int) -> None:
     assert lease.requests[1].host == "10.0.0.7" and lease.requests[1].verdict == "refused"
 
 
-async def test_plain_http_is_forwarded_in_origin_form_with_connection_close(echo: int) -> None:
-    async with gate(echo, Asker(ApprovalDecision.REJECT_ONCE)).lease("c1", "x") as lease:
+@pytest.fixture
+async def head() -> AsyncIterator[tuple[int, list[bytes]]]:
+    """A loopback server that keeps the request head it got, and answers nothing."""
+    heads: list[bytes] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heads.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    yield server.sockets[0].getsockname()[1], heads
+    server.close()
+
+
+async def test_plain_http_is_forwarded_to_the_judged_host_only(
+    head: tuple[int, list[bytes]],
+) -> None:
+    """Origin form, `Connection: close`, no proxy credentials, and the `Host` the
+    proxy judged: a client cannot front for another site on the same server."""
+    port, heads = head
+    async with gate(port, Asker(ApprovalDecision.REJECT_ONCE)).lease("c1", "x") as lease:
         reader, writer = await asyncio.open_unix_connection(lease.socket)
         writer.write(
-            b"GET http://pypi.test/simple/?q=1 HTTP/1.1\r\nHost: pypi.test\r\n"
-            b"Proxy-Authorization: secret\r\nConnection: keep-alive\r\n\r\n"
+            b"GET http://u:p@pypi.test/simple/?q=1 HTTP/1.1\r\nHost: attacker.example\r\n"
+            b"Proxy-Authorization: secret\r\nConnection: keep-alive\r\nAccept: */*\r\n\r\n"
         )
-        answer = await reader.read()
-    assert answer == b"echo: GET /simple/?q=1 HTTP/1.1\r\n"
+        await reader.read()
+    assert heads == [
+        b"GET /simple/?q=1 HTTP/1.1\r\nHost: pypi.test\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+    ]
 
 
 async def test_one_question_per_host_however_many_connections_wait_for_it(echo: int) -> None:
