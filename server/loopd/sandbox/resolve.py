@@ -75,13 +75,16 @@ class HookedNetwork:
             answers[name.lower()] = [_addresses(turn) for turn in turns]
         return cls(answers, {k: int(v) for k, v in data.get("dial", {}).items()})
 
+    def asked(self) -> dict[str, int]:
+        """How many times each name was resolved."""
+        return dict(self._asked)
+
     async def resolve(self, host: str, port: int) -> tuple[IPAddress, ...]:
+        self._asked[host] = self._asked.get(host, 0) + 1
         turns = self.answers.get(host)
         if not turns:
             raise socket.gaierror(socket.EAI_NONAME, f"{host}: not in {TEST_HOOK}")
-        turn = self._asked.get(host, 0)
-        self._asked[host] = turn + 1
-        return turns[min(turn, len(turns) - 1)]
+        return turns[min(self._asked[host] - 1, len(turns) - 1)]
 
     async def dial(
         self, address: IPAddress, port: int

@@ -253,3 +253,12 @@ async def test_every_spelling_of_loopback_is_refused_even_when_star_is_allowed(
         assert b"403" in await connect_via(lease.socket, spelling)
     (request,) = lease.requests
     assert request.verdict == "refused" and "a loopback address" in request.reason
+
+
+async def test_a_refused_name_is_never_resolved(echo: int) -> None:
+    """No DNS query carries an unlisted name out (`secret.attacker.test` as a channel)."""
+    session = gate(echo, Asker(ApprovalDecision.REJECT_ONCE))
+    async with session.lease("c1", "x") as lease:
+        await connect_via(lease.socket, "s3cret-data.other.test")
+    assert isinstance(session.network, HookedNetwork)
+    assert session.network.asked() == {}
