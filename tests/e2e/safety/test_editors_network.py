@@ -14,8 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from acp import PROTOCOL_VERSION, spawn_agent_process
+from acp.schema import ClientCapabilities, Implementation, TextContentBlock
 
 from loopd.testing.fake_llm import FakeLLMServer, Reply
+from tests.e2e.acp.editor import EditorClient
 from tests.e2e.lsp.conftest import Start, start, until
 from tests.e2e.safety.conftest import calls, loopd_acp, needs_bwrap
 from tests.e2e.safety.netrig import HELLO, NetBox, Registries, curl, needs_curl, registries
@@ -106,4 +109,39 @@ async def test_a_plain_lsp_client_is_asked_in_a_dialog(
     (dialog,) = editor.dialogs
     assert "Connect to unlisted.test:80" in dialog.message
     assert "/hello?via=dialog" not in nets.registry.hits
+    assert "unlisted.test:80 refused (asked: rejected)" in bodies
+
+
+async def test_a_command_in_the_editors_terminal_goes_through_the_proxy_too(
+    tmp_path: Path, nets: Registries
+) -> None:
+    """Zed runs the command itself (ACP `terminal/*`, its own environment): the argv
+    carries the sandbox, the relay and the proxy variables with it."""
+    box = NetBox.within(tmp_path, nets)
+    client = EditorClient(answers=["reject_once"])
+    with FakeLLMServer() as fake:
+        fake.script(
+            "*",
+            calls(
+                ("bash", {"command": curl("http://pypi.test/hello?via=terminal")}),
+                ("bash", {"command": curl("http://unlisted.test/hello?via=terminal")}),
+            ),
+            Reply(text="done"),
+        )
+        async with spawn_agent_process(
+            client, sys.executable, "-m", "loopd", "acp", env=box.env(fake.base_url), cwd=box.ws
+        ) as (conn, _):
+            await conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(terminal=True),
+                client_info=Implementation(name="network-suite", version="0"),
+            )
+            session = await conn.new_session(cwd=str(box.ws), mcp_servers=[])
+            await conn.prompt(
+                session_id=session.session_id, prompt=[TextContentBlock(type="text", text="go")]
+            )
+        bodies = results([r.body for r in fake.requests])
+    assert len(client.terminals) == 2  # both ran in the editor
+    assert "/hello?via=terminal" in nets.registry.hits and HELLO in bodies
+    assert "pypi.test:80 allowed (pypi.test)" in bodies
     assert "unlisted.test:80 refused (asked: rejected)" in bodies
