@@ -47,7 +47,7 @@ from loopd.engine.ports import (
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import Prompt, SessionEvent, TextBlock, ToolCallStarted, ToolCallUpdated
 from loopd.protocol.messages import Message
-from loopd.protocol.model import ThinkingLevel, ToolSpec
+from loopd.protocol.model import ThinkingLevel, ToolSpec, Usage
 
 EXPLORE_TOOL = "explore"
 CHILD_TOOLS = ("read", "glob", "grep", "bash")
@@ -86,6 +86,8 @@ class DelegateResult:
     unwritten: tuple[str, ...] = ()
     truncated: bool = False
     stop_reason: str = "end_turn"
+    usage: Usage = field(default_factory=Usage)  # what the child's turn spent, for the
+    cost_usd: float | None = None  # parent turn to be charged (None: price unknown)
 
     def render(self) -> str:
         """The report as the parent model reads it."""
@@ -293,4 +295,6 @@ async def explore(
         unwritten=tuple(ledger.unwritten),
         truncated=cut,
         stop_reason=outcome.stop_reason,
+        usage=outcome.usage,
+        cost_usd=engine.keeper.cost or None,
     )

@@ -87,6 +87,8 @@ class Explore:
             output=text,
             content=(TextBlock(text),),
             raw_output={"explore": report.to_json() | {"child": self.child.identity()}},
+            spent=result.usage,  # the parent turn pays for its child
+            cost_usd=result.cost_usd,
         )
 
 
