@@ -20,12 +20,13 @@ built from is `loopd.engine.config`, the turn's accounting and its endings are
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
 
 from loopd.context.compaction import Rejected
 from loopd.context.reminders import reminder_part
 from loopd.context.view import ContextView
-from loopd.engine.compactor import Ask, Compacted, ContextKeeper, Failed
+from loopd.engine.compactor import Compacted, ContextKeeper, Failed
 from loopd.engine.config import EngineConfig, EnginePorts
 from loopd.engine.done import settle
 from loopd.engine.guard import LoopGuard, LoopVerdict
@@ -184,7 +185,9 @@ class Engine:
         the automatic compaction. A provider failure raises."""
         if self.keeper.view.start >= len(self._history):
             return Rejected("")  # nothing to compact yet
-        return await self.keeper.compact(self._ask_quietly, self._request(), keep_segments=0)
+        result = await self.keeper.compact(self._ask_quietly, self._request(), keep_segments=0)
+        self.ports.context.spent(self.spending)  # its summaries cost the session
+        return result
 
     def _new_turn(self) -> Turn:
         return Turn(self.ports.new_id("turn"), LoopGuard(guard_options(self.config.limits)))
@@ -268,7 +271,7 @@ class Engine:
     async def _reply(self, turn: Turn) -> tuple[ModelRequest, ResponseDone] | Outcome | None:
         """One step's reply, within the window (see `ContextKeeper.reply`); None when
         steering interrupted it."""
-        ask: Ask = lambda request: self._ask_quietly(request, turn)  # noqa: E731
+        ask = functools.partial(self._ask_quietly, turn=turn)  # its summaries are the turn's
         reply = await self.keeper.reply(self._request, self._send, ask, self._say)
         if isinstance(reply, Failed):
             return await self._stop(turn, reply.stop, reply.message, "error")
