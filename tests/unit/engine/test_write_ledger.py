@@ -117,3 +117,21 @@ async def test_the_explore_child_cannot_write_with_a_safe_listed_command(env: To
     assert (Path(env.cwd) / "a.txt").read_text() == "good\n"
     refused = child.requests[1].messages[-1].tool_results[0]
     assert "read-only commands only" in refused.content
+
+
+async def test_a_background_command_that_may_write_keeps_the_seal_stale(env: ToolEnv) -> None:
+    waits = "while [ ! -e go ]; do sleep 0.05; done; echo bad > a.txt"  # never let go
+    emitter = RecordingEmitter()
+    rig = engine(
+        env,
+        emitter,
+        Reply(
+            tools=[
+                ("w1", "write", {"path": "a.txt", "content": "good\n"}),
+                ("b1", "bash", {"command": waits, "background": True}),
+            ]
+        ),
+        Reply(text="done"),
+    )
+    assert await turn(env, rig) == "stale"  # it may write after any check
+    assert checks(emitter) == 1 and len(env.processes.running()) == 1
