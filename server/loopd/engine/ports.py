@@ -75,7 +75,9 @@ class Spending:
         amount is 0, a guard snapshot that cannot be read (damaged, or a version
         this code does not know) is none."""
         cost, guard = data.get("cost"), data.get("guard")
-        if not (isinstance(cost, int | float) and math.isfinite(cost) and cost >= 0):
+        if isinstance(cost, bool) or not isinstance(cost, int | float):
+            cost = 0.0
+        if not (math.isfinite(cost) and cost >= 0):
             cost = 0.0
         try:
             snapshot = LoopGuardSnapshot.from_json(guard) if isinstance(guard, dict) else None
