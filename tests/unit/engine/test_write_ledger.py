@@ -53,25 +53,28 @@ def checks(emitter: RecordingEmitter) -> int:
     return sum(1 for e in emitter.of(ToolCallStarted) if e.title.startswith("Check"))
 
 
+async def passed_first(
+    env: ToolEnv, emitter: RecordingEmitter, *then: Reply, tools: Sequence[Tool] = ()
+) -> Engine:
+    """An engine whose first turn writes a.txt "good" and seals passed; `then` is
+    what the model does in the next turn."""
+    first = (write("w1", "a.txt", "good\n"), Reply(text="done"))
+    built = engine(env, emitter, *first, *then, tools=tools)
+    assert await turn(env, built) == "passed"
+    return built
+
+
 async def test_a_sort_that_writes_stales_a_passed_seal(env: ToolEnv) -> None:
     emitter = RecordingEmitter()
-    rig = engine(
-        env,
-        emitter,
-        write("w1", "a.txt", "good\n"),
-        Reply(text="done"),
-        bash("b1", "sort -oa.txt"),  # getopt's joined form: sort writes a.txt (empty)
-        Reply(text="sorted"),
-    )
-    assert await turn(env, rig) == "passed"
+    # getopt's joined form: sort writes a.txt (empty, from no input)
+    rig = await passed_first(env, emitter, bash("b1", "sort -oa.txt"), Reply(text="sorted"))
     assert await turn(env, rig) == "failed"  # checked again, and a.txt lost "good"
     assert checks(emitter) == 2
 
 
 async def test_an_undo_stales_a_passed_seal(env: ToolEnv) -> None:
     emitter = RecordingEmitter()
-    rig = engine(env, emitter, write("w1", "a.txt", "good\n"), Reply(text="done"), Reply(text="?"))
-    assert await turn(env, rig) == "passed"
+    rig = await passed_first(env, emitter, Reply(text="?"))
     report = await env.changes.undo(env.files)  # the person's /undo, between turns
     assert report.restored == (str(Path(env.cwd) / "a.txt"),)
     assert await turn(env, rig) == "failed"  # the undone file is checked, not trusted
@@ -83,16 +86,8 @@ async def test_an_mcp_call_moves_the_ledger_whatever_it_claims(env: ToolEnv) -> 
     async with connected([stdio("fake")]) as servers:
         echo = [t for t in servers.tools if t.name == "mcp__fake__echo"]
         assert echo[0].info.read_only  # the server says so; loopd cannot know
-        rig = engine(
-            env,
-            emitter,
-            write("w1", "a.txt", "good\n"),
-            Reply(text="done"),
-            Reply(tools=[("m1", "mcp__fake__echo", {"text": "hi"})]),
-            Reply(text="echoed"),
-            tools=echo,
-        )
-        assert await turn(env, rig) == "passed"
+        call = Reply(tools=[("m1", "mcp__fake__echo", {"text": "hi"})])
+        rig = await passed_first(env, emitter, call, Reply(text="echoed"), tools=echo)
         assert await turn(env, rig) == "passed"
     assert checks(emitter) == 2  # the seal after the MCP call is a new check's
 
@@ -103,16 +98,8 @@ async def test_the_explore_child_cannot_write_with_a_safe_listed_command(env: To
     )
     tool = Explore(ChildRuntime(child, "child-model"), builtin_tools(), ScriptedPolicy())
     emitter = RecordingEmitter()
-    rig = engine(
-        env,
-        emitter,
-        write("w1", "a.txt", "good\n"),
-        Reply(text="done"),
-        Reply(tools=[("e1", "explore", {"question": "what is in a.txt?"})]),
-        Reply(text="it says good"),
-        tools=[tool],
-    )
-    assert await turn(env, rig) == "passed"
+    call = Reply(tools=[("e1", "explore", {"question": "what is in a.txt?"})])
+    rig = await passed_first(env, emitter, call, Reply(text="it says good"), tools=[tool])
     assert await turn(env, rig) == "passed"
     assert (Path(env.cwd) / "a.txt").read_text() == "good\n"
     refused = child.requests[1].messages[-1].tool_results[0]
