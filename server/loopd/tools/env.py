@@ -255,7 +255,7 @@ class ToolEnv:
     changes: ChangeLog = field(default_factory=ChangeLog)
     reads: FileLog = field(default_factory=FileLog)  # what the agent saw of each file
     processes: BackgroundProcesses = field(init=False)
-    _scratch: _Scratch = field(default_factory=lambda: _Scratch(), init=False)
+    _scratch: _Scratch = field(default_factory=_Scratch, init=False)
 
     def __post_init__(self) -> None:
         if not self.roots:
