@@ -3,7 +3,7 @@ into clean venvs (dependencies resolved from the declared ranges: no lock, no de
 group), one per way of installing and Python the package claims.
 
 - `pip`: `python -m venv` and `pip install loopd_agent-*.whl`, the newest versions
-  the ranges allow, as the README's pip line does;
+  the ranges allow, as `pip install loopd-agent` resolves;
 - `uv`: `uv venv` and `uv pip install`, the newest versions too, as
   `uv tool install` resolves;
 - `lowest`: `uv pip install --resolution lowest-direct` with the declared ranges as
@@ -72,7 +72,8 @@ def find_python(version: str) -> str:
         ran = subprocess.run(probe, capture_output=True, text=True, check=False)
         if ran.returncode == 0 and ran.stdout.strip() == version:
             return candidate
-    raise missing(f"Python {version} is not installed")
+    how = f"install it (`pyenv install {version}`, or python{version} on PATH): uv downloads none"
+    raise missing(f"Python {version} is not installed", how)
 
 
 def tool_env() -> dict[str, str]:
