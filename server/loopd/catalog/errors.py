@@ -110,9 +110,11 @@ class UnknownHarness(CatalogError):
 def _enable(harness: str) -> str:
     """What makes a runtime of `harness` available, as the end of a message (nothing
     for a name that is no harness)."""
-    if harness not in Harness.__members__.values():
+    try:
+        known = Harness(harness)
+    except ValueError:
         return ""
-    match Harness(harness):
+    match known:
         case Harness.NATIVE:
             return f": run `loopd login`; or {HOW_TO_CONFIGURE}"
         case Harness.CLAUDE | Harness.CODEX as cli:

@@ -2,8 +2,8 @@
 into clean venvs (dependencies resolved from the declared ranges: no lock, no dev
 group), one per way of installing and Python the package claims.
 
-- `pip`: `python -m venv` and `pip install loopd_agent-*.whl`, the newest versions
-  the ranges allow, as `pip install loopd-agent` resolves;
+- `pip`: `pip install loopd_agent-*.whl` in a venv, the newest versions the ranges
+  allow, as `pip install loopd-agent` resolves;
 - `uv`: `uv venv` and `uv pip install`, the newest versions too, as
   `uv tool install` resolves;
 - `lowest`: `uv pip install --resolution lowest-direct` with the declared ranges as
@@ -138,10 +138,10 @@ def make_venv(install: Install, wheel: Path, where: Path) -> Venv:
     python, uv, env = find_python(install.python), find_uv(), tool_env()
     steps: list[list[str]]
     match install.resolver:
-        case "pip":
-            quiet = ["--quiet", "--disable-pip-version-check"]
+        case "pip":  # pip seeded by uv (ensurepip costs seconds); pip resolves
+            quiet = ["--quiet", "--disable-pip-version-check", "--no-compile"]
             steps = [
-                [python, "-m", "venv", str(where)],
+                [uv, "venv", "--quiet", "--seed", "--python", python, str(where)],
                 [str(where / "bin" / "python"), "-m", "pip", "install", *quiet, str(wheel)],
             ]
         case "uv" | "lowest":

@@ -39,10 +39,17 @@ WRITE = {"path": "hello.txt", "content": "hello\n"}
 
 def editor_env(tmp: Path, fake: FakeLLMServer) -> dict[str, str]:
     """What an editor gives the loopd it starts: a private home, a key for the fake
-    model, the daemon on (the default), and nothing of this checkout."""
+    model (Anthropic's API), the daemon on (the default), nothing of this checkout."""
     env = isolated_env(tmp, fake, LOOPD_DAEMON="on")
     del env["PYTHONPATH"]
     return env
+
+
+def openai_env(tmp: Path, fake: FakeLLMServer) -> dict[str, str]:
+    """`editor_env` with the fake as an OpenAI-compatible server instead."""
+    env = editor_env(tmp, fake)
+    del env["ANTHROPIC_BASE_URL"], env["ANTHROPIC_API_KEY"]
+    return env | {"OPENAI_BASE_URL": fake.openai_base_url, "OPENAI_API_KEY": "test-key"}
 
 
 def script_an_approved_write(fake: FakeLLMServer) -> None:
@@ -169,7 +176,7 @@ async def test_the_registry_entry_s_uvx_command_runs_an_approved_tool(
     in the build (`--find-links`) and its dependencies in uv's cache or the index."""
     uvx = ENTRY["distribution"]["uvx"]
     uv = uv_settings()
-    env = editor_env(tmp_path, fake) | uv
+    env = openai_env(tmp_path, fake) | uv  # the other provider family, as some editors
     tool = [find_uv(), "tool", "run", "--isolated", "--python", find_python(python)]
     command = [*tool, "--find-links", str(wheel.parent), uvx["package"]]
     # each uvx makes a new environment: this checkout's loopd (the same version)
@@ -179,4 +186,5 @@ async def test_the_registry_entry_s_uvx_command_runs_an_approved_tool(
     version = await acp_turn([*command, *uvx["args"]], env, tmp_path, fake)
 
     assert f"loopd-agent=={version}" == uvx["package"]
+    assert "/v1/chat/completions" in {r.path for r in fake.requests}
     assert daemon_python(LOOPD, here).startswith(uv["UV_CACHE_DIR"])  # uvx's own environment
