@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,10 @@ pytestmark = pytest.mark.e2e
 
 ENTRY = json.loads((ROOT / "registry" / "loopd" / "agent.json").read_text())
 WRITE = {"path": "hello.txt", "content": "hello\n"}
+Loopd = list[str]
+Daemon = tuple[Loopd, dict[str, str]]
+"""A loopd command and the environment it finds the daemon with."""
+Daemons = list[Daemon]
 
 
 def editor_env(tmp: Path, fake: FakeLLMServer) -> dict[str, str]:
@@ -87,32 +92,6 @@ def test_loopd_run_answers_a_turn_to_end_turn(
     assert fake.requests[0].headers["x-api-key"] == "test-key"
 
 
-async def acp_turn(argv: list[str], env: dict[str, str], work: Path, fake: FakeLLMServer) -> str:
-    """An editor's ACP session on `argv`: initialize, session/new, a prompt whose
-    write the person allows. Returns the agent's version (`agentInfo`)."""
-    script_an_approved_write(fake)
-    client = RecordingClient(answers=["allow_once"])
-    async with spawn_agent_process(client, *argv, env=env, cwd=work) as (conn, _):
-        init = await conn.initialize(
-            protocol_version=PROTOCOL_VERSION,
-            client_capabilities=ClientCapabilities(),
-            client_info=Implementation(name="zed", version="0"),
-        )
-        sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
-        done = await conn.prompt(session_id=sid, prompt=text("write hello.txt"))
-
-    assert done.stop_reason == "end_turn"
-    assert [call.tool_call_id for call, _ in client.permissions] == ["w1"]
-    assert (work / "hello.txt").read_text() == "hello\n"
-    assert client.text() == "Done."
-    assert init.agent_info is not None
-    return init.agent_info.version
-
-
-Loopd = list[str]
-Daemons = list[tuple[Loopd, dict[str, str]]]
-
-
 @pytest.fixture
 def daemons() -> Iterator[Daemons]:
     """`(loopd command, env)` of each daemon a test starts, stopped after the test's
@@ -131,16 +110,49 @@ def daemon_python(loopd: Loopd, env: dict[str, str]) -> str:
     return Path(f"/proc/{status['pid']}/cmdline").read_bytes().split(b"\0")[0].decode()
 
 
+@dataclass(frozen=True, slots=True)
+class AcpTurn:
+    version: str
+    """The agent's version (`agentInfo`)."""
+    daemon: str
+    """The interpreter of the daemon that served it, asked while the editor was on."""
+
+
+async def acp_turn(
+    argv: Loopd, env: dict[str, str], work: Path, fake: FakeLLMServer, ask: Daemon
+) -> AcpTurn:
+    """An editor's ACP session on `argv`: initialize, session/new, a prompt whose
+    write the person allows; `ask` is the loopd (and its env) that asks after the
+    daemon."""
+    script_an_approved_write(fake)
+    client = RecordingClient(answers=["allow_once"])
+    async with spawn_agent_process(client, *argv, env=env, cwd=work) as (conn, _):
+        init = await conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="zed", version="0"),
+        )
+        sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
+        done = await conn.prompt(session_id=sid, prompt=text("write hello.txt"))
+        daemon = daemon_python(*ask)  # before the daemon's idle exit can come
+
+    assert done.stop_reason == "end_turn"
+    assert [call.tool_call_id for call, _ in client.permissions] == ["w1"]
+    assert (work / "hello.txt").read_text() == "hello\n"
+    assert client.text() == "Done."
+    assert init.agent_info is not None
+    return AcpTurn(init.agent_info.version, daemon)
+
+
 async def test_loopd_acp_through_the_daemon_runs_an_approved_tool(
     venv: Venv, wheel: Path, fake: FakeLLMServer, tmp_path: Path, daemons: Daemons
 ) -> None:
     env = editor_env(tmp_path, fake)
     daemons.append(([venv.bin("loopd")], env))
-    version = await acp_turn([venv.bin("loopd"), "acp"], env, tmp_path, fake)
+    turn = await acp_turn([venv.bin("loopd"), "acp"], env, tmp_path, fake, daemons[0])
 
-    assert version == wheel_version(wheel)
-    # the installed package served the turn
-    assert daemon_python([venv.bin("loopd")], env) == venv.bin("python")
+    assert turn.version == wheel_version(wheel)
+    assert turn.daemon == venv.bin("python")  # the installed package served the turn
 
 
 async def test_loopd_lsp_through_the_daemon_runs_an_approved_tool(
@@ -183,8 +195,8 @@ async def test_the_registry_entry_s_uvx_command_runs_an_approved_tool(
     # asks after the daemon and stops it
     here = env | {"PYTHONPATH": str(ROOT / "server")}
     daemons.append((LOOPD, here))
-    version = await acp_turn([*command, *uvx["args"]], env, tmp_path, fake)
+    turn = await acp_turn([*command, *uvx["args"]], env, tmp_path, fake, daemons[0])
 
-    assert f"loopd-agent=={version}" == uvx["package"]
+    assert f"loopd-agent=={turn.version}" == uvx["package"]
+    assert turn.daemon.startswith(uv["UV_CACHE_DIR"])  # uvx's own environment
     assert "/v1/chat/completions" in {r.path for r in fake.requests}
-    assert daemon_python(LOOPD, here).startswith(uv["UV_CACHE_DIR"])  # uvx's own environment
