@@ -82,9 +82,8 @@ def test_a_uv_shim_that_cannot_run_is_not_trusted(repo: Path) -> None:
     assert log.read_text().splitlines() == ["sync --frozen --quiet"]
 
 
-NPM_FAILS = (
-    'echo "npm error code ETIMEDOUT" >&2; echo "npm error network request failed" >&2; exit 1'
-)
+NPM_FAILS = """case " $* " in *" --silent "*) exit 1;; esac  # as npm: --silent hides its error
+echo "npm error code ETIMEDOUT" >&2; echo "npm error network request failed" >&2; exit 1"""
 
 
 def test_a_failed_npm_install_says_what_it_was_installing_and_npm_s_error(repo: Path) -> None:
