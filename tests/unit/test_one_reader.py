@@ -6,7 +6,9 @@ workspace's or a home's files.
 The rule walks the syntax tree of every module under `server/loopd` and refuses:
 `read_text`/`read_bytes` (pathlib's, sync; the awaited `FileAccess.read_text` is the
 file tools' gated port), the builtin `open`, `os.open`, `io.open`, `codecs.open`,
-and `<path>.open(...)` called with no arguments or a mode string (pathlib's).
+`<path>.open(...)` called with no arguments or a mode string (pathlib's), and
+importing the primitives the reader is built on (`loopd.policy.beneath`'s readers,
+which know nothing of secrets).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ SERVER = Path(__file__).resolve().parents[2] / "server"
 
 ALLOWED = {
     "loopd/policy/beneath.py": "the kernel-side primitive the reader is built on (openat2)",
+    "loopd/policy/paths.py": "re-exports beneath's primitives for the policy's own tests",
     "loopd/config/login.py": "loopd's own login in its data dir, checked by fstat (owner, mode)",
     "loopd/config/trust.py": "trust.json, loopd's own record in its data dir, no command reaches",
     "loopd/sandbox/seccomp.py": "writes the filter it compiled to a fresh private file",
@@ -42,6 +45,8 @@ ALLOWED = {
 }
 
 MODULES = ("os", "io", "codecs")
+PRIMITIVES = ("read_bytes_beneath", "read_text_beneath", "read_regular")
+"""What the reader is built on: beneath a root, but blind to secrets."""
 
 
 def reads(tree: ast.AST) -> Iterator[tuple[int, str]]:
@@ -53,6 +58,8 @@ def reads(tree: ast.AST) -> Iterator[tuple[int, str]]:
                 yield node.lineno, f".{node.attr}"
             case ast.Call(func=ast.Name(id="open")):
                 yield node.lineno, "open()"
+            case ast.alias(name=name) if name in PRIMITIVES:
+                yield node.lineno, f"import {name}"
             case ast.Call(func=ast.Attribute(value=ast.Name(id=mod), attr="open")) if (
                 mod in MODULES
             ):
@@ -109,6 +116,7 @@ async def f(p, files, factory, ctx):
     io.open(p)
     Path(p).open("rb")
     p.open()
+    from loopd.policy.beneath import read_bytes_beneath
     await files.read_text(p)
     await factory.open(ctx)
 """
@@ -122,4 +130,5 @@ async def f(p, files, factory, ctx):
         "io.open()",
         ".open()",
         ".open()",
+        "import read_bytes_beneath",
     ]

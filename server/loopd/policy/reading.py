@@ -100,7 +100,7 @@ class DiskReader:
         kind = file_kind(os.fstat(fd).st_mode)
         if kind != "regular file":
             os.close(fd)
-            problem: ReadProblem = "missing" if kind == "directory" else "special"
+            problem: ReadProblem = "directory" if kind == "directory" else "special"
             return ReadRefused(canonical, problem, f"{canonical} is a {kind}, not a regular file")
         return canonical, os.fdopen(fd, "rb")
 
@@ -118,7 +118,8 @@ class DiskReader:
 
 
 def _too_large(path: str, size: int, limit: int) -> ReadRefused:
-    return ReadRefused(path, "too_large", f"{path} is {size} bytes, over the {limit}-byte limit")
+    reason = f"{path} is {size} bytes, over the {limit}-byte limit"
+    return ReadRefused(path, "too_large", reason, size)
 
 
 def _refusal(path: str, exc: OSError) -> ReadRefused:
@@ -126,7 +127,7 @@ def _refusal(path: str, exc: OSError) -> ReadRefused:
         case errno.ENOENT | errno.ENOTDIR:
             return ReadRefused(path, "missing", f"{path} does not exist")
         case errno.ENXIO:  # what opening a unix socket gives
-            return ReadRefused(path, "special", f"{path} is a socket or device, not a file")
+            return ReadRefused(path, "special", f"{path} is a socket or device, not a regular file")
         case errno.ELOOP:
             return ReadRefused(path, "outside", f"{path} goes through a symlink")
         case _:

@@ -8,9 +8,11 @@ at the moment of use, and it does not trust that nothing changed in between:
 3. a path outside the roots, or a protected write inside them, is used only when the
    running call's `Grant` names that exact canonical path: the policy allowed it, or
    the person said yes, for this call;
-4. open it with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` under its root (`/`
-   for an approved outside path): the canonical path has no symlinks, so one swapped
-   in after the check fails the open instead of leading somewhere else;
+4. read it with the one reader of workspace files (`loopd.policy.reading`) beneath
+   its root (`/` for an approved outside path): it opens the canonical path with
+   `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, so a symlink swapped in after
+   the check fails the open instead of leading somewhere else; it reads regular
+   files only, never the kernel's (`/proc/self/environ`, even approved);
 5. refuse files over the size caps.
 
 Every refusal is a `PathRefused` whose message says why, which the tool registry
@@ -24,9 +26,11 @@ import errno
 from dataclasses import dataclass
 
 from loopd.policy.beneath import FileTooLarge as BeneathTooLarge
-from loopd.policy.beneath import read_bytes_beneath, write_text_beneath
+from loopd.policy.beneath import PathEscapeError, write_text_beneath
 from loopd.policy.grants import current_grant
 from loopd.policy.paths import PathIssue, PathPolicy, PathVerdict
+from loopd.policy.reading import DiskReader
+from loopd.protocol.reading import ReadRefused
 from loopd.tools.env import Admitted, FileTooLarge, NotText, decode_text
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -56,19 +60,13 @@ class BeneathFiles:
 
     async def read_text(self, path: str) -> str:
         admitted = self.admit(path, write=False)
-        try:
-            data = await asyncio.to_thread(
-                read_bytes_beneath,
-                admitted.root,
-                admitted.path,
-                max_bytes=self.max_read_bytes,
-                exact=True,
-            )
-        except BeneathTooLarge as e:
-            raise FileTooLarge(path, e.size, e.limit) from None
-        if b"\0" in data[:8192]:
+        reader = DiskReader((admitted.root,))  # the policy judged the secrets, `readable` too
+        read = await asyncio.to_thread(reader.read, admitted.path, max_bytes=self.max_read_bytes)
+        if isinstance(read, ReadRefused):
+            raise _refused(path, read, self.max_read_bytes)
+        if b"\0" in read.data[:8192]:
             raise NotText(path)
-        return decode_text(data, path)
+        return decode_text(read.data, path)
 
     async def write_text(self, path: str, text: str) -> None:
         admitted = self.admit(path, write=True)
@@ -93,3 +91,21 @@ class BeneathFiles:
         if verdict.path not in current_grant().paths:
             raise PathRefused(verdict.path, f"{verdict.reason}; this call was not approved")
         return verdict.root or "/"
+
+
+def _refused(path: str, refused: ReadRefused, limit: int) -> Exception:
+    """The `FileAccess` error for a refusal at the moment of use (the registry tells
+    the model each one its own way)."""
+    match refused.problem:
+        case "missing":
+            return FileNotFoundError(errno.ENOENT, "No such file or directory", path)
+        case "directory":
+            return IsADirectoryError(errno.EISDIR, "is a directory", path)
+        case "too_large":
+            return FileTooLarge(path, refused.size, limit)
+        case "outside":  # the canonical path was inside: a link was swapped in since
+            return PathEscapeError(path, "changed into a path that leaves the folder")
+        case "secret":
+            return PathRefused(refused.path, f"{refused.reason}; loopd never reads it")
+        case "special" | "unreadable":
+            return OSError(errno.EINVAL, refused.reason)

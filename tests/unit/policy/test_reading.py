@@ -89,7 +89,7 @@ def test_fifo_socket_and_device_are_refused_without_blocking(ws: Path, method: s
 
 def test_missing_and_directories(ws: Path) -> None:
     assert refused(reader(ws).read(str(ws / "nope"), max_bytes=9)).problem == "missing"
-    assert refused(reader(ws).read(str(ws / "docs"), max_bytes=9)).problem == "missing"
+    assert refused(reader(ws).read(str(ws / "docs"), max_bytes=9)).problem == "directory"
     assert refused(reader(ws).read(str(ws / "docs/AGENTS.md/x"), max_bytes=9)).problem == (
         "missing"
     )
@@ -106,6 +106,7 @@ def test_a_huge_file_costs_the_bound_not_its_size(ws: Path) -> None:
     assert cut.data.startswith(b"---\nname: big")
     whole = refused(reader(ws).read(str(huge), max_bytes=4096))
     assert whole.problem == "too_large" and "over the 4096-byte limit" in whole.reason
+    assert whole.size == 150 * 1024 * 1024
 
 
 def test_secrets_and_loopds_own_folders_wherever_they_are(ws: Path) -> None:
