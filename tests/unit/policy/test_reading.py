@@ -12,16 +12,8 @@ import pytest
 from tests.unit.fifos import released
 
 from loopd.policy import reading
-from loopd.policy.beneath import openat2_available
 from loopd.policy.reading import DiskReader
 from loopd.protocol.reading import FileRead, ReadRefused
-
-
-@pytest.fixture(params=["openat2", "walk"])
-def method(request: pytest.FixtureRequest) -> str:
-    if request.param == "openat2" and not openat2_available():
-        pytest.skip("openat2 is not available on this kernel")
-    return str(request.param)
 
 
 @pytest.fixture
