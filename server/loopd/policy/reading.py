@@ -80,7 +80,7 @@ class DiskReader:
         return self._secret(os.path.realpath(path))
 
     def within(self, roots: tuple[str, ...], spared: tuple[str, ...] = ()) -> DiskReader:
-        return dataclasses.replace(self, roots=roots, exempt=spared)
+        return dataclasses.replace(self, roots=roots, exempt=(*self.exempt, *spared))
 
     def _open(self, path: str) -> tuple[str, BinaryIO] | ReadRefused:
         canonical = os.path.realpath(path)

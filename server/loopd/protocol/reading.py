@@ -73,7 +73,8 @@ class FileReader(Protocol):
         ...
 
     def within(self, roots: tuple[str, ...], spared: tuple[str, ...] = ()) -> FileReader:
-        """A reader with the same rules beneath other roots. `spared` are folders
-        inside a secret location it may read all the same (the person's own skills
-        in loopd's config folder); files there named like secrets stay refused."""
+        """A reader with the same rules beneath other roots. `spared` are further
+        folders inside a secret location it may read all the same (the person's own
+        skills in loopd's config folder); files there named like secrets stay
+        refused."""
         ...
