@@ -76,7 +76,10 @@ def test_fifo_socket_and_device_are_refused_without_blocking(ws: Path, method: s
         listener.close()
     assert refused(reader(ws, method).read(str(ws / "zero"), max_bytes=9)).problem == "outside"
     dev = DiskReader(("/dev",))
-    assert refused(dev.read("/dev/zero", max_bytes=9)).problem == "secret"
+    assert refused(dev.read("/dev/zero", max_bytes=9)).problem == "special"
+    assert isinstance(dev.read("/dev/stdin", max_bytes=9), ReadRefused)
+    assert refused(dev.read("nul\0byte", max_bytes=9)).problem == "unreadable"
+    assert dev.withheld("nul\0byte") is None
 
 
 def test_missing_and_directories(ws: Path) -> None:
