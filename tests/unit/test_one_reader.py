@@ -24,7 +24,6 @@ ALLOWED = {
     "loopd/policy/beneath.py": "the kernel-side primitive the reader is built on (openat2)",
     "loopd/policy/paths.py": "re-exports beneath's primitives for the policy's own tests",
     "loopd/config/login.py": "loopd's own login in its data dir, checked by fstat (owner, mode)",
-    "loopd/config/trust.py": "trust.json, loopd's own record in its data dir, no command reaches",
     "loopd/sandbox/seccomp.py": "writes the filter it compiled to a fresh private file",
     "loopd/sandbox/landlock_syscalls.py": "O_PATH descriptors for landlock rules: never read",
     "loopd/daemon/place.py": "O_PATH descriptors of the daemon's own folders: never read",
