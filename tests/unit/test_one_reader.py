@@ -36,8 +36,6 @@ ALLOWED = {
     "loopd/store/lease.py": "/proc/<pid>/stat of a lease holder",
     "loopd/tools/processes.py": "/proc of the session's own processes, and their log files",
     "loopd/tools/output.py": "writes a command's kept output",
-    "loopd/tools/env.py": "LocalFiles, the unguarded FileAccess for tests (a session's is "
-    "BeneathFiles, beneath the roots)",
     "loopd/testing/fake_llm.py": "a shipped fake: reads its own script",
     "loopd/testing/scripted_acp.py": "a shipped fake: its own script and log",
     "loopd/testing/processes.py": "a shipped test helper: /proc/<pid>/cmdline",

@@ -22,26 +22,16 @@ turns into the result the model reads and the person sees.
 from __future__ import annotations
 
 import asyncio
-import errno
 from dataclasses import dataclass
 
 from loopd.policy.beneath import FileTooLarge as BeneathTooLarge
-from loopd.policy.beneath import PathEscapeError, write_text_beneath
+from loopd.policy.beneath import write_text_beneath
 from loopd.policy.grants import current_grant
 from loopd.policy.paths import PathIssue, PathPolicy, PathVerdict
 from loopd.policy.reading import DiskReader
-from loopd.protocol.reading import ReadRefused
-from loopd.tools.env import Admitted, FileTooLarge, NotText, decode_text
+from loopd.tools.env import Admitted, FileTooLarge, PathRefused, read_text_with
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
-
-
-class PathRefused(PermissionError):
-    """The session may not use this path now; `reason` is written for the person."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(errno.EACCES, reason, path)
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +51,7 @@ class BeneathFiles:
     async def read_text(self, path: str) -> str:
         admitted = self.admit(path, write=False)
         reader = DiskReader((admitted.root,))  # the policy judged the secrets, `readable` too
-        read = await asyncio.to_thread(reader.read, admitted.path, max_bytes=self.max_read_bytes)
-        if isinstance(read, ReadRefused):
-            raise _refused(path, read, self.max_read_bytes)
-        if b"\0" in read.data[:8192]:
-            raise NotText(path)
-        return decode_text(read.data, path)
+        return await asyncio.to_thread(read_text_with, reader, admitted.path, self.max_read_bytes)
 
     async def write_text(self, path: str, text: str) -> None:
         admitted = self.admit(path, write=True)
@@ -91,21 +76,3 @@ class BeneathFiles:
         if verdict.path not in current_grant().paths:
             raise PathRefused(verdict.path, f"{verdict.reason}; this call was not approved")
         return verdict.root or "/"
-
-
-def _refused(path: str, refused: ReadRefused, limit: int) -> Exception:
-    """The `FileAccess` error for a refusal at the moment of use (the registry tells
-    the model each one its own way)."""
-    match refused.problem:
-        case "missing":
-            return FileNotFoundError(errno.ENOENT, "No such file or directory", path)
-        case "directory":
-            return IsADirectoryError(errno.EISDIR, "is a directory", path)
-        case "too_large":
-            return FileTooLarge(path, refused.size, limit)
-        case "outside":  # the canonical path was inside: a link was swapped in since
-            return PathEscapeError(path, "changed into a path that leaves the folder")
-        case "secret":
-            return PathRefused(refused.path, f"{refused.reason}; loopd never reads it")
-        case "special" | "unreadable":
-            return OSError(errno.EINVAL, refused.reason)
