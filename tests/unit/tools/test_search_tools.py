@@ -274,7 +274,7 @@ async def test_grep_never_shows_loopds_own_folder_inside_the_workspace(
     for args in ({}, {"path": "loopd-data"}, {"path": "loopd-data/login.json"}):
         result = await run_grep(tools, pattern="alpha", **args)
         assert "sk-login" not in result.output, args
-        assert result.output.endswith("[1 files that look like secrets are withheld.]"), args
+        assert result.output.endswith("[1 file that looks like a secret is withheld.]"), args
 
 
 @pytest.mark.parametrize("rg", [RG, None], ids=["ripgrep", "python"])
@@ -294,4 +294,4 @@ async def test_grep_reads_the_kept_outputs_in_loopds_folder_but_not_its_login(
     result = await run_grep(ToolRegistry(env, [Grep(rg)]), pattern="alpha", path=str(own))
     assert "c1.log:1: alpha from the build" in result.output
     assert "sk-login" not in result.output
-    assert result.output.endswith("[1 files that look like secrets are withheld.]")
+    assert result.output.endswith("[1 file that looks like a secret is withheld.]")
