@@ -3,8 +3,9 @@
 Shows the config files (found or not, and trusted or not), which credentials are set
 (never their values: a variable is `set` or `not set`; endpoints are shown without
 user info or query), the tools the native engine uses (ripgrep, bubblewrap), the
-runtime catalog and the sandbox tier. Exits 1 when no runtime works, 2 when a config
-file is wrong, so a script or a setup check can rely on it.
+shared daemon (running or not, and how it is started), the runtime catalog and the
+sandbox tier. Exits 1 when no runtime works, 2 when a config file is wrong, so a
+script or a setup check can rely on it.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def doctor(args: argparse.Namespace) -> int:
         print(f"  error: {escape(str(problem))}")
     print(credentials(env, config))
     print(tools())
+    print(daemon_state(env))
     build = discover_catalog(config, env)
     print(escape(catalog_to_text(build.catalog, build.skipped), multiline=True))
     print(probe_sandbox(env=env).report())
@@ -92,6 +94,31 @@ def credentials(env: Mapping[str, str], config: Config) -> str:
             shown = public_url(value) if "://" in value else value.partition("@")[2] or value
             lines.append(f"  {name:<22} {escape(shown)}")
     return "\n".join(lines)
+
+
+def daemon_state(env: Mapping[str, str]) -> str:
+    """The daemon editors share: whether it runs (pid, version, editors) and what
+    starts it (editors on demand, or the systemd unit of `loopd daemon enable`)."""
+    from loopd.cli.daemon import daemon_status
+    from loopd.daemon import unit
+
+    status = daemon_status()
+    if "refused" in status:
+        line = f"refused: {escape(status['refused'])}"
+    elif status["running"]:
+        line = (
+            f"running, pid {status['pid']}, loopd {status['version']},"
+            f" {status['connections']} editor(s)"
+        )
+    else:
+        line = "not running"
+    found = unit.state(env)
+    if found.ours:
+        how = "enabled" if found.enabled else "not enabled"
+        started = f"by the systemd unit {escape(str(found.path))} ({how})"
+    else:
+        started = "on demand by editors; exits when idle (`loopd daemon enable` keeps it up)"
+    return f"daemon: {line}\n  started: {started}"
 
 
 def tools() -> str:
