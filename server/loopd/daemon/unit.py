@@ -6,8 +6,9 @@ taking the data dir's lock (`loopd.daemon.serve`) and cannot take a listening
 socket from systemd (it reads no `LISTEN_FDS`). A socket unit would also have to
 make the folder's checks (`loopd.daemon.place`) in systemd's place. So the service
 runs `<this interpreter> -m loopd.daemon`, exactly what a forwarder starts, with
-this install's data dir (`LOOPD_HOME`) and no idle exit (`LOOPD_DAEMON_IDLE=infinity`):
-the point is that it stays up. Editors find it as they find one they started.
+this install's data dir (`LOOPD_HOME`), no idle exit (`LOOPD_DAEMON_IDLE=infinity`:
+the point is that it stays up) and no credentials (`unit_text`). Editors find it
+as they find one they started.
 
 The unit is `loopd.service` in `$XDG_CONFIG_HOME/systemd/user` (default
 `~/.config`). It starts with `MARK`: `enable` never overwrites a file it did not
@@ -32,6 +33,7 @@ from loopd.home import data_path
 NAME = "loopd.service"
 MARK = "# Written by `loopd daemon enable`; `loopd daemon disable` removes it.\n"
 SYSTEMCTL_TIMEOUT = 30.0
+ENV = "/usr/bin/env"  # where every systemd distribution has it
 
 
 class NoSystemd(Exception):
@@ -50,9 +52,16 @@ def unit_dir(env: Mapping[str, str]) -> Path:
 
 
 def unit_text(env: Mapping[str, str]) -> str:
-    """The unit for this interpreter and this environment's data dir (absolute)."""
+    """The unit for this interpreter and this environment's data dir (absolute).
+
+    The daemon starts with no credentials in its environment (as a forwarder
+    starts it, `loopd.daemon.forward.daemon_env`), but a user manager's environment
+    holds what the desktop session imported, keys included. So the command runs
+    under `env -i` with only where things are: HOME (`%h`), XDG_RUNTIME_DIR (`%t`,
+    where editors look for the socket), this PATH, LOOPD_HOME and no idle exit."""
     data = os.path.abspath(data_path(env))
-    for value in (data, sys.executable):
+    path = env.get("PATH") or os.defpath
+    for value in (data, sys.executable, path):
         if any(c in value for c in '\n\r"\\'):
             raise ValueError(f"{value!r} cannot be written in a systemd unit")
     return (
@@ -60,7 +69,9 @@ def unit_text(env: Mapping[str, str]) -> str:
         "[Service]\nType=simple\n"
         f'Environment="LOOPD_HOME={_escape(data)}"\n'
         "Environment=LOOPD_DAEMON_IDLE=infinity\n"
-        f'ExecStart="{_escape(sys.executable)}" -m loopd.daemon\n'
+        f'ExecStart={ENV} -i HOME=%h XDG_RUNTIME_DIR=%t "PATH={_escape(path)}"'
+        " LOOPD_HOME=${LOOPD_HOME} LOOPD_DAEMON_IDLE=${LOOPD_DAEMON_IDLE}"
+        f' "{_escape(sys.executable)}" -m loopd.daemon\n'
         "Restart=on-failure\n\n"
         "[Install]\nWantedBy=default.target\n"
     )

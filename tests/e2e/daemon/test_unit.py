@@ -7,6 +7,7 @@ its `ExecStart=` command, parsed from the file, with its `Environment=`."""
 from __future__ import annotations
 
 import asyncio
+import re
 import shlex
 import signal
 from pathlib import Path
@@ -36,25 +37,34 @@ def calls(home: Home) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
+def environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().decode()
+    return dict(entry.partition("=")[::2] for entry in raw.split("\0") if entry)
+
+
 def unit_path(home: Home) -> Path:
     return home.root / "config" / "systemd" / "user" / "loopd.service"
 
 
-def service(unit: str) -> tuple[list[str], dict[str, str]]:
-    """The `ExecStart=` command and the `Environment=` of a unit, as systemd reads
-    them (specifiers `%%` and `$$` unescaped; quotes as a shell's)."""
-    command: list[str] = []
-    env: dict[str, str] = {}
+def service(unit: str, manager: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The `ExecStart=` command of a unit and the environment it runs with, as a
+    user manager whose environment is `manager` runs it: specifiers (`%h`, `%t`,
+    `%%`) first, then `${VAR}` from `Environment=` (`$$` is a `$`), then words split
+    as a shell's."""
+    specifiers = {"h": manager["HOME"], "t": manager["XDG_RUNTIME_DIR"], "%": "%"}
+    env = dict(manager)
+    command = ""
     for line in unit.splitlines():
         key, _, value = line.partition("=")
-        value = value.replace("%%", "%").replace("$$", "$")
+        value = re.sub(r"%(.)", lambda m: specifiers[m[1]], value)
         if key == "ExecStart":
-            command = shlex.split(value)
+            command = value
         elif key == "Environment":
-            for pair in shlex.split(value):
+            for pair in shlex.split(value.replace("$$", "$")):
                 name, _, setting = pair.partition("=")
                 env[name] = setting
-    return command, env
+    expanded = re.sub(r"\$\$|\$\{(\w+)\}", lambda m: env[m[1]] if m[1] else "$", command)
+    return shlex.split(expanded), env
 
 
 async def test_enable_writes_a_unit_that_starts_the_daemon_and_disable_removes_it(
@@ -73,23 +83,29 @@ async def test_enable_writes_a_unit_that_starts_the_daemon_and_disable_removes_i
     assert code == 0 and unit_path(home).read_text() == written  # idempotent
     assert sorted(p.name for p in unit_path(home).parent.iterdir()) == ["loopd.service"]
 
-    command, unit_env = service(written)
+    runtime = home.root / "runtime"  # the user manager's XDG_RUNTIME_DIR (%t)
+    runtime.mkdir(mode=0o700)
+    manager = {"PATH": "/usr/bin:/bin", "HOME": str(home.root), "XDG_RUNTIME_DIR": str(runtime),
+               "ANTHROPIC_API_KEY": "sk-imported-by-the-desktop"}  # fmt: skip
+    command, unit_env = service(written, manager)
     assert unit_env["LOOPD_HOME"] == str(home.root / "data")
     assert "PYTHONPATH" not in unit_env  # the interpreter finds its own loopd
-    manager_env = {"PATH": "/usr/bin:/bin", "HOME": str(home.root)}
     daemon = await asyncio.create_subprocess_exec(
-        *command, env=manager_env | unit_env, cwd="/",
+        *command, env=unit_env, cwd="/",
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
+    path["XDG_RUNTIME_DIR"] = str(runtime)  # editors of that login session
     try:
-        while not (found := await status(home))["running"]:
+        while not (found := await status(home, **path))["running"]:
             assert daemon.returncode is None, "the unit's daemon exited"
             await asyncio.sleep(0.05)
         assert found["pid"] == daemon.pid and found["idleSeconds"] is None  # stays up
-        async with raw_loopd(home, shared(home)) as editor:  # an editor finds it
+        assert "ANTHROPIC_API_KEY" not in environ(daemon.pid)  # the manager's keys stay out
+        assert environ(daemon.pid)["LOOPD_HOME"] == str(home.root / "data")
+        async with raw_loopd(home, shared(home, **path)) as editor:  # an editor finds it
             response, _ = await editor.request("initialize", {"protocolVersion": 1})
             assert response["result"]["protocolVersion"] == 1
-            assert (await status(home))["connections"] == 1
+            assert (await status(home, **path))["connections"] == 1
 
         code, out, _ = await loopd(home, "doctor", **path)
         assert f"daemon: running, pid {daemon.pid}" in out
