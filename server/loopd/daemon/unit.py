@@ -8,7 +8,10 @@ make the folder's checks (`loopd.daemon.place`) in systemd's place. So the servi
 runs `<this interpreter> -m loopd.daemon`, exactly what a forwarder starts, with
 this install's data dir (`LOOPD_HOME`), no idle exit (`LOOPD_DAEMON_IDLE=infinity`:
 the point is that it stays up) and no credentials (`unit_text`). Editors find it
-as they find one they started.
+as they find one they started. It restarts whenever it exits (`Restart=always`):
+after `loopd daemon stop` (an upgrade's new version comes up), and when a daemon
+an editor had started held the data dir's lock (the unit's exits at once, then
+takes over once that one is gone).
 
 The unit is `loopd.service` in `$XDG_CONFIG_HOME/systemd/user` (default
 `~/.config`). It starts with `MARK`: `enable` never overwrites a file it did not
@@ -72,7 +75,7 @@ def unit_text(env: Mapping[str, str]) -> str:
         f'ExecStart={ENV} -i HOME=%h XDG_RUNTIME_DIR=%t "PATH={_escape(path)}"'
         " LOOPD_HOME=${LOOPD_HOME} LOOPD_DAEMON_IDLE=${LOOPD_DAEMON_IDLE}"
         f' "{_escape(sys.executable)}" -m loopd.daemon\n'
-        "Restart=on-failure\n\n"
+        "Restart=always\nRestartSec=5\n\n"
         "[Install]\nWantedBy=default.target\n"
     )
 
