@@ -20,6 +20,7 @@ from loopd.engine.delegate import ChildRuntime
 from loopd.engine.done import Criterion, DoneSet
 from loopd.engine.loop import random_id
 from loopd.engine.ports import Emitter
+from loopd.home import home_path
 from loopd.mcp import McpError, McpServers
 from loopd.policy.decide import RulePolicy
 from loopd.policy.grants import CallGrants
@@ -154,6 +155,7 @@ class GuardedParts:
             network=grant,
             rules=rules,
             remembered=RuleSet.from_json(remembered),
+            home=home_path(env),
             extra_secrets=boundary.private,
             readable=(kept,),
             grants=CallGrants(),
@@ -170,6 +172,7 @@ class GuardedParts:
             session_id=ctx.session_id,
             limits=limits,
             outputs_dir=kept,
+            home=home_path(env),
         )
         builtin = builtin_tools()
         explore = Explore(child, ToolRegistry(tool_env, builtin), policy)  # without itself

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 from typing import Any
 
 from loopd.cli.render import escape
-from loopd.daemon.frames import receive, send
-from loopd.daemon.place import Unsafe, place_of
+from loopd.daemon.frames import BadFrame, receive, send
+from loopd.daemon.place import Place, Unsafe, place_of
 
 
 def daemon(args: argparse.Namespace) -> int:
@@ -44,12 +45,10 @@ def _status(as_json: bool) -> int:
         print(f"loopd: the daemon's socket is refused: {escape(str(err))}", file=sys.stderr)
     if sock is not None:
         with sock:
-            send(sock, {"op": "status"})
-            status = {"running": True, "socket": str(place.endpoint)} | receive(sock)[0]
-            status.pop("ok", None)
+            status |= _asked(sock, place)
     if as_json:
         print(json.dumps(status, indent=2))
-    elif "refused" in status:
+    elif "refused" in status or "error" in status:
         pass  # said on stderr
     elif not status["running"]:
         print(f"no daemon is running for {escape(str(place.data))}")
@@ -62,3 +61,20 @@ def _status(as_json: bool) -> int:
             f" {status['idleSeconds']:.0f} s with none"
         )
     return 0 if status["running"] else 1
+
+
+def _asked(sock: socket.socket, place: Place) -> dict[str, Any]:
+    """The daemon's answer to `status`, or, when it does not answer (in the socket's
+    timeout) or answers nonsense, an `error` saying so, also on stderr."""
+    try:
+        send(sock, {"op": "status"})
+        answer = receive(sock)[0]
+    except TimeoutError:
+        error = f"the daemon did not answer within {sock.gettimeout():g} s"
+    except (OSError, EOFError, BadFrame) as err:
+        error = f"the daemon's answer could not be read ({err})"
+    else:
+        answer.pop("ok", None)
+        return {"running": True} | answer
+    print(f"loopd: {error} (its log: {escape(place.log)})", file=sys.stderr)
+    return {"error": error}

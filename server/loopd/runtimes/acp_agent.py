@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast, get_args
 
 from loopd.engine.ports import Emitter
+from loopd.home import home_path
 from loopd.policy.modes import Mode, parse_mode
 from loopd.policy.paths import PathIssue
 from loopd.policy.rules import RuleSet
@@ -131,7 +132,7 @@ class AcpRuntime:
             boundary=settings.boundary,
             probe=probe,
             env=settings.base_env,
-            home=settings.base_env.get("HOME") or os.path.expanduser("~"),
+            home=home_path(settings.base_env),
         )
         self._paths = self._guard.policy.paths
         self._files = BeneathFiles(self._paths)

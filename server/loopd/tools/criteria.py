@@ -39,7 +39,6 @@ Snapshot = dict[str, tuple[int, int]]
 class SandboxedDone:
     env: ToolEnv
     done: DoneSet
-    home: str = field(default_factory=lambda: os.path.expanduser("~"))
     state: DoneState = field(default_factory=DoneState)
     _before: Snapshot = field(default_factory=dict)
 
@@ -92,7 +91,7 @@ class SandboxedDone:
         return tuple(sorted(self.env.display(p) for p in moved | written))
 
     def _protected(self, path: str) -> bool:
-        ctx = MatchContext(self.env.roots, self.home)
+        ctx = MatchContext(self.env.roots, self.env.home)
         return any(path_matches(g, path, ctx, fold=False) for g in self.done.protected)
 
     def _snapshot(self) -> Snapshot:

@@ -117,7 +117,7 @@ class Grep:
                 found = await _rg_search(self.rg, query, want)
         except GrepFailed as e:
             return failure(f"grep failed: {e}")
-        shown, withheld = _without_secrets(found)
+        shown, withheld = _without_secrets(found, env.home)
         output = _render(shown, query, env)
         if withheld:
             output += f"\n[{len(withheld)} matches in files that look like secrets are withheld.]"
@@ -134,10 +134,11 @@ def _root_kind(path: str) -> str | None:
         return None
 
 
-def _without_secrets(found: list[Match]) -> tuple[list[Match], list[Match]]:
+def _without_secrets(found: list[Match], home: str) -> tuple[list[Match], list[Match]]:
     """Matches split into those that may be shown and those inside secret files
-    (keys, `.env`, credentials): a search must not read out what `read` refuses."""
-    home = os.path.realpath(os.path.expanduser("~"))
+    (keys, `.env`, credentials, under the editor's `home`): a search must not read
+    out what `read` refuses."""
+    home = os.path.realpath(home)
     shown: list[Match] = []
     withheld: list[Match] = []
     for m in found:
