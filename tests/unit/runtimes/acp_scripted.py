@@ -61,6 +61,7 @@ async def scripted(
     limits: ToolLimits | None = None,
     state: dict[str, Any] | None = None,
     home: Path | None = None,
+    resume: bool = False,
 ) -> AsyncIterator[Scripted]:
     """The runtime on a scripted child, for an editor whose HOME is `home` (default
     a folder beside the workspace)."""
@@ -70,7 +71,8 @@ async def scripted(
     home.mkdir(exist_ok=True)
     log = tmp_path / "child.jsonl"
     script = tmp_path / "script.json"
-    script.write_text(json.dumps({"log": str(log), "turns": [list(t) for t in turns]}))
+    turns_played = [list(t) for t in turns]
+    script.write_text(json.dumps({"log": str(log), "turns": turns_played, "resume": resume}))
     base_env = {"PATH": os.environ["PATH"], "HOME": str(home),
                 "ANTHROPIC_API_KEY": SECRET}  # fmt: skip
     settings = AcpSettings(
