@@ -23,7 +23,7 @@ def relayed(events: list[object]) -> int:
 
 async def test_a_flood_of_updates_is_cut_at_the_turn_s_budget(tmp_path: Path) -> None:
     flood = [{"say": "x", "repeat": CHUNK, "times": 2000}, {"say": "after the flood"}]
-    async with scripted(tmp_path, [flood, [{"say": "second turn"}]]) as s:
+    async with scripted(tmp_path, [flood, [{"say": "second turn"}]], resume=True) as s:
         async with asyncio.timeout(120):
             outcome = await s.runtime.prompt(GO)
         budget = s.runtime.bounds.update_bytes
