@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_IDLE = 600.0
 HELLO_TIMEOUT = 10.0  # seconds for a peer's whole first frame, read on the event loop
+ACCEPT_PAUSE = 0.2  # seconds before accepting again when that failed (no descriptor left)
 
 
 def serve_daemon(ready_fd: int | None, first: str | None = None) -> int:
@@ -134,9 +135,17 @@ class Daemon:
             await self._close_all()
 
     async def _accept(self) -> None:
+        """Accept peers for as long as the daemon lives. Running out of descriptors
+        (peers holding them all) pauses accepting, never ends it: they are given
+        back as those peers go, at the latest at their hello's deadline."""
         loop = asyncio.get_running_loop()
         while True:
-            conn, _ = await loop.sock_accept(self.listener)
+            try:
+                conn, _ = await loop.sock_accept(self.listener)
+            except OSError as err:
+                log.warning("could not accept a connection (%s); trying again", err)
+                await asyncio.sleep(ACCEPT_PAUSE)
+                continue
             task = asyncio.create_task(self._handle(conn))
             self.connections.add(task)
             task.add_done_callback(self._ended)

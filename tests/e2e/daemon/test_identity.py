@@ -21,7 +21,7 @@ from loopd.daemon.place import place_of
 from loopd.sandbox.probe import probe_sandbox
 from loopd.sandbox.tiers import Tier
 from loopd.testing.llm_script import Reply, ScriptedCall
-from tests.e2e.acp.conftest import ROOT, Home, loopd_acp, raw_loopd, text
+from tests.e2e.acp.conftest import ROOT, Home, RawAgent, loopd_acp, raw_loopd, text
 from tests.e2e.daemon.conftest import LOOPD, loopd, shared, status
 from tests.e2e.daemon.test_sandbox_reach import tool_result
 from tests.e2e.lsp.conftest import Start
@@ -141,6 +141,46 @@ async def test_silent_peers_hold_neither_new_editors_nor_status(daemon_home: Hom
         finally:
             for peer in peers:
                 peer.close()
+
+
+def _peers_while_they_last(home: Home, count: int) -> list[socket.socket]:
+    """Up to `count` silent peers; a connect that fails (the daemon's backlog is
+    full, nothing accepted) ends the attempt."""
+    peers = []
+    for _ in range(count):
+        try:
+            sock = place_of(shared(home)).connect(timeout=1)
+        except OSError:
+            break
+        if sock is None:
+            break
+        peers.append(sock)
+    return peers
+
+
+async def test_peers_that_take_every_descriptor_do_not_end_accepting(daemon_home: Home) -> None:
+    """Another limit: a daemon started with 100 descriptors, and 200 peers that
+    hold them. Once they go, the daemon accepts again."""
+    home = daemon_home
+    argv = ["sh", "-c", 'ulimit -n 100 && exec "$@"', "sh", *LOOPD, "acp"]
+    proc = await asyncio.create_subprocess_exec(
+        *argv, env=shared(home), cwd=home.work, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    zed = RawAgent(proc)
+    try:
+        await zed.initialized()  # the daemon, started by this editor, has its limit
+        peers = await asyncio.to_thread(_peers_while_they_last, home, 200)
+        assert len(peers) > 100
+        for peer in peers:
+            peer.close()
+        code, out, err = await loopd(home, "daemon", "status")
+        assert code == 0 and "editor connection(s)" in out, err  # (peers still leaving)
+        log = await asyncio.to_thread(Path(place_of(shared(home)).log).read_text)
+        assert "could not accept a connection" in log
+    finally:
+        proc.kill()
+        await proc.wait()
 
 
 async def test_a_peer_that_dribbles_its_request_is_hung_up_on(daemon_home: Home) -> None:
