@@ -164,7 +164,12 @@ class GuardedParts:
         tool_env = ToolEnv(
             roots=ctx.roots,
             files=RoutedFiles(ctx.editor_files, BeneathFiles(policy.paths)),
-            reader=DiskReader((), home=policy.paths.home, secrets=policy.paths.extra_secrets),
+            reader=DiskReader(
+                (),
+                home=policy.paths.home,
+                secrets=policy.paths.extra_secrets,
+                exempt=policy.paths.readable,  # the kept outputs, as `read` reads them
+            ),
             sandbox=sandbox,
             outside=Unsandboxed(dict(env)),
             grants=policy.grants,
@@ -177,7 +182,7 @@ class GuardedParts:
             home=home_path(env),
         )
         builtin = builtin_tools()
-        explore = Explore(child, ToolRegistry(tool_env, builtin), policy)  # without itself
+        explore = Explore(child, builtin, policy)  # without itself
         mcp = await McpServers.connect(
             ctx.mcp_servers,
             reserved={t.name for t in (*builtin, explore)} | {Skill.name},
