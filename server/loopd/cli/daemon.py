@@ -43,6 +43,9 @@ def _status(as_json: bool) -> int:
     except Unsafe as err:
         sock, status["refused"] = None, str(err)
         print(f"loopd: the daemon's socket is refused: {escape(str(err))}", file=sys.stderr)
+    except OSError as err:  # listening, but taking no one (its backlog is full)
+        sock, status["error"] = None, f"the daemon takes no connection ({err})"
+        print(f"loopd: {status['error']} (its log: {escape(place.log)})", file=sys.stderr)
     if sock is not None:
         with sock:
             status |= _asked(sock, place)

@@ -143,18 +143,19 @@ async def test_silent_peers_hold_neither_new_editors_nor_status(daemon_home: Hom
                 peer.close()
 
 
-def _peers_while_they_last(home: Home, count: int) -> list[socket.socket]:
-    """Up to `count` silent peers; a connect that fails (the daemon's backlog is
-    full, nothing accepted) ends the attempt."""
-    peers = []
-    for _ in range(count):
+async def _peers_while_they_last(home: Home, count: int) -> list[socket.socket]:
+    """Up to `count` silent peers; ten connects in a row that fail, a moment apart
+    (the daemon's backlog is full and it accepts no more), end the attempt."""
+    peers: list[socket.socket] = []
+    failed = 0
+    while len(peers) < count and failed < 10:
         try:
             sock = place_of(shared(home)).connect(timeout=1)
-        except OSError:
-            break
-        if sock is None:
-            break
-        peers.append(sock)
+        except OSError:  # the backlog is full (at once, for a Unix socket)
+            sock = None
+            await asyncio.sleep(0.2)
+        failed = 0 if sock else failed + 1
+        peers += [sock] if sock else []
     return peers
 
 
@@ -170,8 +171,8 @@ async def test_peers_that_take_every_descriptor_do_not_end_accepting(daemon_home
     zed = RawAgent(proc)
     try:
         await zed.initialized()  # the daemon, started by this editor, has its limit
-        peers = await asyncio.to_thread(_peers_while_they_last, home, 200)
-        assert len(peers) > 100
+        peers = await _peers_while_they_last(home, 200)
+        assert len(peers) >= 64  # at least the listener's backlog: the daemon ran out
         for peer in peers:
             peer.close()
         code, out, err = await loopd(home, "daemon", "status")
@@ -227,4 +228,33 @@ async def test_status_of_a_daemon_that_does_not_answer_says_so(daemon_home: Home
         assert code == 1 and '"error": "the daemon did not answer within 5 s"' in out
     finally:
         mute.close()
+        os.unlink(place.endpoint)
+
+
+async def test_status_of_a_daemon_whose_backlog_is_full_says_so(daemon_home: Home) -> None:
+    """Another way not to answer: the socket takes no connection at all."""
+    home = daemon_home
+    place = place_of(shared(home))
+    place.prepare()
+    full = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    full.bind(place.endpoint)
+    os.chmod(place.endpoint, 0o600)
+    full.listen(0)
+    queued = []
+    try:
+        while True:  # fill the backlog; nobody accepts
+            peer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            peer.setblocking(False)
+            queued.append(peer)
+            peer.connect(place.endpoint)
+    except BlockingIOError:
+        pass
+    try:
+        code, out, err = await loopd(home, "daemon", "status")
+        assert code == 1 and out == ""
+        assert "the daemon takes no connection" in err and "Traceback" not in err
+    finally:
+        for peer in queued:
+            peer.close()
+        full.close()
         os.unlink(place.endpoint)
