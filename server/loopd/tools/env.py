@@ -35,6 +35,7 @@ from loopd.protocol.events import PlanEntry
 from loopd.protocol.questions import UserQuestions
 from loopd.protocol.reading import FileReader, ReadRefused
 from loopd.sandbox.base import CommandSandbox, Unsandboxed
+from loopd.sandbox.netgate import NetworkGate
 from loopd.tools.changes import ChangeLog
 from loopd.tools.processes import BackgroundProcesses
 
@@ -263,7 +264,9 @@ class ToolEnv:
     bookmarks `write` and `edit` check (see `loopd.context.freshness`). `grants` carries what the
     policy allowed each call beyond the defaults (see `loopd.policy.grants`). `reader`
     reads what the tools read besides the files they are asked for (ignore files, the
-    files a search looks through), beneath the roots, with the session's secrets."""
+    files a search looks through), beneath the roots, with the session's secrets.
+    `network` is network by domain, when configured and the sandbox can bind its
+    proxy in."""
 
     roots: tuple[str, ...]
     files: FileAccess = field(default_factory=LocalFiles)
@@ -282,6 +285,7 @@ class ToolEnv:
     # Where a command's full output is written when what is shown was cut (the
     # session's dir under the data dir); None: nowhere.
     outputs_dir: str | None = None
+    network: NetworkGate | None = None
     plan: tuple[PlanEntry, ...] = ()
     changes: ChangeLog = field(default_factory=ChangeLog)
     reads: FileLog = field(default_factory=FileLog)  # what the agent saw of each file
@@ -352,6 +356,8 @@ class ToolEnv:
 
     async def aclose(self) -> None:
         await self.processes.aclose()
+        if self.network is not None:
+            await self.network.aclose()
         if self._scratch.path is not None:
             shutil.rmtree(self._scratch.path, ignore_errors=True)
             self._scratch.path = None
