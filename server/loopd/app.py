@@ -37,6 +37,7 @@ from loopd.daemon.place import place_of
 from loopd.engine.delegate import ChildRuntime
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig
+from loopd.home import home_path
 from loopd.instructions import read_chain, system_prompt
 from loopd.parts import GuardedParts, LazyProbe
 from loopd.policy.domains import DomainLists
@@ -334,8 +335,7 @@ def _workspace_reader(env: Mapping[str, str]) -> DiskReader:
     """The rules of every read loopd makes of a workspace or a home on its own
     (instruction files, skills): the file tools' secrets, loopd's own folders
     included; each use gives its roots."""
-    home = os.path.realpath(env.get("HOME") or os.path.expanduser("~"))
-    return DiskReader((), home=home, secrets=_own_dirs(env))
+    return DiskReader((), home=os.path.realpath(home_path(env)), secrets=_own_dirs(env))
 
 
 def _own_dirs(env: Mapping[str, str]) -> tuple[str, ...]:

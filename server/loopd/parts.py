@@ -20,6 +20,7 @@ from loopd.engine.delegate import ChildRuntime
 from loopd.engine.done import Criterion, DoneSet
 from loopd.engine.loop import random_id
 from loopd.engine.ports import Emitter
+from loopd.home import home_path
 from loopd.mcp import McpError, McpServers
 from loopd.policy.decide import RulePolicy
 from loopd.policy.grants import CallGrants
@@ -169,6 +170,7 @@ class GuardedParts:
             network=grant,
             rules=rules,
             remembered=RuleSet.from_json(remembered),
+            home=home_path(env),
             extra_secrets=boundary.private,
             readable=(kept,),
             grants=CallGrants(),
@@ -192,6 +194,7 @@ class GuardedParts:
             session_id=ctx.session_id,
             limits=limits,
             outputs_dir=kept,
+            home=home_path(env),
             network=gate,
         )
         builtin = builtin_tools()

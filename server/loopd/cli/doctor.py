@@ -109,6 +109,8 @@ def daemon_state(env: Mapping[str, str]) -> str:
     status = daemon_status()
     if "refused" in status:
         line = f"refused: {escape(status['refused'])}"
+    elif "error" in status:
+        line = f"not answering: {escape(status['error'])}"
     elif status["running"]:
         line = (
             f"running, pid {status['pid']}, loopd {status['version']},"
