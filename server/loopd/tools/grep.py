@@ -252,15 +252,27 @@ def _python_search(query: Query, want: int) -> list[Match]:
 
 
 def _walk(query: Query) -> Iterator[str]:
-    """Files under the root in `rg --sort path` order; the root itself if a file."""
-    if os.path.isdir(query.root):
-        yield from _walk_dir(query.root, query, inherited(query.root, query.top or query.root), ())
-    else:
+    """Files under the root in `rg --sort path` order; the root itself if a file.
+    Iterative (a stack of entries still to visit): a tree of any depth is walked."""
+    if not os.path.isdir(query.root):
         yield query.root
+        return
+    top = inherited(query.root, query.top or query.root)
+    pending: list[tuple[str, tuple[str, ...], Ignore | None]] = [(query.root, (), top)]
+    while pending:
+        path, here, ignore = pending.pop()
+        if ignore is None:  # a file, already checked
+            yield path
+            continue
+        inner = ignore.extended(here, read_ignore_file(None, os.path.join(path, ".gitignore")))
+        pending.extend(reversed(list(_entries(path, here, inner, query))))
 
 
-def _walk_dir(directory: str, query: Query, ignore: Ignore, here: tuple[str, ...]) -> Iterator[str]:
-    ignore = ignore.extended(here, read_ignore_file(None, os.path.join(directory, ".gitignore")))
+def _entries(
+    directory: str, here: tuple[str, ...], ignore: Ignore, query: Query
+) -> Iterator[tuple[str, tuple[str, ...], Ignore | None]]:
+    """A directory's entries to visit, by name: folders with the rules inside them,
+    files with None."""
     try:
         with os.scandir(directory) as it:
             entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
@@ -270,12 +282,13 @@ def _walk_dir(directory: str, query: Query, ignore: Ignore, here: tuple[str, ...
         if entry.is_symlink():
             continue
         is_dir = entry.is_dir()
-        if ignore.ignored((*here, entry.name), is_dir):
+        rel = (*here, entry.name)
+        if ignore.ignored(rel, is_dir):
             continue
         if is_dir:
-            yield from _walk_dir(entry.path, query, ignore, (*here, entry.name))
+            yield entry.path, rel, ignore
         elif entry.is_file(follow_symlinks=False) and _selected(entry.path, query):
-            yield entry.path
+            yield entry.path, rel, None
 
 
 def _text_lines(path: str) -> Iterator[str]:
