@@ -104,7 +104,7 @@ class App:
         (after `loopd login` ran in a terminal, or the workspace file was trusted).
         Open sessions keep their runtime."""
         env, config = await asyncio.to_thread(_configure, self.env, self.cwd)
-        catalog = await asyncio.to_thread(discover_catalog, config, env)
+        catalog = await asyncio.to_thread(discover_catalog, config, env, self.cwd)
         probe = self._probe or LazyProbe(env)
         factories = _factories(catalog, env, config, self.store, self._providers, probe)
         self.config, self.catalog = config, catalog
@@ -128,7 +128,7 @@ def build_app(
     probe = LazyProbe(effective)
     if editor:  # an editor opens a session next: probe beside the rest of the build
         probe.start()
-    catalog = discover_catalog(config, effective)
+    catalog = discover_catalog(config, effective, cwd)
     store = table.store if table else SqliteStore(data_dir(env) / "sessions.db")
     providers: list[ClosableProvider] = []
     manager = SessionManager(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from loopd.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from loopd.cli.render import escape
+from loopd.executables import find_program, process_path
 
 if TYPE_CHECKING:
     from loopd.config import Config
@@ -50,7 +50,7 @@ def doctor(args: argparse.Namespace) -> int:
         print(f"  error: {escape(str(problem))}")
     print(credentials(env, config))
     print(tools())
-    build = discover_catalog(config, env)
+    build = discover_catalog(config, env, os.getcwd())
     print(escape(catalog_to_text(build.catalog, build.skipped), multiline=True))
     print(probe_sandbox(env=env).report())
     if problem is not None:
@@ -97,6 +97,6 @@ def credentials(env: Mapping[str, str], config: Config) -> str:
 def tools() -> str:
     lines = ["tools:"]
     for command, what in TOOLS:
-        found = shutil.which(command)
+        found = find_program(command, process_path(), outside=(os.getcwd(),))
         lines.append(f"  {command:<6} {escape(found) if found else 'not found'}  ({what})")
     return "\n".join(lines)

@@ -35,11 +35,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast, get_args
 
 from loopd.engine.ports import Emitter
+from loopd.executables import find_program
 from loopd.policy.modes import Mode, parse_mode
 from loopd.policy.paths import PathIssue
 from loopd.policy.rules import RuleSet
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
-from loopd.protocol.errors import ConfigError
+from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import AgentMessageChunk, ConfigOption, Prompt
 from loopd.protocol.turns import Outcome, StopReason
 from loopd.runtimes.acp_gate import AcpGuard, command_of
@@ -145,9 +146,15 @@ class AcpRuntime:
 
         s = self._settings
         env = {**s.base_env, **s.env}
+        command = find_program(s.command, env.get("PATH"), outside=self._ctx.roots)
+        if command is None:
+            raise RuntimeFailure(
+                f"cannot start the ACP agent {s.command!r}: not found on PATH's absolute "
+                "entries outside the workspace (it would run outside the sandbox)"
+            )
         terminals = self._terminals = self._new_terminals()
         child = await ChildConnection.spawn(
-            s.command, s.args, env, self._ctx.cwd, self._on_update, self._on_question, self._files,
+            command, s.args, env, self._ctx.cwd, self._on_update, self._on_question, self._files,
             self._may_write, terminals,
         )  # fmt: skip
         try:

@@ -26,13 +26,13 @@ import contextlib
 import itertools
 import logging
 import os
-import shutil
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from loopd.executables import find_program
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import AgentMessageChunk, ConfigOption, Notice, Prompt
@@ -216,14 +216,17 @@ class ForeignRuntime(ABC):
         await self._stop_process()
         self._stale = False
         cli = self.CLI
-        binary = self._settings.binary or shutil.which(cli.command)
+        env = self._env()
+        command = self._settings.binary or cli.command
+        binary = find_program(command, env.get("PATH"), outside=self._ctx.roots)
         if binary is None:
             raise RuntimeFailure(
-                f"{cli.product} is not installed: no `{cli.command}` on PATH. Install it "
-                f"({cli.install}) or configure its path."
+                f"{cli.product} is not installed: no `{command}` on PATH's absolute "
+                f"entries outside the workspace. Install it ({cli.install}) or configure "
+                "its path."
             )
         self._proc = await JsonlProcess.spawn(
-            self._argv(binary), cwd=self._ctx.cwd, env=self._env(), name=cli.product
+            self._argv(binary), cwd=self._ctx.cwd, env=env, name=cli.product
         )
         self._reader = asyncio.create_task(self._read(self._proc))
         await self._started()

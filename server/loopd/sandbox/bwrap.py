@@ -41,11 +41,11 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from loopd.executables import find_program
 from loopd.policy.network import NetworkGrant
 from loopd.policy.paths import contains
 from loopd.sandbox import landlock_syscalls
@@ -106,7 +106,8 @@ class BwrapSandbox:
         argv += ["--seccomp", "3"] if by_bwrap else []
         argv += ["--chdir", spec.cwd, "--", *self._inner(spec.argv, writable, network)]
         if by_bwrap:
-            argv = [shutil.which("sh") or "/bin/sh", "-c", 'exec "$@" 3<"$0"', filter_file(), *argv]
+            sh = find_program("sh", self.base_env.get("PATH"), outside=writable) or "/bin/sh"
+            argv = [sh, "-c", 'exec "$@" 3<"$0"', filter_file(), *argv]
         env = sanitized_env(self.base_env)
         env["TMPDIR"] = SANDBOX_TMP
         return PreparedCommand(tuple(argv), env, spec.cwd, landlock_syscalls.die_with_parent)

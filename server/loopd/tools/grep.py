@@ -25,10 +25,12 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
+from loopd.executables import find_program, process_path
 from loopd.policy.beneath import file_kind
 from loopd.policy.paths import secret_reason
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import Location, ToolKind
+from loopd.sandbox.base import sanitized_env
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
 from loopd.tools.gitignore import Ignore, inherited, is_within, read_ignore_file
@@ -85,6 +87,9 @@ class Grep:
     }
 
     def __init__(self, rg: str | None) -> None:
+        """`rg`: the ripgrep to run (a name on loopd's PATH or a path), None for the
+        pure-Python search. It is looked up at each call (`find_program`), never in
+        the workspace: it runs outside the sandbox."""
         self.rg = rg
 
     async def declare(self, args: Args, env: ToolEnv) -> Declaration:
@@ -110,11 +115,12 @@ class Grep:
         if kind not in ("directory", "regular file"):
             return failure(f"{env.display(query.root)} is a {kind}; grep searches files")
         want = env.limits.grep_max_matches + 1
+        rg = None if self.rg is None else find_program(self.rg, process_path(), outside=env.roots)
         try:
-            if self.rg is None:
+            if rg is None:
                 found = await asyncio.to_thread(_python_search, query, want)
             else:
-                found = await _rg_search(self.rg, query, want)
+                found = await _rg_search(rg, query, want)
         except GrepFailed as e:
             return failure(f"grep failed: {e}")
         shown, withheld = _without_secrets(found)
@@ -175,6 +181,7 @@ async def _rg_search(rg: str, query: Query, want: int) -> list[Match]:
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env=sanitized_env(os.environ),  # no key reaches it, whatever it is
         limit=2 * LINE_CAP,  # one JSON line per matching line; longer ones are dropped
     )
     assert proc.stdout is not None and proc.stderr is not None
