@@ -11,9 +11,12 @@ asked once per version of the file in a process; later sessions, and clients ask
 already, are told in the first reply which settings were ignored. No answer, a
 rejection or a file that changed since it was read leave the file inert.
 
-A yes records trust for exactly the bytes that were read (the hash `Config.workspace`
-carries), then `reconfigure` rebuilds the catalog: sessions opened afterwards get
-the file's settings; the open ones keep the runtime they started with.
+A yes records trust for exactly the bytes that were read and shown (the question
+shows `WorkspaceStatus.content`, whose hash `Config.workspace` carries; a file that
+changed since is not trusted), then `reconfigure` rebuilds the catalog: sessions
+opened afterwards get the file's settings; the open ones keep the runtime they
+started with. A file that cannot be used, or too long to show whole, is not asked
+about: the person is told it was ignored.
 """
 
 from __future__ import annotations
@@ -64,8 +67,8 @@ class WorkspaceTrust:
             return
         if await self._trusted_meanwhile(status):
             return
-        if status.sha256 in self._asked:
-            await emitter.emit(AgentMessageChunk(status.notice, _id("msg")))
+        if status.sha256 in self._asked or not _askable(status):
+            await emitter.emit(AgentMessageChunk(_told(status), _id("msg")))
             return
         self._asked.add(status.sha256)
         call_id = _id("trust")
@@ -126,11 +129,25 @@ class WorkspaceTrust:
         return withdrawn
 
 
+def _askable(status: WorkspaceStatus) -> bool:
+    """A file is asked about only when it can be used and shown whole: trust goes to
+    exactly the bytes shown, never to a tail the question cut off."""
+    return not status.problem and len(status.content) <= SHOWN_BYTES
+
+
+def _told(status: WorkspaceStatus) -> str:
+    if _askable(status) or status.problem:
+        return status.notice
+    return (
+        f"{status.notice} It is over {SHOWN_BYTES} bytes, too long to show here, so it is "
+        "not asked about."
+    )
+
+
 def _question(status: WorkspaceStatus) -> str:
-    try:
-        text = status.file.read_bytes()[:SHOWN_BYTES].decode("utf-8", "replace")
-    except OSError:
-        text = "(the file cannot be read now)"
+    """The notice and the file as read once: the very bytes whose sha256 a yes
+    records (the file is never read again for the question)."""
+    text = status.content.decode("utf-8", "replace")
     return (
         f"{status.notice}\n\nTrusting the folder lets every setting in the file apply, "
         f"including commands it names (they run on this machine, outside the sandbox). "
