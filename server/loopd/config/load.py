@@ -72,6 +72,8 @@ def load_config(
         state=TrustStore(data_dir(env)).state(found),
         sha256=found.sha256,
         content=found.content,
+        runs=found.runs,
+        fingerprint=found.fingerprint,
     )
     if status.state is TrustState.TRUSTED:  # the person's own: its errors are theirs
         document = _parse_toml(ws_path, found.content)

@@ -309,7 +309,8 @@ class WorkspaceStatus:
     """The workspace file behind a config: whether it is trusted and, when it is not,
     which of its keys were ignored (dotted, as written in the file), or the
     `problem` that had the whole file ignored (an untrusted file never stops loopd).
-    `content` is exactly the bytes `sha256` covers: what a trust question shows."""
+    `content` is exactly the bytes `sha256` covers: what a trust question shows,
+    with `runs`."""
 
     folder: str
     file: Path
@@ -318,6 +319,8 @@ class WorkspaceStatus:
     ignored: tuple[str, ...] = ()
     problem: str = ""
     content: bytes = field(default=b"", repr=False)
+    runs: tuple[tuple[str, str], ...] = ()  # what it runs, pinned (`loopd.config.pins`)
+    fingerprint: str = ""  # of the bytes and the pins: what a yes must still find
 
     @property
     def notice(self) -> str:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast, get_args
 
+from loopd.config.pins import Pins
 from loopd.engine.ports import Emitter
 from loopd.executables import find_program
 from loopd.policy.modes import Mode, parse_mode
@@ -46,7 +47,7 @@ from loopd.protocol.turns import Outcome, StopReason
 from loopd.runtimes.acp_gate import AcpGuard, command_of
 from loopd.runtimes.acp_terminals import AcpTerminals
 from loopd.runtimes.acp_wire import event_of, options_of, paths_of, prompt_blocks
-from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.base import RuntimeContext, refuse_moved
 from loopd.runtimes.options import DEFAULT_MODE, mode_option
 from loopd.sandbox.probe import NO_BOUNDARY, Boundary, SandboxProbe, probe_sandbox
 from loopd.tools.env import SystemClock, ToolLimits
@@ -81,6 +82,7 @@ class AcpSettings:
     boundary: Boundary = NO_BOUNDARY
     probe: Callable[[], SandboxProbe] = _no_sandbox
     limits: ToolLimits = field(default_factory=ToolLimits)
+    pins: Pins = ()  # what the trusted workspace file runs, as trusted
 
 
 class AcpRuntimeFactory:
@@ -145,6 +147,7 @@ class AcpRuntime:
         from loopd.runtimes.acp_child import ChildConnection
 
         s = self._settings
+        refuse_moved(s.pins)
         env = {**s.base_env, **s.env}
         command = find_program(s.command, env.get("PATH"), outside=self._ctx.roots)
         if command is None:

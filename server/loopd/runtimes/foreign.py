@@ -32,12 +32,13 @@ from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from loopd.config.pins import Pins
 from loopd.executables import find_program
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import AgentMessageChunk, ConfigOption, Notice, Prompt
 from loopd.protocol.turns import Outcome
-from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.base import RuntimeContext, refuse_moved
 from loopd.runtimes.jsonl import JsonlProcess, wait_while_active
 from loopd.runtimes.options import (
     CLI_DEFAULT_EFFORT,
@@ -58,7 +59,8 @@ class ForeignSettings:
     inherited environment: `inherit`, the environment of the editor the session
     came from (a daemon serves many, and one's keys never reach another's CLI), or
     this process's when None. `extra_args` follow loopd's own flags. `models` and
-    `efforts` (with their defaults) are what the catalog entry offers."""
+    `efforts` (with their defaults) are what the catalog entry offers. `pins`: the
+    CLI does not start once one of them moved (`loopd.config.pins`)."""
 
     binary: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
@@ -70,6 +72,7 @@ class ForeignSettings:
     default_effort: str | None = None
     stall_timeout: float = 300.0
     cancel_timeout: float = 10.0
+    pins: Pins = ()  # what the trusted workspace file runs, as trusted
 
     def inherited(self) -> dict[str, str]:
         """The environment the CLI starts from, before loopd's own variables."""
@@ -216,6 +219,7 @@ class ForeignRuntime(ABC):
         await self._stop_process()
         self._stale = False
         cli = self.CLI
+        refuse_moved(self._settings.pins)
         env = self._env()
         command = self._settings.binary or cli.command
         binary = find_program(command, env.get("PATH"), outside=self._ctx.roots)

@@ -67,10 +67,10 @@ class WorkspaceTrust:
             return
         if await self._trusted_meanwhile(status):
             return
-        if status.sha256 in self._asked or not _askable(status):
+        if status.fingerprint in self._asked or not _askable(status):
             await emitter.emit(AgentMessageChunk(_told(status), _id("msg")))
             return
-        self._asked.add(status.sha256)
+        self._asked.add(status.fingerprint)
         call_id = _id("trust")
         title = f"Trust the settings in {status.file}?"
         shown = (TextBlock(_question(status)),)
@@ -87,7 +87,7 @@ class WorkspaceTrust:
         )
         decision = await approver.approve(request)
         try:
-            trusted = decision.allowed and await self.trust(status.folder, expect=status.sha256)
+            trusted = decision.allowed and await self.trust(status.folder, status.fingerprint)
         except ConfigError as err:  # recorded, but the settings are not usable as they are
             text = f"Trusted, but its settings cannot be used, so nothing changed: {err}"
         else:
@@ -110,13 +110,14 @@ class WorkspaceTrust:
         return True
 
     async def trust(self, folder: str, expect: str | None = None) -> bool:
-        """Trust `folder`'s workspace file as it is now (and only if its hash is
-        `expect`, when given), then reconfigure. False when there is nothing to
-        trust or the file changed. Raises `ConfigError` when the trusted settings
-        cannot be used (the runtimes stay as they were)."""
+        """Trust `folder`'s workspace file as it is now (and only if it and what it
+        runs still have the fingerprint `expect`, when given), then reconfigure.
+        False when there is nothing to trust or the file changed. Raises
+        `ConfigError` when the trusted settings cannot be used (the runtimes stay as
+        they were)."""
         path = Path(folder)
         found = WorkspaceFile.read(path, workspace_config_file(path))
-        if found is None or (expect is not None and found.sha256 != expect):
+        if found is None or (expect is not None and found.fingerprint != expect):
             return False
         self.store.trust(found)
         await self.reconfigure()
@@ -148,10 +149,13 @@ def _question(status: WorkspaceStatus) -> str:
     """The notice and the file as read once: the very bytes whose sha256 a yes
     records (the file is never read again for the question)."""
     text = status.content.decode("utf-8", "replace")
+    pinned = "".join(f"\n  {path}: {digest[:12]}" for path, digest in status.runs)
+    pins = f"\n\nThe files of the folder its runtimes name are pinned:{pinned}" if pinned else ""
     return (
         f"{status.notice}\n\nTrusting the folder lets every setting in the file apply, "
         f"including commands it names (they run on this machine, outside the sandbox). "
-        f"It is asked again if the file changes.\n\n{status.file}:\n{text}"
+        f"It is asked again if the file or a pinned file changes.{pins}\n\n"
+        f"{status.file}:\n{text}"
     )
 
 
