@@ -8,8 +8,9 @@ string of a runtime's `command`, `args` and `env` values (and the value of a
 `--flag=value`) that names a path beneath the folder, relative to it or absolute, is
 pinned: the sha256 of its bytes, `ABSENT` when nothing is there (a file created
 later is a change too), `NOT_A_FILE` for a folder or a special file (never opened:
-a FIFO would block). Pins are part of what trust records: when one moves, the
-folder is asked about again.
+a FIFO would block). A file over 64 MiB is hashed up to there, then identified by
+its size, mtime and inode. Pins are part of what trust records: when one moves,
+the folder is asked about again.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ Pins = tuple[tuple[str, str], ...]  # (path, sha256 | ABSENT | NOT_A_FILE), sort
 ABSENT = "absent"
 NOT_A_FILE = "not a regular file"
 _CHUNK = 1 << 20
+_HASHED = 64 << 20  # bytes of one file hashed; past it, its size, mtime and inode count
 
 
 def pinned_runs(folder: str, content: bytes) -> Pins:
@@ -94,7 +96,12 @@ def _digest(path: str) -> str:
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return NOT_A_FILE
+        info = os.fstat(fd)
         digest = hashlib.sha256()
-        while chunk := handle.read(_CHUNK):
+        for _ in range(_HASHED // _CHUNK):
+            if not (chunk := handle.read(_CHUNK)):
+                break
             digest.update(chunk)
+        if info.st_size > _HASHED:  # a start never hashes gigabytes: the rest by size
+            digest.update(f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}".encode())
         return digest.hexdigest()

@@ -98,3 +98,16 @@ async def test_a_file_that_cannot_be_used_is_said_not_asked(tmp_path: Path) -> N
     await ws.gate.first_turn("s1", emitter, approver)
     assert approver.requests == []
     assert "not valid TOML" in emitter.text
+
+
+async def test_the_question_names_the_files_trust_pins(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path, '[runtimes.helper]\nharness = "acp"\ncommand = "/bin/sh"\n')
+    (ws.folder / "agent.sh").write_text("echo agent\n")
+    (ws.folder / ".loopd" / "config.toml").write_text(
+        '[runtimes.helper]\nharness = "acp"\ncommand = "/bin/sh"\nargs = ["agent.sh"]\n'
+    )
+    ws.config = load_config(ws.env, ws.folder)
+    person = PersonWhileAsked(lambda: None)
+    await ws.gate.first_turn("s1", RecordingEmitter(), person)
+    (shown,) = person.shown
+    assert f"{ws.folder.resolve()}/agent.sh" in shown and "pinned" in shown
