@@ -9,9 +9,8 @@ Top-down, like `os.walk`: each `Folder` is yielded before its subfolders, and
 removing names from `Folder.dirs` prunes them. `dirs` also names symlinks to
 folders (as `os.walk` does), but only real folders are entered. Each folder is
 opened with `O_NOFOLLOW` and must be the very inode its parent listed, so a folder
-swapped for a symlink while the walk runs is skipped, not followed; `Folder.fd` is
-open while the caller holds that folder (for reading a file in it relative to it).
-Unreadable folders are skipped. Names are sorted, so a walk is reproducible.
+swapped for a symlink while the walk runs is skipped, not followed. Unreadable
+folders are skipped. Names are sorted, so a walk is reproducible.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NONBLOCK
 class Folder:
     path: str
     rel: tuple[str, ...]  # components below the walk's root; () for the root
-    fd: int
     dirs: list[str]
     files: list[str]
 
@@ -47,7 +45,7 @@ def walk(root: str) -> Iterator[Folder]:
             if identity is not None and (info.st_dev, info.st_ino) != identity:
                 continue  # not the folder its parent listed: swapped meanwhile
             dirs, files, real = _list(fd)
-            folder = Folder(path, rel, fd, dirs, files)
+            folder = Folder(path, rel, dirs, files)
             yield folder
             entered = [
                 (os.path.join(path, d), (*rel, d), real[d]) for d in folder.dirs if d in real

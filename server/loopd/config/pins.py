@@ -10,7 +10,9 @@ pinned: the sha256 of its bytes, `ABSENT` when nothing is there (a file created
 later is a change too), `NOT_A_FILE` for a folder or a special file (never opened:
 a FIFO would block). A file over 64 MiB is hashed up to there, then identified by
 its size, mtime and inode. Pins are part of what trust records: when one moves,
-the folder is asked about again.
+the folder is asked about again. Pins are hashed here, not read through the
+workspace reader (`loopd.protocol.reading`), which withholds secrets: an `.env` a
+runtime loads must be pinned too, and only its digest is ever kept.
 """
 
 from __future__ import annotations

@@ -116,7 +116,10 @@ class WorkspaceTrust:
         `ConfigError` when the trusted settings cannot be used (the runtimes stay as
         they were)."""
         path = Path(folder)
-        found = WorkspaceFile.read(path, workspace_config_file(path))
+        try:
+            found = WorkspaceFile.read(path, workspace_config_file(path))
+        except ConfigFileError:  # now a FIFO, a link out...: not what was shown
+            return False
         if found is None or (expect is not None and found.fingerprint != expect):
             return False
         self.store.trust(found)

@@ -17,18 +17,18 @@ Patterns are matched by `loopd.tools.wildmatch`, linear by construction (a
 repository's pattern cannot freeze the process); one it cannot use is skipped with
 a warning in the log, never an error for the walk.
 
-An ignore file is read only if it is a regular file (not a symlink, FIFO or device:
-a file planted to block or leak is skipped) and only its first `MAX_BYTES`.
+An ignore file is read through the session's `FileReader`: only a regular file
+beneath the roots (not a link out, a FIFO or a device: a file planted to block or
+leak is skipped), and only its first `MAX_BYTES`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import stat
 from dataclasses import dataclass
 
+from loopd.protocol.reading import FileRead, FileReader
 from loopd.tools.wildmatch import BadPattern, PathPattern, path_pattern
 
 log = logging.getLogger(__name__)
@@ -103,24 +103,15 @@ def _strip_trailing_spaces(line: str) -> str:
     return stripped
 
 
-def read_ignore_file(dir_fd: int | None, name: str) -> str:
-    """The text of an ignore file, or "" if it is missing, not a regular file or
-    unreadable. `name` is relative to `dir_fd` (or absolute when it is None)."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(name, flags, dir_fd=dir_fd)
-    except OSError:
-        return ""
-    with contextlib.closing(os.fdopen(fd, "rb")) as f:
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return ""
-            return f.read(MAX_BYTES).decode("utf-8", "replace")
-        except OSError:
-            return ""
+def read_ignore_file(reader: FileReader, path: str) -> str:
+    """The text of the ignore file at `path` (its first `MAX_BYTES`), or "" when
+    `reader` refuses it: missing, a link out of the roots, a FIFO or device, a
+    secret."""
+    read = reader.read(path, max_bytes=MAX_BYTES, over="cut")
+    return read.text() if isinstance(read, FileRead) else ""
 
 
-def inherited(root: str, top: str) -> Ignore:
+def inherited(root: str, top: str, reader: FileReader) -> Ignore:
     """The rules that apply at `root` from above it: `.git/info/exclude` and the
     `.gitignore` files of the repository holding `root`, from its top down to the
     directory above `root`, never climbing past `top` (the workspace root). Paths
@@ -143,7 +134,7 @@ def inherited(root: str, top: str) -> Ignore:
         origin = repo if source.endswith("exclude") else os.path.dirname(source)
         rel = os.path.relpath(root, origin)
         prefix = [] if rel == "." else rel.split("/")
-        for line in read_ignore_file(None, source).splitlines():
+        for line in read_ignore_file(reader, source).splitlines():
             if (rule := parse(line, ())) is not None:
                 rules.append(_rebased(rule, prefix))
     return Ignore(tuple(rules))
