@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 
 class BadPattern(ValueError):
@@ -74,15 +74,29 @@ class CharClass:
 
 
 Token = str | _Star | _Any | CharClass
+Shape = Literal["is", "ends", "starts", "holds"]
 
 
 @dataclass(frozen=True, slots=True)
 class Component:
-    """A pattern for one path component (a name without `/`)."""
+    """A pattern for one path component (a name without `/`). `shape` is the common
+    case answered by a string method: a plain name, `*.ext`, `prefix*`, `*part*`."""
 
     tokens: tuple[Token, ...]
+    shape: tuple[Shape, str] | None = None
 
     def match(self, name: str) -> bool:
+        if self.shape is not None:
+            kind, text = self.shape
+            match kind:
+                case "is":
+                    return name == text
+                case "ends":
+                    return name.endswith(text)
+                case "starts":
+                    return name.startswith(text)
+                case "holds":
+                    return text in name
         tokens, size = self.tokens, len(self.tokens)
         p = n = 0
         resume_p, resume_n = -1, 0
@@ -189,7 +203,19 @@ def component(text: str) -> Component:
         else:
             tokens.append(c)
         i += 1
-    return Component(tuple(tokens))
+    return Component(tuple(tokens), _shape(tokens))
+
+
+def _shape(tokens: list[Token]) -> tuple[Shape, str] | None:
+    stars = (tokens[:1] == [STAR], tokens[-1:] == [STAR])
+    inner = tokens[stars[0] : len(tokens) - stars[1]] if len(tokens) > 1 else tokens
+    if not all(isinstance(t, str) for t in inner) or (tokens == [STAR]):
+        return ("starts", "") if tokens == [STAR] else None
+    text = "".join(t for t in inner if isinstance(t, str))
+    kinds: dict[tuple[bool, bool], Shape] = {
+        (False, False): "is", (True, False): "ends", (False, True): "starts", (True, True): "holds"
+    }  # fmt: skip
+    return kinds[stars], text
 
 
 def path_pattern(parts: Sequence[str]) -> PathPattern:

@@ -104,3 +104,21 @@ async def test_done_criteria_watch_a_tree_of_any_depth(env: ToolEnv, tmp_path: P
     await done.begin_turn()
     (leaf / "test_x.py").write_text("weakened, and longer\n")
     assert (await done.protected_writes())[0].endswith("/d/test_x.py")
+
+
+def test_the_matcher_agrees_with_fnmatch_on_every_small_pattern() -> None:
+    # Every pattern and name of up to 4 characters over `ab*?` (fnmatch is the
+    # regular-expression reference; on inputs this small it cannot blow up).
+    import fnmatch
+    import itertools
+
+    from loopd.tools.wildmatch import component
+
+    def words(alphabet: str, most: int) -> list[str]:
+        return ["".join(w) for n in range(most + 1) for w in itertools.product(alphabet, repeat=n)]
+
+    names = words("ab", 4)
+    for pattern in words("ab*?", 4):
+        compiled = component(pattern)
+        for name in names:
+            assert compiled.match(name) == fnmatch.fnmatchcase(name, pattern), (pattern, name)
