@@ -6,8 +6,8 @@ and environment may name workspace files it then runs or loads
 (`args = ["tools/agent.py"]`), and a sandboxed command can rewrite those. So every
 string of a runtime's `command`, `args` and `env` values (and the value of a
 `--flag=value`) that names a path beneath the folder, relative to it or absolute, is
-pinned: the sha256 of its bytes, `ABSENT` when nothing is there (a file created
-later is a change too), `NOT_A_FILE` for a folder or a special file (never opened:
+pinned: the sha256 of its bytes, `ABSENT` when nothing is there and the string
+looks like a path (a `/` or a `.` in it: a file created later is a change too), `NOT_A_FILE` for a folder or a special file (never opened:
 a FIFO would block). A file over 64 MiB is hashed up to there, then identified by
 its size, mtime and inode. Pins are part of what trust records: when one moves,
 the folder is asked about again. Pins are hashed here, not read through the
@@ -43,8 +43,11 @@ def pinned_runs(folder: str, content: bytes) -> Pins:
     pins: dict[str, str] = {}
     for value in _run_strings(document.get("runtimes")):
         path = _beneath(folder, value)
-        if path is not None:
-            pins[path] = _digest(path)
+        if path is None:
+            continue
+        digest = _digest(path)
+        if digest != ABSENT or "/" in value or "." in value:  # not `--verbose`, `serve`
+            pins[path] = digest
     return tuple(sorted(pins.items()))
 
 
