@@ -6,10 +6,11 @@ and environment may name workspace files it then runs or loads
 (`args = ["tools/agent.py"]`), and a sandboxed command can rewrite those. So every
 string of a runtime's `command`, `args` and `env` values (and the value of a
 `--flag=value`) that names a path beneath the folder, relative to it or absolute, is
-pinned: the sha256 of its bytes, `ABSENT` when nothing is there and the string
-looks like a path (a `/` or a `.` in it: a file created later is a change too), `NOT_A_FILE` for a folder or a special file (never opened:
-a FIFO would block). A file over 64 MiB is hashed up to there, then identified by
-its size, mtime and inode. Pins are part of what trust records: when one moves,
+pinned: the sha256 of its bytes; `ABSENT` when nothing is there and the string
+looks like a path (a `/` or a `.` in it: a file created later is a change too);
+`NOT_A_FILE` for a folder or a special file (never read: a FIFO would block).
+A file over 64 MiB is hashed up to there, then identified by its size, mtime and
+inode. Pins are part of what trust records: when one moves,
 the folder is asked about again. Pins are hashed here, not read through the
 workspace reader (`loopd.protocol.reading`), which withholds secrets: an `.env` a
 runtime loads must be pinned too, and only its digest is ever kept.
