@@ -33,7 +33,10 @@ from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import UndoReport
 from loopd.runtimes.base import RuntimeContext
 from loopd.sandbox.base import Unsandboxed
+from loopd.sandbox.netgate import NetworkGate
 from loopd.sandbox.probe import NO_BOUNDARY, Boundary, SandboxProbe, probe_sandbox
+from loopd.sandbox.resolve import network_for
+from loopd.sandbox.tiers import Tier
 from loopd.store.sqlite import outputs_dir
 from loopd.tools.criteria import SandboxedDone
 from loopd.tools.env import (
@@ -97,6 +100,16 @@ class LazyProbe:
             return self._found[key]
 
 
+def _network_gate(
+    boundary: Boundary, tier: Tier, ctx: RuntimeContext, env: Mapping[str, str]
+) -> NetworkGate | None:
+    """Network by domain for a session, when configured and the tier can confine
+    commands to the proxy (elsewhere the network stays off or granted whole)."""
+    if boundary.domains is None or not tier.binds_proxy:
+        return None
+    return NetworkGate(boundary.domains, ctx.approver.approve, ctx.session_id, network_for(env))
+
+
 NO_SANDBOX = "No OS sandbox was found (see `loopd doctor`): every command asks first"
 
 
@@ -147,6 +160,7 @@ class GuardedParts:
             await ctx.emitter.emit(PlanUpdated(entries))
 
         sandbox = boundary.sandbox(parsed, found, tuple(ctx.roots), grant, env)
+        gate = _network_gate(boundary, found.best, ctx, env)
         kept = str(outputs_dir(data_dir(env), ctx.session_id))  # commands' full outputs
         policy = RulePolicy(
             mode=parsed,
@@ -158,11 +172,17 @@ class GuardedParts:
             extra_secrets=boundary.private,
             readable=(kept,),
             grants=CallGrants(),
+            by_domain=gate is not None,
         )
         tool_env = ToolEnv(
             roots=ctx.roots,
             files=RoutedFiles(ctx.editor_files, BeneathFiles(policy.paths)),
-            reader=DiskReader((), home=policy.paths.home, secrets=policy.paths.extra_secrets),
+            reader=DiskReader(
+                (),
+                home=policy.paths.home,
+                secrets=policy.paths.extra_secrets,
+                exempt=policy.paths.readable,  # the kept outputs, as `read` reads them
+            ),
             sandbox=sandbox,
             outside=Unsandboxed(dict(env)),
             grants=policy.grants,
@@ -172,9 +192,10 @@ class GuardedParts:
             session_id=ctx.session_id,
             limits=limits,
             outputs_dir=kept,
+            network=gate,
         )
         builtin = builtin_tools()
-        explore = Explore(child, ToolRegistry(tool_env, builtin), policy)  # without itself
+        explore = Explore(child, builtin, policy)  # without itself
         mcp = await McpServers.connect(
             ctx.mcp_servers,
             reserved={t.name for t in (*builtin, explore)} | {Skill.name},

@@ -3,7 +3,8 @@
 Shows the config files (found or not, and trusted or not), which credentials are set
 (never their values: a variable is `set` or `not set`; endpoints are shown without
 user info or query), the tools the native engine uses (ripgrep, bubblewrap), the
-runtime catalog and the sandbox tier. Exits 1 when no runtime works, 2 when a config
+runtime catalog, the sandbox tier and network by domain (its lists, and whether this
+tier enforces them). Exits 1 when no runtime works, 2 when a config
 file is wrong, so a script or a setup check can rely on it.
 """
 
@@ -22,6 +23,7 @@ from loopd.executables import find_program, process_path
 
 if TYPE_CHECKING:
     from loopd.config import Config
+    from loopd.sandbox.tiers import Tier
 
 KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 ENDPOINT_VARIABLES = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "OLLAMA_HOST")
@@ -52,7 +54,9 @@ def doctor(args: argparse.Namespace) -> int:
     print(tools())
     build = discover_catalog(config, env, os.getcwd())
     print(escape(catalog_to_text(build.catalog, build.skipped), multiline=True))
-    print(probe_sandbox(env=env).report())
+    probe = probe_sandbox(env=env)
+    print(probe.report())
+    print(network(config, probe.best))
     if problem is not None:
         return EXIT_USAGE
     return EXIT_OK if len(build.catalog.names) else EXIT_FAILED
@@ -99,4 +103,33 @@ def tools() -> str:
     for command, what in TOOLS:
         found = find_program(command, process_path(), outside=(os.getcwd(),))
         lines.append(f"  {command:<6} {escape(found) if found else 'not found'}  ({what})")
+    return "\n".join(lines)
+
+
+def network(config: Config, tier: Tier) -> str:
+    """Network by domain: off, on with its lists, or configured where this tier cannot
+    hold it (there the network stays off unless granted whole)."""
+    settings = config.sandbox
+    if not settings.by_domain:
+        return (
+            "network by domain: off (commands have no network unless it is granted whole; "
+            "set [sandbox] allowed_domains to allow hosts one by one)"
+        )
+    if tier.binds_proxy:
+        state = f"on ({tier} tier: loopd's proxy is commands' only way out)"
+    else:
+        state = (
+            f"configured, NOT enforced in the {tier} tier (it cannot confine commands to "
+            "the proxy): commands have no network unless it is granted whole"
+        )
+    lines = [f"network by domain: {state}"]
+    for label, rules in (
+        ("allowed", settings.allowed_domains or ()),
+        ("denied", settings.denied_domains),
+    ):
+        shown = ", ".join(escape(r) for r in rules) if rules else "(none)"
+        lines.append(f"  {label:<8} {shown}")
+    lines.append(
+        "  unknown hosts are asked about (refused with nobody to ask: `loopd run` without --yes)"
+    )
     return "\n".join(lines)

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from loopd.executables import find_program
+from loopd.policy.domains import DomainLists
 from loopd.policy.modes import Mode, SandboxMode
 from loopd.policy.network import NetworkGrant
 from loopd.sandbox.base import CommandSandbox, CommandSpec, Unsandboxed
@@ -226,11 +227,13 @@ def select_sandbox(
 @dataclass(frozen=True, slots=True)
 class Boundary:
     """What a session's sandbox hides and lets through beyond its defaults: loopd's
-    own folders (`private`), home entries shown to commands, Unix sockets allowed."""
+    own folders (`private`), home entries shown to commands, Unix sockets allowed,
+    and the domain lists of network by domain (None: not configured)."""
 
     private: tuple[str, ...] = ()
     home_readable: tuple[str, ...] = ()
     unix_sockets: tuple[str, ...] = ()
+    domains: DomainLists | None = None
 
     def sandbox(
         self,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import errno
 import os
 import re
 import shutil
@@ -24,15 +26,15 @@ from typing import Protocol, runtime_checkable
 
 from loopd.context.freshness import FileLog
 from loopd.engine.ports import Clock
-from loopd.policy.beneath import FileTooLarge as BeneathTooLarge
-from loopd.policy.beneath import check_regular, read_regular
+from loopd.policy.beneath import PathEscapeError, check_regular
 from loopd.policy.grants import CallGrants
 from loopd.policy.reading import DiskReader
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import PlanEntry
 from loopd.protocol.questions import UserQuestions
-from loopd.protocol.reading import FileReader
+from loopd.protocol.reading import FileReader, ReadRefused
 from loopd.sandbox.base import CommandSandbox, Unsandboxed
+from loopd.sandbox.netgate import NetworkGate
 from loopd.tools.changes import ChangeLog
 from loopd.tools.processes import BackgroundProcesses
 
@@ -103,15 +105,10 @@ class LocalFiles:
         await asyncio.to_thread(self._write, path, text)
 
     def _read(self, path: str) -> str:
-        # Regular files only, opened without blocking: a FIFO would block the open
-        # forever, a device would never end (see `loopd.policy.beneath`).
-        try:
-            data = read_regular(lambda flags: os.open(path, flags), path, self.max_bytes)
-        except BeneathTooLarge as e:
-            raise FileTooLarge(path, e.size, e.limit) from None
-        if b"\0" in data[:8192]:
-            raise NotText(path)
-        return decode_text(data, path)
+        # Through the one reader (`loopd.policy.reading`), anywhere but never a secret
+        # or the kernel's files: regular files only, opened without blocking (a FIFO
+        # would block the open forever, a device would never end).
+        return read_text_with(DiskReader(("/",)), path, self.max_bytes)
 
     def _write(self, path: str, text: str) -> None:
         target = Path(path)
@@ -120,6 +117,41 @@ class LocalFiles:
             info = os.stat(target)
             check_regular(info.st_mode, path)  # writing to a FIFO would block too
         target.write_bytes(text.encode("utf-8"))
+
+
+class PathRefused(PermissionError):
+    """The session may not use this path now; `reason` is written for the person."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(errno.EACCES, reason, path)
+        self.reason = reason
+
+
+def read_text_with(reader: FileReader, path: str, limit: int) -> str:
+    """`path` read with `reader` as `FileAccess` text: a refusal is the error the
+    registry tells the model its own way, binary content is `NotText`."""
+    read = reader.read(path, max_bytes=limit)
+    if isinstance(read, ReadRefused):
+        raise _refused(path, read, limit)
+    if b"\0" in read.data[:8192]:
+        raise NotText(path)
+    return decode_text(read.data, path)
+
+
+def _refused(path: str, refused: ReadRefused, limit: int) -> Exception:
+    match refused.problem:
+        case "missing":
+            return FileNotFoundError(errno.ENOENT, "No such file or directory", path)
+        case "directory":
+            return IsADirectoryError(errno.EISDIR, "is a directory", path)
+        case "too_large":
+            return FileTooLarge(path, refused.size, limit)
+        case "outside":  # the canonical path was inside: a link was swapped in since
+            return PathEscapeError(path, "changed into a path that leaves the folder")
+        case "secret":
+            return PathRefused(refused.path, f"{refused.reason}; loopd never reads it")
+        case "special" | "unreadable":
+            return OSError(errno.EINVAL, refused.reason)
 
 
 def decode_text(data: bytes, path: str) -> str:
@@ -211,6 +243,14 @@ class ToolLimits:
 PlanListener = Callable[[tuple[PlanEntry, ...]], Awaitable[None]]
 
 
+@dataclass(slots=True)
+class _Scratch:
+    """Where the session's scratch folder is, once made: one holder shared by an
+    env and its children, so the folder is made once and removed with the session."""
+
+    path: str | None = None
+
+
 @dataclass(eq=False)
 class ToolEnv:
     """The per-session state tools run against. `roots` are the session's workspace
@@ -223,7 +263,9 @@ class ToolEnv:
     bookmarks `write` and `edit` check (see `loopd.context.freshness`). `grants` carries what the
     policy allowed each call beyond the defaults (see `loopd.policy.grants`). `reader`
     reads what the tools read besides the files they are asked for (ignore files, the
-    files a search looks through), beneath the roots, with the session's secrets."""
+    files a search looks through), beneath the roots, with the session's secrets.
+    `network` is network by domain, when configured and the sandbox can bind its
+    proxy in."""
 
     roots: tuple[str, ...]
     files: FileAccess = field(default_factory=LocalFiles)
@@ -242,11 +284,12 @@ class ToolEnv:
     # Where a command's full output is written when what is shown was cut (the
     # session's dir under the data dir); None: nowhere.
     outputs_dir: str | None = None
+    network: NetworkGate | None = None
     plan: tuple[PlanEntry, ...] = ()
     changes: ChangeLog = field(default_factory=ChangeLog)
     reads: FileLog = field(default_factory=FileLog)  # what the agent saw of each file
     processes: BackgroundProcesses = field(init=False)
-    _scratch: str | None = field(default=None, init=False)
+    _scratch: _Scratch = field(default_factory=_Scratch, init=False)
 
     def __post_init__(self) -> None:
         if not self.roots:
@@ -288,9 +331,19 @@ class ToolEnv:
     def scratch_dir(self) -> str:
         """A private directory for this session's own files (background logs),
         removed on close."""
-        if self._scratch is None:
-            self._scratch = tempfile.mkdtemp(prefix="loopd-")
-        return self._scratch
+        if self._scratch.path is None:
+            self._scratch.path = tempfile.mkdtemp(prefix="loopd-")
+        return self._scratch.path
+
+    def for_child(self) -> ToolEnv:
+        """This env for a child turn (`explore`): the same roots, files, sandbox,
+        grants, processes, scratch folder and change log (what a child changes is
+        the session's), but read bookmarks of its own: a file only the child read
+        was never seen by the parent's model, which must not overwrite it unread.
+        Closing the parent closes what they share."""
+        child = copy.copy(self)
+        child.reads = FileLog()
+        return child
 
     async def set_plan(self, entries: tuple[PlanEntry, ...]) -> None:
         self.plan = entries
@@ -299,6 +352,8 @@ class ToolEnv:
 
     async def aclose(self) -> None:
         await self.processes.aclose()
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+        if self.network is not None:
+            await self.network.aclose()
+        if self._scratch.path is not None:
+            shutil.rmtree(self._scratch.path, ignore_errors=True)
+            self._scratch.path = None

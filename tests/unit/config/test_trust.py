@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from tests.unit.fifos import released
 
 from loopd.config import (
     UNTRUSTED_KEYS,
@@ -18,6 +19,7 @@ from loopd.config import (
     data_dir,
     load_config,
 )
+from loopd.protocol.errors import ConfigError
 
 USER = """
 [defaults]
@@ -272,3 +274,47 @@ def test_what_widens_the_sandbox_or_runs_commands_needs_trust(
         "done.enabled",
         "done.criteria",
     }
+
+
+def test_an_untrusted_file_may_deny_domains_but_never_allow_one(
+    env: dict[str, str], ws: Path
+) -> None:
+    user = Path(env["XDG_CONFIG_HOME"]) / "loopd" / "config.toml"
+    user.write_text(user.read_text() + '\n[sandbox]\nallowed_domains = ["pypi.org"]\n')
+    (ws / ".loopd" / "config.toml").write_text(
+        '[sandbox]\nallowed_domains = ["*", "evil.example"]\ndenied_domains = ["pypi.org"]\n'
+    )
+    config = load_config(env, ws)
+    assert config.sandbox.allowed_domains == ("pypi.org",)
+    assert config.sandbox.denied_domains == ("pypi.org",)  # deny wins: tightened
+    assert config.workspace is not None
+    assert config.workspace.ignored == ("sandbox.allowed_domains",)
+    trust(env, ws)
+    assert load_config(env, ws).sandbox.allowed_domains == ("*", "evil.example")
+
+
+def test_a_bad_domain_rule_is_named_with_its_file(env: dict[str, str], ws: Path) -> None:
+    user = Path(env["XDG_CONFIG_HOME"]) / "loopd" / "config.toml"
+    user.write_text(user.read_text() + '\n[sandbox]\nallowed_domains = ["pypi.*"]\n')
+    with pytest.raises(ConfigError, match=r"config.toml: sandbox.allowed_domains.*pypi\.\*"):
+        load_config(env, ws)
+
+
+def test_trust_records_or_the_user_file_planted_as_fifos_block_nothing(
+    env: dict[str, str], ws: Path
+) -> None:
+    """Not in the issue: loopd's own trust records, and the person's config file,
+    are read like every other file (a FIFO is no trust, and no config layer)."""
+    records = data_dir(env) / "trust.json"
+    records.parent.mkdir(parents=True)
+    os.mkfifo(records)
+    user = Path(env["XDG_CONFIG_HOME"]) / "loopd" / "config.toml"
+    with released(records, user) as blocked:
+        found = WorkspaceFile.read(ws, ws / ".loopd" / "config.toml")
+        assert found is not None and store(env).state(found) is TrustState.UNTRUSTED
+        config = load_config(env, ws)
+        assert config.workspace is not None and config.workspace.state is TrustState.UNTRUSTED
+        user.unlink()
+        os.mkfifo(user)
+        assert load_config(env, ws).workspace is not None  # `is_file` skips it: no layer
+    assert blocked == []
