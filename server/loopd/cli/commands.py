@@ -144,7 +144,7 @@ def catalog(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     config = load_config(env, Path.cwd())
     tell_workspace(config)
-    build = discover_catalog(config, env)
+    build = discover_catalog(config, env, os.getcwd())
     listed = asyncio.run(listed_models(build.catalog, env))  # what model servers serve
     if args.json:
         print(json.dumps(catalog_to_json(build.catalog, build.skipped, listed), indent=2))

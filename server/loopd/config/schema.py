@@ -326,18 +326,25 @@ class EnvSettings:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkspaceStatus:
     """The workspace file behind a config: whether it is trusted and, when it is not,
-    which of its keys were ignored (dotted, as written in the file)."""
+    which of its keys were ignored (dotted, as written in the file), or the
+    `problem` that had the whole file ignored (an untrusted file never stops loopd).
+    `content` is exactly the bytes `sha256` covers: what a trust question shows,
+    with `runs`."""
 
     folder: str
     file: Path
     state: TrustState
     sha256: str
     ignored: tuple[str, ...] = ()
+    problem: str = ""
+    content: bytes = field(default=b"", repr=False)
+    runs: tuple[tuple[str, str], ...] = ()  # what it runs, pinned (`loopd.config.pins`)
+    fingerprint: str = ""  # of the bytes and the pins: what a yes must still find
 
     @property
     def notice(self) -> str:
         """What to tell the person, once; empty when nothing was ignored."""
-        if not self.ignored:
+        if not self.ignored and not self.problem:
             return ""
         keys = ", ".join(self.ignored)
         match self.state:
@@ -349,6 +356,8 @@ class WorkspaceStatus:
             case TrustState.CHANGED:
                 why = "changed since you trusted it"
                 then = "Review it; to trust it as it is now, run"
+        if self.problem:
+            return f"{self.file} {why} and cannot be used ({self.problem}), so it was ignored."
         return (
             f"{self.file} {why}, so these of its settings were ignored: {keys}. "
             f"{then} `loopd trust {self.folder}`."
