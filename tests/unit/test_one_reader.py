@@ -34,6 +34,10 @@ ALLOWED = {
     "loopd/cli/parser.py": "/dev/null",
     "loopd/cli/demo.py": "the demo's own file in the temporary folder it made",
     "loopd/store/lease.py": "/proc/<pid>/stat of a lease holder",
+    "loopd/walk.py": "opens folders (O_DIRECTORY) to list them, never a file's bytes",
+    "loopd/config/pins.py": "hashes, never shows, what a trusted config runs: non-blocking, "
+    "regular files only, bounded",
+    "loopd/daemon/unit.py": "its own systemd unit, in the person's config folder",
     "loopd/sandbox/relay.py": "/dev/null, for the in-sandbox relay's own descriptors",
     "loopd/sandbox/resolve.py": "the kernel's address tables, /proc/net/fib_trie and if_inet6",
     "loopd/tools/processes.py": "/proc of the session's own processes, and their log files",

@@ -175,7 +175,7 @@ async def _rg_search(rg: str, query: Query, want: int) -> list[Match]:
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=sanitized_env(os.environ),  # no key reaches it, whatever it is
+        env=sanitized_env({"PATH": process_path()}),  # no key reaches it, nor a config
         limit=2 * LINE_CAP,  # one JSON line per matching line; longer ones are dropped
     )
     assert proc.stdout is not None and proc.stderr is not None
