@@ -30,6 +30,7 @@ from loopd.catalog import (
 from loopd.catalog.errors import NO_RUNTIME_HELP
 from loopd.catalog.listing import listing_for, lists_models, no_model_help
 from loopd.catalog.roles import roles_of
+from loopd.checkpoints.service import CheckpointLimits, Checkpoints, blob_folder
 from loopd.config import Config, TrustStore, data_dir, load_config, user_config_file
 from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.schema import EXPLORE_AGENT, MAIN_AGENT, Harness
@@ -141,6 +142,7 @@ def build_app(
         no_default_help=_no_default_help(config, catalog),
         identify=functools.partial(_identity, catalog.catalog),
         table=table,
+        checkpoints=_checkpoints(env, config, store),
     )
     app = App(env, cwd, config, catalog, store, manager, providers, probe, table is not None)
     manager.credentials = app
@@ -315,6 +317,16 @@ def _boundary(env: Mapping[str, str], config: Config) -> Boundary:
         home_readable=config.sandbox.home_readable,
         unix_sockets=config.sandbox.allow_unix_sockets,
     )
+
+
+def _checkpoints(env: Mapping[str, str], config: Config, store: SqliteStore) -> Checkpoints | None:
+    """The checkpoint store under the data dir, as `[checkpoints]` bounds it."""
+    settings = config.checkpoints
+    if not settings.enabled:
+        return None
+    limits = CheckpointLimits(settings.max_bytes, settings.max_file_bytes)
+    home = env.get("HOME") or os.path.expanduser("~")
+    return Checkpoints(store, blob_folder(str(data_dir(env))), home, _own_dirs(env), limits)
 
 
 def _own_dirs(env: Mapping[str, str]) -> tuple[str, ...]:

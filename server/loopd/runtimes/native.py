@@ -96,6 +96,11 @@ class SessionParts(Protocol):
         """Reminders for files the agent read that changed since (each told once)."""
         ...
 
+    def forget_reads(self) -> None:
+        """The model's context went back to an earlier point (a restore): what it had
+        read since is unknown to it again, so each file must be read before an edit."""
+        ...
+
     def prompt_commands(self) -> tuple[Command, ...]:
         """Commands that fill in a prompt (the MCP servers' prompts)."""
         ...
@@ -355,6 +360,18 @@ class NativeRuntime:
         if isinstance(result, Rejected):
             return compacted_note("", result.reason)
         return compacted_note(result.summary)
+
+    async def reload_context(self) -> None:
+        """A restore put the store's model context back (`loopd.sessions.rewind`): the
+        engine starts again from it, exactly as it was then; the cost so far stays."""
+        sid, store = self.context.session_id, self.journal.store
+        history = reconcile_messages(store.messages(sid))
+        record = store.context(sid)
+        cost = self.engine.keeper.cost
+        self.parts.forget_reads()
+        config, ports = self._engine_config(), self._ports()
+        self.engine = Engine(sid, config, ports, history, record.start, record.summary)
+        self.engine.keeper.cost = cost
 
     def _replace_history(self, history: Sequence[Message]) -> None:
         session_id = self.context.session_id

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from loopd.catalog.identity import entry_changes
+from loopd.checkpoints.book import Checkpoint
+from loopd.checkpoints.service import Checkpoints, Restored
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import (
     AgentMessageChunk,
@@ -51,6 +53,7 @@ from loopd.sessions.live import (
 )
 from loopd.sessions.options import RUNTIME_OPTION, Options, SessionView, carried
 from loopd.sessions.queue import say_entry_changed, steer_turn
+from loopd.sessions.rewind import RewindArgs, Rewinds
 from loopd.sessions.table import SessionTable
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.sessions.turns import MAX_QUEUED, Turns
@@ -99,6 +102,8 @@ class SessionManager:
     table: SessionTable | None = None
     """The live sessions, shared with the process's other managers (the daemon's,
     one per editor connection); None: this manager's own."""
+    checkpoints: Checkpoints | None = None
+    """Where each prompt's checkpoint is kept (`loopd.sessions.rewind`); None: none."""
     _live: dict[str, LiveSession] = field(init=False)
     _leases: Leases = field(init=False)
 
@@ -282,6 +287,41 @@ class SessionManager:
         )
         return report
 
+    def checkpoints_of(self, session_id: str) -> list[Checkpoint]:
+        """The session's checkpoints, oldest first (none when they are off)."""
+        return [] if self.checkpoints is None else self.checkpoints.of(session_id)
+
+    async def restore(self, session_id: str, args: RewindArgs) -> Restored:
+        """Restore a checkpoint between turns (`loopd.sessions.rewind`); journaled as a
+        note. Raises `Conflict` or another `LoopdError` and then changes nothing."""
+        live, rewinds = self._require(session_id), self._rewinds()
+        async with live.slot():
+            done = await rewinds.restore(live, args)
+        await self._emitter(live).emit(
+            AgentMessageChunk(done.summary, f"msg_{uuid.uuid4().hex[:12]}")
+        )
+        return done
+
+    async def edit(self, session_id: str, point: int, prompt: Prompt, link: ClientLink) -> Outcome:
+        """Edit prompt `point`: restore to before it (code and conversation), then run
+        `prompt` in its place."""
+        await self.restore(session_id, RewindArgs(point))
+        return await self.prompt(session_id, prompt, link)
+
+    async def fork_at(self, session_id: str, point: int, cwd: str, link: ClientLink) -> SessionView:
+        """A fork of `session_id` whose conversation is the one before prompt `point`
+        (the files are shared: restore them with `restore` in either session)."""
+        target = self._rewinds().find(session_id, point)
+        view = await self.fork_session(session_id, cwd, link)
+        self._rewinds().checkpoints.book.copy(session_id, view.id, target.seq)
+        await self.restore(view.id, RewindArgs(point, "conversation"))
+        return view
+
+    def _rewinds(self) -> Rewinds:
+        if self.checkpoints is None:
+            raise ConfigError("checkpoints are off for this loopd")
+        return Rewinds(self.checkpoints, self.now)
+
     async def cancel(self, session_id: str) -> None:
         live = self._live.get(session_id)
         if live is None:
@@ -302,8 +342,9 @@ class SessionManager:
     ) -> LiveSession:
         factory = self._factory(str(record.runtime.get("name", self.default_runtime)))
         live = LiveSession(
-            record, runtime=Unopened(), links=[link], mcp_servers=tuple(mcp), owner=self
-        )
+            record, runtime=Unopened(), links=[link], mcp_servers=tuple(mcp), owner=self,
+            rewinds=self.checkpoints is not None,
+        )  # fmt: skip
         self._hold(record.id)
         self._live[record.id] = live
         try:
@@ -345,9 +386,10 @@ class SessionManager:
         return self._turns().emitter(live)
 
     def _turns(self) -> Turns:
+        rewinds = None if self.checkpoints is None else self._rewinds()
         return Turns(
             self.store, self.now, self.approval_timeout, self.workspace, self._hold,
-            self._save_after_turn,
+            self._save_after_turn, rewinds,
         )  # fmt: skip
 
     def use_runtimes(

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from loopd.checkpoints.book import Kind
 from loopd.protocol.errors import LoopdError
 from loopd.protocol.events import (
     AgentMessageChunk,
@@ -42,6 +43,7 @@ from loopd.sessions.commands import (
 from loopd.sessions.errors import SessionBusy
 from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
 from loopd.sessions.queue import say_queued, title_of
+from loopd.sessions.rewind import REWIND, Rewinds, listing, parse_rewind
 from loopd.sessions.transcript import HANDOVER, with_handover
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.sqlite import SqliteStore
@@ -61,6 +63,7 @@ class Turns:
     workspace: WorkspaceTrust | None
     hold: Callable[[str], None]
     save: Callable[[LiveSession], None]
+    rewinds: Rewinds | None = None  # None: no checkpoints are taken
 
     async def run(
         self,
@@ -82,6 +85,8 @@ class Turns:
             self.hold(live.id)  # still ours (not taken over while this process stalled)
             if on_start is not None:
                 on_start()
+            if self.rewinds is not None and _names(prompt, REWIND.name):
+                return await self._rewind(live, self.rewinds, prompt, link)
             command = slash_command(prompt, live.runtime)
             if command is not None and fills_in(live.runtime, command):
                 return await self._prompt_command(live, command, prompt, link)
@@ -106,6 +111,7 @@ class Turns:
                 live.greeted = True
                 approver = SessionApprover(lambda: live, self.approval_timeout)
                 await self.workspace.first_turn(live.id, emitter, approver)
+            await self._checkpoint(live, "prompt", title_of(prompt.text))
             turn = live.turn = asyncio.create_task(live.runtime.prompt(prompt))
             return await asyncio.shield(turn)
         except asyncio.CancelledError:
@@ -120,6 +126,33 @@ class Turns:
             live.asker = None
             live.turn = None
             self.save(live)
+            if turn is not None:
+                await self._checkpoint(live, "after")
+
+    async def _checkpoint(self, live: LiveSession, kind: Kind, label: str = "") -> None:
+        """Record a checkpoint, saying why when one is skipped or a file left out."""
+        if self.rewinds is None:
+            return
+        note = await self.rewinds.record(live, kind, label)
+        if note:
+            await self.emitter(live).emit(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}"))
+
+    async def _rewind(
+        self, live: LiveSession, rewinds: Rewinds, prompt: Prompt, link: ClientLink
+    ) -> Outcome:
+        """`/rewind`, journaled like a command: the prompt, then what it did."""
+        await self._journal_prompt(live, prompt, link)
+        try:
+            args = parse_rewind(command_text(prompt).split())
+            if args is None:
+                note = listing(rewinds.points(live.id))
+            else:
+                note = (await rewinds.restore(live, args)).summary
+        except LoopdError as err:
+            note = f"/rewind failed: {err}"
+        await self.emitter(live).emit(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}"))
+        self.store.update(live.id, updated_at=self.now())
+        return Outcome(turn_id="", stop_reason="end_turn")
 
     async def _command(
         self, live: LiveSession, name: str, prompt: Prompt, link: ClientLink
@@ -169,6 +202,11 @@ class Turns:
     def emitter(self, live: LiveSession) -> SessionEmitter:
         """Journals, then shows on every editor attached to `live`."""
         return SessionEmitter(self.store, live.id, lambda: live.links, self.now)
+
+
+def _names(prompt: Prompt, name: str) -> bool:
+    words = prompt.text.strip().split(maxsplit=1)
+    return bool(words) and words[0] == f"/{name}"
 
 
 def _user_chunk(block: ContentBlock, message_id: str) -> dict[str, Any]:

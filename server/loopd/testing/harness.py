@@ -95,6 +95,9 @@ class ScriptedParts:
     async def changed_files(self) -> list[str]:
         return []
 
+    def forget_reads(self) -> None:
+        return None
+
     async def aclose(self) -> None:
         return None
 

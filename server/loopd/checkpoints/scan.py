@@ -1,0 +1,170 @@
+"""Walking a root for a checkpoint: every file a tool or a command may change.
+
+The walk goes by directory descriptors, each opened from its parent with
+`O_NOFOLLOW` (the root itself beneath nothing but itself), so a directory swapped
+for a symlink mid-walk ends that folder's walk, never reads outside the root. A
+symlink is kept as a link (its target is its content), never followed; FIFOs,
+sockets and devices are not files anyone restores and are passed over.
+
+Left out: what `.gitignore` ignores (and `.git/info/exclude` at the root), every
+`.git`, loopd's own folders (`own`), and secrets by the file tools' own rule
+(`loopd.policy.paths.secret_reason`): a checkpoint never copies a key into the
+store, and a restore never writes one. A file over `max_file_bytes` is listed with
+no blob, and the scan says so.
+
+A file whose (size, mtime_ns, inode, ctime_ns) and mode are those of the previous
+manifest keeps its digest unread: on a large repository only what changed is read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from loopd.checkpoints.blobs import BlobStore, digest_of
+from loopd.checkpoints.manifest import Entry, Manifest
+from loopd.policy.beneath import open_beneath
+from loopd.policy.paths import SECRET_DIR_NAMES, secret_reason
+from loopd.tools.gitignore import Ignore, inherited, read_ignore_file
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+class StoreFull(Exception):
+    """Keeping the scan would take the store past its bound."""
+
+
+@dataclass(slots=True)
+class Scan:
+    """One root's walk. `room` is how many more bytes the store may take (`put`
+    raises `StoreFull` past it); `added` counts what this scan wrote."""
+
+    root: str
+    blobs: BlobStore
+    previous: Manifest
+    home: str
+    own: tuple[str, ...]
+    max_file_bytes: int
+    room: int
+    added: int = 0
+    left_out: list[str] = field(default_factory=list)
+    manifest: dict[str, Entry] = field(default_factory=dict)
+
+    def run(self) -> dict[str, Entry]:
+        fd = open_beneath(self.root, ".", _DIR, exact=True)
+        with contextlib.closing(_Fd(fd)):
+            self._walk(fd, (), inherited(self.root, self.root))
+        return self.manifest
+
+    def _walk(self, fd: int, rel: tuple[str, ...], ignore: Ignore) -> None:
+        ignore = ignore.extended(rel, read_ignore_file(fd, ".gitignore"))
+        for entry in _entries(fd):
+            path = (*rel, entry.name)
+            info = _lstat(entry)
+            if info is None or entry.name == ".git":
+                continue
+            is_dir = stat.S_ISDIR(info.st_mode)
+            if ignore.ignored(path, is_dir) or self._private(path, is_dir):
+                continue
+            if is_dir:
+                with _opened(lambda name=entry.name: os.open(name, _DIR, dir_fd=fd)) as sub:
+                    if sub is not None:
+                        self._walk(sub.fd, path, ignore)
+            elif stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
+                self._keep(fd, "/".join(path), entry.name, info)
+
+    def _private(self, path: tuple[str, ...], is_dir: bool) -> bool:
+        full = os.path.join(self.root, *path)
+        if any(full == o or full.startswith(o.rstrip("/") + "/") for o in self.own):
+            return True
+        if is_dir:
+            return path[-1].lower() in SECRET_DIR_NAMES
+        return secret_reason(full, self.home, self.own) is not None
+
+    def _keep(self, fd: int, rel: str, name: str, info: os.stat_result) -> None:
+        before = self.previous.get(rel)
+        stamp = (info.st_mode, info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
+        if before is not None and before.kept and _stamp(before) == stamp:
+            self.manifest[rel] = before
+            return
+        digest = ""
+        if info.st_size > self.max_file_bytes:
+            self.left_out.append(f"{rel} ({info.st_size} bytes, over max_file_bytes)")
+        else:
+            data = _content(fd, name, info, self.max_file_bytes)
+            if data is None:
+                return  # gone or swapped since the listing: not a file to keep now
+            digest = self._put(data)
+        self.manifest[rel] = Entry(digest, *stamp)
+
+    def _put(self, data: bytes) -> str:
+        digest = digest_of(data)
+        if not self.blobs.has(digest):
+            if self.added + len(data) > self.room:
+                raise StoreFull
+            _, added = self.blobs.put(data, digest)
+            self.added += added
+        return digest
+
+
+def _stamp(e: Entry) -> tuple[int, int, int, int, int]:
+    return (e.mode, e.size, e.mtime_ns, e.ino, e.ctime_ns)
+
+
+def _content(fd: int, name: str, info: os.stat_result, limit: int) -> bytes | None:
+    """The file's bytes (a symlink's target), or None when it is no longer the
+    entry that was listed (replaced, grown past `limit`, not regular any more)."""
+    try:
+        if stat.S_ISLNK(info.st_mode):
+            return os.fsencode(os.readlink(name, dir_fd=fd))
+        opened = os.open(name, _FILE, dir_fd=fd)
+    except OSError:
+        return None
+    with os.fdopen(opened, "rb") as handle:
+        now = os.fstat(handle.fileno())
+        if not stat.S_ISREG(now.st_mode) or now.st_ino != info.st_ino:
+            return None
+        data = handle.read(limit + 1)
+    return data if len(data) <= limit else None
+
+
+def _entries(fd: int) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(fd) as listing:
+            return sorted(listing, key=lambda e: e.name)
+    except OSError:
+        return []
+
+
+def _lstat(entry: os.DirEntry[str]) -> os.stat_result | None:
+    try:
+        return entry.stat(follow_symlinks=False)
+    except OSError:
+        return None
+
+
+@dataclass(slots=True)
+class _Fd:
+    fd: int
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+@contextlib.contextmanager
+def _opened(open_: Callable[..., int]) -> Iterator[_Fd | None]:
+    """A directory descriptor, closed after; None when it cannot be opened (it went
+    away, or became a symlink: its walk ends there)."""
+    try:
+        fd = _Fd(open_())
+    except OSError:
+        yield None
+        return
+    try:
+        yield fd
+    finally:
+        fd.close()

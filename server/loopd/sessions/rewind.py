@@ -1,0 +1,128 @@
+"""Rewind: a session's checkpoints, and going back to one (`loopd.checkpoints`).
+
+Before each turn the session records a checkpoint of its roots and of the model
+context, after it one of what the turn left; `/rewind` (any editor), the
+`checkpoints`/`restore` extension methods and `loopd sessions rewind` list them and
+restore one: the code, the conversation, or both; `redo` goes back to what the last
+restore replaced. A restore runs between turns (it waits for the turn slot), is
+journaled as a note (the journal stays whole), and a runtime whose context is
+loopd's store reloads it (`ContextRestoring`), so the model's next request is
+exactly what it was at that point.
+
+`/rewind` alone lists the points; `/rewind N [code|conversation|both] [force]`
+restores to before prompt N, `/rewind redo [force]` redoes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from loopd.checkpoints.book import Checkpoint, Kind
+from loopd.checkpoints.service import SCOPES, Checkpoints, Restored, Scope
+from loopd.protocol.errors import ConfigError
+from loopd.protocol.events import Command
+from loopd.sessions.live import LiveSession
+
+REWIND = Command("rewind", "Go back to before an earlier prompt: /rewind N [code|conversation]")
+REDO = "redo"
+
+
+@runtime_checkable
+class ContextRestoring(Protocol):
+    """A runtime whose model context is the store's: after the store's messages are
+    put back it reads them again."""
+
+    async def reload_context(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RewindArgs:
+    point: int | None  # a prompt number; None: the newest redo point
+    scope: Scope = "both"
+    force: bool = False
+
+
+def parse_rewind(words: list[str]) -> RewindArgs | None:
+    """`/rewind`'s words after the name: None for the listing; raises `ConfigError`."""
+    if not words:
+        return None
+    first, rest = words[0], words[1:]
+    if first == REDO:
+        point = None
+    elif first.isdigit():
+        point = int(first)
+    else:
+        raise ConfigError(f"/rewind takes a prompt number or `redo`, not {first!r}")
+    scope: Scope = "both"
+    force = False
+    for word in rest:
+        match word:
+            case "force":
+                force = True
+            case "both" | "code" | "conversation":
+                scope = word
+            case _:
+                raise ConfigError(f"/rewind: {word!r} is not one of {', '.join(SCOPES)}, force")
+    return RewindArgs(point, scope, force)
+
+
+def listing(points: list[Checkpoint]) -> str:
+    """What `/rewind` alone shows: each prompt's point, and the redo point."""
+    prompts = [p for p in points if p.kind == "prompt"]
+    if not prompts:
+        return "No checkpoints yet: one is taken before each prompt."
+    lines = ["Checkpoints (restore with /rewind N [code|conversation] [force]):"]
+    lines += [f"  {p.prompt}. before “{p.label}” ({p.created_at})" for p in prompts]
+    if any(p.kind == "redo" for p in points):
+        lines.append("  redo: back to before the last restore (/rewind redo)")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Rewinds:
+    """The session layer's side of checkpoints: record them around turns, restore."""
+
+    checkpoints: Checkpoints
+    now: Callable[[], str]
+
+    async def record(self, live: LiveSession, kind: Kind, label: str = "") -> str:
+        """Record one checkpoint of the session; the note to show ("" if none)."""
+        roots = [live.record.cwd, *live.record.additional_dirs]
+        talk = isinstance(live.runtime, ContextRestoring)
+        recorded = await asyncio.to_thread(
+            self.checkpoints.record, live.id, kind, roots, self.now(), label, talk
+        )
+        return recorded.note
+
+    def points(self, session_id: str) -> list[Checkpoint]:
+        return self.checkpoints.of(session_id)
+
+    def find(self, session_id: str, point: int | None) -> Checkpoint:
+        """Prompt `point`'s checkpoint (None: the newest redo point); `ConfigError`."""
+        points = self.points(session_id)
+        if point is None:
+            found = [p for p in points if p.kind == "redo"]
+            if not found:
+                raise ConfigError("nothing to redo: no restore was made in this session")
+            return found[-1]
+        for p in points:
+            if p.kind == "prompt" and p.prompt == point:
+                return p
+        known = ", ".join(str(p.prompt) for p in points if p.kind == "prompt") or "none"
+        raise ConfigError(f"no checkpoint before prompt {point} (this session has: {known})")
+
+    async def restore(self, live: LiveSession, args: RewindArgs) -> Restored:
+        """Restore between turns (the caller holds the turn slot). Raises `Conflict`
+        (files changed outside the agent, unless `force`) or another `LoopdError`."""
+        target = self.find(live.id, args.point)
+        if args.scope != "code" and not isinstance(live.runtime, ContextRestoring):
+            raise ConfigError("this session's runtime keeps its own conversation: restore code")
+        done = await asyncio.to_thread(
+            self.checkpoints.restore, live.id, target, args.scope, self.now(), args.force
+        )
+        if done.messages is not None and isinstance(live.runtime, ContextRestoring):
+            await live.runtime.reload_context()
+        return done

@@ -1,0 +1,87 @@
+"""Rewind through the whole native stack (`loopd.app`, the real tools and sandbox,
+the fake model over loopback): three turns, the second changing files with bash,
+then back to before the first, then redo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopd.app import build_app
+from loopd.protocol.events import Prompt, TextBlock
+from loopd.testing.fake_llm import FakeLLMServer
+from loopd.testing.harness import RecordingLink
+from loopd.testing.llm_script import Reply, ScriptedCall
+from tests.e2e.conftest import anthropic_texts, isolated_env
+
+pytestmark = pytest.mark.e2e
+
+BASH = "echo bash > b.txt && rm keep.txt && echo more >> a.txt"
+EDIT = {"path": "notes.txt", "old_string": "first", "new_string": "third"}
+THREE_TURNS = (
+    Reply(tool_calls=(ScriptedCall("write", {"path": "notes.txt", "content": "first turn\n"}),)),
+    Reply(text="wrote notes"),
+    Reply(tool_calls=(ScriptedCall("bash", {"command": BASH}),)),
+    Reply(text="ran bash"),
+    Reply(tool_calls=(ScriptedCall("read", {"path": "notes.txt"}),)),
+    Reply(tool_calls=(ScriptedCall("edit", EDIT),)),
+    Reply(text="edited notes"),
+)
+"""Turn one writes a file, turn two changes, creates and removes files with bash,
+turn three edits what turn one wrote."""
+
+
+def ask(text: str) -> Prompt:
+    return Prompt((TextBlock(text),))
+
+
+def files(root: Path) -> dict[str, str]:
+    """Every file under `root` and its text (the sandbox's empty mask folders aside)."""
+    return {str(p.relative_to(root)): p.read_text() for p in root.rglob("*") if p.is_file()}
+
+
+def notes(link: RecordingLink) -> list[str]:
+    return [
+        u["content"].get("text", "")
+        for _, u in link.updates
+        if u["sessionUpdate"] == "agent_message_chunk"
+    ]
+
+
+async def test_rewind_to_before_the_first_prompt_and_redo(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "a.txt").write_text("original\n")
+    (workspace / "keep.txt").write_text("kept\n")
+    before = files(workspace)
+    fake_llm.script("*", *THREE_TURNS, Reply(text="fresh start"))
+    app = build_app(isolated_env(tmp_path, fake_llm), str(workspace))
+    try:
+        link = RecordingLink()
+        view = await app.manager.new_session(str(workspace), link, config={"mode": "full_auto"})
+        assert "rewind" in {c.name for c in view.commands}
+        for text in ("one", "two", "three"):
+            outcome = await app.manager.prompt(view.id, ask(text), link)
+            assert outcome.stop_reason == "end_turn"
+        after = files(workspace)
+        assert after["notes.txt"] == "third turn\n" and after["b.txt"] == "bash\n"
+        assert "keep.txt" not in after
+
+        await app.manager.prompt(view.id, ask("/rewind"), link)
+        assert "1. before “one”" in notes(link)[-1]
+        await app.manager.prompt(view.id, ask("/rewind 1"), link)
+        assert notes(link)[-1].startswith("Restored the code and the conversation")
+        assert files(workspace) == before
+
+        await app.manager.prompt(view.id, ask("again"), link)
+        sent = anthropic_texts(fake_llm.requests[-1].body)
+        assert sent == ["again"]  # the context before the first prompt: nothing
+
+        await app.manager.prompt(view.id, ask("/rewind redo"), link)
+        assert files(workspace) == after
+        journal = [str(e) for e in app.store.events(view.id)]
+        assert any("'three'" in e for e in journal)  # the journal stays whole
+        assert any("'/rewind 1'" in e for e in journal)
+    finally:
+        await app.aclose()

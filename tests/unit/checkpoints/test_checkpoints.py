@@ -1,0 +1,210 @@
+"""Checkpoints on a real folder and a real SQLite store: what is kept, what a restore
+puts back, and what it refuses to overwrite or write through."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from loopd.checkpoints.service import CheckpointLimits, Checkpoints, Conflict, blob_folder
+from loopd.protocol.messages import user_text
+from loopd.store.sqlite import SessionRecord, SqliteStore
+
+NOW = "2026-01-01T00:00:00Z"
+
+
+def _service(tmp: Path, **limits: int) -> tuple[Checkpoints, SqliteStore, str]:
+    data = tmp / "data"
+    store = SqliteStore(data / "sessions.db")
+    root = tmp / "work"
+    root.mkdir(exist_ok=True)
+    if store.get("s1") is None:
+        store.create(SessionRecord(id="s1", cwd=str(root.resolve()), created_at=NOW))
+    own = (str(data.resolve()),)
+    service = Checkpoints(
+        store, blob_folder(str(data)), str(tmp / "home"), own, CheckpointLimits(**limits)
+    )
+    return service, store, str(root.resolve())
+
+
+def _files(root: str) -> dict[str, str]:
+    found = {}
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in names:
+            path = os.path.join(folder, name)
+            found[os.path.relpath(path, root)] = (
+                "->" + os.readlink(path) if os.path.islink(path) else Path(path).read_text()
+            )
+    return found
+
+
+def _turn(service: Checkpoints, root: str, change: object) -> None:
+    service.record("s1", "prompt", [root], NOW, label="p")
+    change()  # type: ignore[operator]
+    service.record("s1", "after", [root], NOW, with_conversation=False)
+
+
+def test_a_restore_puts_back_every_file_and_redo_puts_back_the_turns(tmp_path: Path) -> None:
+    service, _, root = _service(tmp_path)
+    work = Path(root)
+    (work / "a.txt").write_text("one")
+    (work / "src").mkdir()
+    (work / "src" / "b.py").write_text("b = 1")
+    before = _files(root)
+
+    def change() -> None:
+        (work / "a.txt").write_text("two")
+        (work / "src" / "b.py").unlink()
+        (work / "new").mkdir()
+        (work / "new" / "c.txt").write_text("made by bash")
+
+    _turn(service, root, change)
+    after = _files(root)
+    (first,) = [p for p in service.of("s1") if p.kind == "prompt"]
+    report = service.restore("s1", first, "code", NOW)
+    assert _files(root) == before
+    assert not (work / "new").exists()
+    assert sorted(report.written) == [f"{root}/a.txt", f"{root}/src/b.py"]
+
+    redo = [p for p in service.of("s1") if p.kind == "redo"][-1]
+    service.restore("s1", redo, "code", NOW)
+    assert _files(root) == after
+
+
+def test_ignored_files_secrets_and_loopds_own_folders_are_not_kept(tmp_path: Path) -> None:
+    service, _, root = _service(tmp_path)
+    work = Path(root)
+    (work / ".gitignore").write_text("build/\n*.log\n")
+    (work / "build").mkdir()
+    (work / "build" / "out.bin").write_text("generated")
+    (work / "x.log").write_text("log")
+    (work / ".env").write_text("TOKEN=1")
+    (work / "kept.txt").write_text("kept")
+    _turn(service, root, lambda: [(work / p).write_text("changed") for p in ("x.log", ".env")])
+    (first,) = [p for p in service.of("s1") if p.kind == "prompt"]
+    service.restore("s1", first, "code", NOW)
+    # Neither was kept, so neither is put back (nor removed): they stay as they are.
+    assert (work / "x.log").read_text() == "changed"
+    assert (work / ".env").read_text() == "changed"
+    assert (work / "build" / "out.bin").read_text() == "generated"
+
+
+def test_a_file_over_the_limit_is_left_out_and_said(tmp_path: Path) -> None:
+    service, _, root = _service(tmp_path, max_file_bytes=10)
+    (Path(root) / "big.bin").write_text("x" * 100)
+    recorded = service.record("s1", "prompt", [root], NOW)
+    assert recorded.point is not None
+    assert "big.bin (100 bytes, over max_file_bytes)" in recorded.note
+
+
+def test_a_full_store_skips_the_checkpoint_and_says_why(tmp_path: Path) -> None:
+    service, _, root = _service(tmp_path, max_bytes=50)
+    (Path(root) / "a.txt").write_text("y" * 5000)
+    recorded = service.record("s1", "prompt", [root], NOW)
+    assert recorded.point is None
+    assert "Checkpoint skipped" in recorded.note and "max_bytes" in recorded.note
+    assert service.of("s1") == []
+
+
+def test_a_file_the_person_changed_since_is_not_overwritten_silently(tmp_path: Path) -> None:
+    service, _, root = _service(tmp_path)
+    work = Path(root)
+    (work / "a.txt").write_text("one")
+    (work / "mine.txt").write_text("mine")
+    _turn(service, root, lambda: (work / "a.txt").write_text("agent"))
+    (work / "mine.txt").write_text("edited by the person")  # between turns
+    _turn(service, root, lambda: None)
+    (first, _) = [p for p in service.of("s1") if p.kind == "prompt"]
+    with pytest.raises(Conflict) as refused:
+        service.restore("s1", first, "code", NOW)
+    assert refused.value.paths == (f"{root}/mine.txt",)
+    assert (work / "a.txt").read_text() == "agent"  # nothing was restored
+    assert [p.kind for p in service.of("s1")].count("redo") == 0
+
+    service.restore("s1", first, "code", NOW, force=True)
+    assert (work / "mine.txt").read_text() == "mine"
+    assert (work / "a.txt").read_text() == "one"
+
+
+def test_a_restore_never_writes_through_a_symlink_planted_after(tmp_path: Path) -> None:
+    service, _, root = _service(tmp_path)
+    work, outside = Path(root), tmp_path / "outside"
+    outside.mkdir()
+    (work / "src").mkdir()
+    (work / "src" / "a.py").write_text("a")
+
+    def plant() -> None:  # the agent swaps src for a link out of the workspace
+        (work / "src" / "a.py").unlink()
+        (work / "src").rmdir()
+        (work / "src").symlink_to(outside)
+
+    _turn(service, root, plant)
+    (first,) = [p for p in service.of("s1") if p.kind == "prompt"]
+    service.restore("s1", first, "code", NOW)
+    assert not (work / "src").is_symlink()
+    assert (work / "src" / "a.py").read_text() == "a"
+    assert list(outside.iterdir()) == []
+
+
+def test_a_link_swapped_in_during_the_restore_is_a_refusal(tmp_path: Path) -> None:
+    from loopd.checkpoints import manifest
+    from loopd.checkpoints.restore import apply
+
+    service, _, root = _service(tmp_path)
+    work, outside = Path(root), tmp_path / "outside"
+    outside.mkdir()
+    (work / "src").mkdir()
+    (work / "src" / "a.py").write_text("a")
+    point = service.record("s1", "prompt", [root], NOW).point
+    assert point is not None
+    wanted = manifest.load(service.blobs, point.roots[root])
+    (work / "src" / "a.py").unlink()
+    (work / "src").rmdir()
+    (work / "src").symlink_to(outside)  # planted after the current state was read
+    done = apply(root, service.blobs, wanted, {})
+    assert [p for p, _ in done.failed] == ["src/a.py"]
+    assert list(outside.iterdir()) == []
+
+
+def test_checkpoints_and_the_conversation_survive_a_restart(tmp_path: Path) -> None:
+    service, store, root = _service(tmp_path)
+    (Path(root) / "a.txt").write_text("one")
+    store.append_message("s1", user_text("first"))
+    service.record("s1", "prompt", [root], NOW, label="first")
+    store.append_message("s1", user_text("second"))
+    (Path(root) / "a.txt").write_text("two")
+    store.close()
+
+    again, store, _ = _service(tmp_path)  # a new process: the rows and blobs are still there
+    (first,) = again.of("s1")
+    assert (first.kind, first.prompt, first.label) == ("prompt", 1, "first")
+    report = again.restore("s1", first, "both", NOW)
+    assert (Path(root) / "a.txt").read_text() == "one"
+    assert report.messages == 1
+    assert [m.parts for m in store.messages("s1")] == [user_text("first").parts]
+
+
+def test_an_unchanged_file_keeps_its_digest_unread(tmp_path: Path) -> None:
+    """The previous manifest's digest is reused when the stat matches: a scan given
+    a made-up digest for an unchanged file keeps it (it did not read the file), and
+    reads a file whose stat changed."""
+    from dataclasses import replace
+
+    from loopd.checkpoints.blobs import BlobStore
+    from loopd.checkpoints.scan import Scan
+
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "same.txt").write_text("same")
+    (root / "touched.txt").write_text("old")
+    blobs = BlobStore(str(tmp_path / "blobs"))
+    first = Scan(str(root), blobs, {}, str(tmp_path), (), 1000, 10**6).run()
+    made_up = "f" * 64
+    previous = {p: replace(e, digest=made_up) for p, e in first.items()}
+    (root / "touched.txt").write_text("new")
+    again = Scan(str(root), blobs, previous, str(tmp_path), (), 1000, 10**6).run()
+    assert again["same.txt"].digest == made_up
+    assert again["touched.txt"].digest not in (made_up, first["touched.txt"].digest)
