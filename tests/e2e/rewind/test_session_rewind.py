@@ -13,7 +13,7 @@ from loopd.protocol.events import Prompt, TextBlock
 from loopd.testing.fake_llm import FakeLLMServer
 from loopd.testing.harness import RecordingLink
 from loopd.testing.llm_script import Reply, ScriptedCall
-from tests.e2e.conftest import anthropic_texts, isolated_env
+from tests.e2e.conftest import anthropic_texts, isolated_env, run_loopd
 
 pytestmark = pytest.mark.e2e
 
@@ -85,3 +85,45 @@ async def test_rewind_to_before_the_first_prompt_and_redo(
         assert any("'/rewind 1'" in e for e in journal)
     finally:
         await app.aclose()
+
+
+async def test_loopd_sessions_rewind_after_a_restart(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
+) -> None:
+    """Three turns in one process; `loopd sessions rewind` in later ones lists the
+    checkpoints, restores, refuses a file the person changed since, and redoes."""
+    (workspace / "a.txt").write_text("original\n")
+    (workspace / "keep.txt").write_text("kept\n")
+    before = files(workspace)
+    fake_llm.script("*", *THREE_TURNS, Reply(text="from the start"))
+    env = isolated_env(tmp_path, fake_llm)
+    app = build_app(env, str(workspace))
+    try:
+        link = RecordingLink()
+        view = await app.manager.new_session(str(workspace), link, config={"mode": "full_auto"})
+        for text in ("one", "two", "three"):
+            await app.manager.prompt(view.id, ask(text), link)
+    finally:
+        await app.aclose()
+    after = files(workspace)
+
+    listed = run_loopd(["sessions", "rewind", view.id], env, workspace)
+    assert listed.returncode == 0 and "2. before “two”" in listed.stdout
+
+    (workspace / "keep.txt").write_text("the person's, after the turns\n")
+    refused = run_loopd(["sessions", "rewind", view.id, "1"], env, workspace)
+    assert refused.returncode == 1
+    assert str(workspace / "keep.txt") in refused.stderr and "force" in refused.stderr
+    assert files(workspace)["notes.txt"] == "third turn\n"  # nothing was restored
+
+    forced = run_loopd(["sessions", "rewind", view.id, "1", "--force"], env, workspace)
+    assert forced.returncode == 0, forced.stderr
+    assert forced.stdout.startswith("Restored the code and the conversation")
+    assert files(workspace) == before
+
+    redone = run_loopd(["sessions", "rewind", view.id, "redo"], env, workspace)
+    assert redone.returncode == 0, redone.stderr
+    assert files(workspace) == {**after, "keep.txt": "the person's, after the turns\n"}
+
+    bad = run_loopd(["sessions", "rewind", view.id, "7"], env, workspace)
+    assert bad.returncode == 2 and "no checkpoint before prompt 7" in bad.stderr
