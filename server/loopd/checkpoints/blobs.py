@@ -12,8 +12,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import zlib
 from dataclasses import dataclass
+
+_DIGEST = re.compile("[0-9a-f]{64}")
 
 
 def digest_of(data: bytes) -> str:
@@ -25,7 +28,7 @@ class BlobStore:
     folder: str
 
     def path(self, digest: str) -> str:
-        if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
+        if _DIGEST.fullmatch(digest) is None:
             raise ValueError(f"not a blob digest: {digest!r}")
         return os.path.join(self.folder, digest[:2], digest[2:])
 

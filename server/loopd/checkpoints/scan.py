@@ -8,8 +8,9 @@ sockets and devices are not files anyone restores and are passed over.
 
 Left out: what `.gitignore` ignores (and `.git/info/exclude` at the root), every
 `.git`, loopd's own folders (`own`), and secrets by the file tools' own rule
-(`loopd.policy.paths.secret_reason`): a checkpoint never copies a key into the
-store, and a restore never writes one. A file over `max_file_bytes` is listed with
+(`loopd.policy.paths.secret_reason`: secret names, secret folders, the home's
+credential locations): a checkpoint never copies a key into the store, and a
+restore never writes one. A file over `max_file_bytes` is listed with
 no blob, and the scan says so.
 
 A file whose (size, mtime_ns, inode, ctime_ns) and mode are those of the previous
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from loopd.checkpoints.blobs import BlobStore, digest_of
 from loopd.checkpoints.manifest import Entry, Manifest
 from loopd.policy.beneath import open_beneath
-from loopd.policy.paths import SECRET_DIR_NAMES, secret_reason
+from loopd.policy.paths import HOME_SECRETS, SECRET_DIR_NAMES, contains, is_secret_name
 from loopd.tools.gitignore import Ignore, inherited, read_ignore_file
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -53,8 +54,12 @@ class Scan:
     added: int = 0
     left_out: list[str] = field(default_factory=list)
     manifest: dict[str, Entry] = field(default_factory=dict)
+    _hidden: tuple[tuple[str, ...], ...] = ()
 
     def run(self) -> dict[str, Entry]:
+        self._hidden = _hidden_below(self.root, self.home, self.own)
+        if () in self._hidden:
+            return self.manifest  # the root itself is secret, or loopd's: nothing to keep
         fd = open_beneath(self.root, ".", _DIR, exact=True)
         with contextlib.closing(_Fd(fd)):
             self._walk(fd, (), inherited(self.root, self.root))
@@ -78,12 +83,15 @@ class Scan:
                 self._keep(fd, "/".join(path), entry.name, info)
 
     def _private(self, path: tuple[str, ...], is_dir: bool) -> bool:
-        full = os.path.join(self.root, *path)
-        if any(full == o or full.startswith(o.rstrip("/") + "/") for o in self.own):
+        """Secret or loopd's own, by the file tools' rule (`secret_reason`), decided
+        by name here: the locations it names are placed once per scan."""
+        name = path[-1].lower()
+        if name in SECRET_DIR_NAMES or (not is_dir and is_secret_name(name)):
             return True
-        if is_dir:
-            return path[-1].lower() in SECRET_DIR_NAMES
-        return secret_reason(full, self.home, self.own) is not None
+        if not self._hidden:
+            return False
+        lowered = tuple(p.lower() for p in path)
+        return any(lowered[: len(h)] == h for h in self._hidden)
 
     def _keep(self, fd: int, rel: str, name: str, info: os.stat_result) -> None:
         before = self.previous.get(rel)
@@ -111,6 +119,20 @@ class Scan:
         return digest
 
 
+def _hidden_below(root: str, home: str, own: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """The secret locations under the home directory and loopd's own folders that
+    lie in `root` (or hold it: then `()`), as lowercased parts relative to it."""
+    places = (*(os.path.join(home, h) for h in HOME_SECRETS), *own)
+    found: list[tuple[str, ...]] = []
+    top = root.lower()
+    for place in (os.path.normpath(p).lower() for p in places):
+        if contains(place, top):
+            return ((),)
+        if contains(top, place):
+            found.append(tuple(place[len(top) :].strip("/").split("/")))
+    return tuple(found)
+
+
 def _stamp(e: Entry) -> tuple[int, int, int, int, int]:
     return (e.mode, e.size, e.mtime_ns, e.ino, e.ctime_ns)
 
@@ -135,7 +157,7 @@ def _content(fd: int, name: str, info: os.stat_result, limit: int) -> bytes | No
 def _entries(fd: int) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(fd) as listing:
-            return sorted(listing, key=lambda e: e.name)
+            return list(listing)
     except OSError:
         return []
 

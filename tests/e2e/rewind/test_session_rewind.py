@@ -127,3 +127,41 @@ async def test_loopd_sessions_rewind_after_a_restart(
 
     bad = run_loopd(["sessions", "rewind", view.id, "7"], env, workspace)
     assert bad.returncode == 2 and "no checkpoint before prompt 7" in bad.stderr
+
+
+async def test_edit_an_earlier_prompt_and_fork_from_one(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
+) -> None:
+    """Edit: the files and the context go back to before prompt 2, and the edited
+    prompt runs there. Fork: a new session whose context is the one before prompt 2,
+    while the first goes on unchanged."""
+    (workspace / "a.txt").write_text("original\n")
+    (workspace / "keep.txt").write_text("kept\n")
+    fake_llm.script("*", *THREE_TURNS[:4], Reply(text="edited"), Reply(text="forked"))
+    app = build_app(isolated_env(tmp_path, fake_llm), str(workspace))
+    try:
+        link = RecordingLink()
+        view = await app.manager.new_session(str(workspace), link, config={"mode": "full_auto"})
+        for text in ("one", "two"):
+            await app.manager.prompt(view.id, ask(text), link)
+        assert not (workspace / "keep.txt").exists()
+
+        outcome = await app.manager.edit(view.id, 2, ask("two, but gently"), link)
+        assert outcome.stop_reason == "end_turn"
+        assert (workspace / "keep.txt").read_text() == "kept\n"  # the bash turn undone
+        sent = anthropic_texts(fake_llm.requests[-1].body)
+        assert sent[0] == "one" and sent[-1] == "two, but gently" and "two" not in sent
+
+        fork = await app.manager.fork_at(view.id, 2, str(workspace), RecordingLink())
+        assert fork.id != view.id
+        await app.manager.prompt(fork.id, ask("from the fork"), link)
+        sent = anthropic_texts(fake_llm.requests[-1].body)
+        assert sent[0] == "one" and "two, but gently" not in sent
+        assert sent[-1] == "from the fork"
+        assert [p.prompt for p in app.manager.checkpoints_of(fork.id) if p.kind == "prompt"][
+            :2
+        ] == [1, 2]
+        kept = [m for m in app.store.messages(view.id) if m.role == "user"]
+        assert len(kept) >= 2  # the first session's context is its own, untouched
+    finally:
+        await app.aclose()

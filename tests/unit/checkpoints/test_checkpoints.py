@@ -208,3 +208,39 @@ def test_an_unchanged_file_keeps_its_digest_unread(tmp_path: Path) -> None:
     again = Scan(str(root), blobs, previous, str(tmp_path), (), 1000, 10**6).run()
     assert again["same.txt"].digest == made_up
     assert again["touched.txt"].digest not in (made_up, first["touched.txt"].digest)
+
+
+def test_credentials_under_home_and_loopds_folders_in_a_root_are_not_kept(
+    tmp_path: Path,
+) -> None:
+    """A root that holds the home's credential folders (a session opened on ~) or
+    loopd's own data keeps neither: the file tools' secret rule, placed by path."""
+    from loopd.checkpoints import manifest
+
+    home = tmp_path / "home"
+    (home / ".config" / "gh").mkdir(parents=True)
+    (home / ".config" / "gh" / "hosts.yml").write_text("token: x")
+    (home / "Own" / "data").mkdir(parents=True)
+    (home / "Own" / "data" / "sessions.txt").write_text("a whole conversation")
+    (home / "notes.txt").write_text("fine")
+    data = tmp_path / "data"
+    store = SqliteStore(data / "sessions.db")
+    store.create(SessionRecord(id="s1", cwd=str(home), created_at=NOW))
+    own = (str(home / "own" / "DATA"),)  # matched without regard to case, as the tools do
+    service = Checkpoints(store, blob_folder(str(data)), str(home), own)
+    point = service.record("s1", "prompt", [str(home.resolve())], NOW).point
+    assert point is not None
+    kept = manifest.load(service.blobs, point.roots[str(home.resolve())])
+    assert sorted(kept) == ["notes.txt"]
+
+
+def test_rewind_words_are_checked() -> None:
+    from loopd.protocol.errors import ConfigError
+    from loopd.sessions.rewind import RewindArgs, parse_rewind
+
+    assert parse_rewind([]) is None
+    assert parse_rewind(["2", "code", "force"]) == RewindArgs(2, "code", True)
+    assert parse_rewind(["redo"]) == RewindArgs(None)
+    for words in (["two"], ["1", "files"], ["-1"]):
+        with pytest.raises(ConfigError):
+            parse_rewind(words)
