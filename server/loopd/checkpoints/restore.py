@@ -35,13 +35,16 @@ class Applied:
     failed: list[tuple[str, str]] = field(default_factory=list)
 
 
-def plan(target: Manifest, current: Manifest) -> tuple[list[str], list[str]]:
-    """(paths to write, paths to remove) to turn `current` into `target`."""
+def plan(
+    target: Manifest, current: Manifest, seen: Callable[[str], bool]
+) -> tuple[list[str], list[str]]:
+    """(paths to write, paths to remove) to turn `current` into `target`. Only paths
+    the target's scan would have `seen` are removed (see `scan.seen_by`)."""
     write = [
         p for p, e in target.items()
         if e.kept and not e.same_content(current.get(p)) and _keepable(current.get(p))
     ]  # fmt: skip
-    remove = [p for p, e in current.items() if p not in target and e.kept]
+    remove = [p for p, e in current.items() if p not in target and e.kept and seen(p)]
     return sorted(write, key=_depth), sorted(remove, key=_depth, reverse=True)
 
 
@@ -49,8 +52,10 @@ def _keepable(now: Entry | None) -> bool:
     return now is None or now.kept  # a file too large to keep now is left as it is
 
 
-def apply(root: str, blobs: BlobStore, target: Manifest, current: Manifest) -> Applied:
-    write, remove = plan(target, current)
+def apply(
+    root: str, blobs: BlobStore, target: Manifest, current: Manifest, seen: Callable[[str], bool]
+) -> Applied:
+    write, remove = plan(target, current, seen)
     done = Applied()
     keep_dirs = {d for p in target for d in _parents(p)}
     for path in remove:

@@ -29,7 +29,7 @@ from loopd.checkpoints.blobs import BlobStore, digest_of
 from loopd.checkpoints.manifest import Entry, Manifest
 from loopd.policy.beneath import open_beneath
 from loopd.policy.paths import HOME_SECRETS, SECRET_DIR_NAMES, contains, is_secret_name
-from loopd.tools.gitignore import Ignore, inherited, read_ignore_file
+from loopd.tools.gitignore import MAX_BYTES, Ignore, inherited, read_ignore_file
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -102,12 +102,11 @@ class Scan:
         digest = ""
         if info.st_size > self.max_file_bytes:
             self.left_out.append(f"{rel} ({info.st_size} bytes, over max_file_bytes)")
+        elif (data := _content(fd, name, info, self.max_file_bytes)) is None:
+            self.left_out.append(f"{rel} (it changed while it was read)")
         else:
-            data = _content(fd, name, info, self.max_file_bytes)
-            if data is None:
-                return  # gone or swapped since the listing: not a file to keep now
             digest = self._put(data)
-        self.manifest[rel] = Entry(digest, *stamp)
+        self.manifest[rel] = Entry(digest, *stamp)  # no digest: a restore leaves it be
 
     def _put(self, data: bytes) -> str:
         digest = digest_of(data)
@@ -117,6 +116,33 @@ class Scan:
             _, added = self.blobs.put(data, digest)
             self.added += added
         return digest
+
+
+def seen_by(root: str, blobs: BlobStore, kept: Manifest) -> Callable[[str], bool]:
+    """Whether the scan that made `kept` would have kept `path`, had it been there:
+    the `.gitignore` files `kept` holds (as they were then) ignore neither it nor a
+    folder on its way. A restore removes only such paths: a file the checkpoint
+    never saw (ignored then) is not the checkpoint's to remove."""
+    folders: dict[tuple[str, ...], Ignore] = {}
+
+    def rules(folder: tuple[str, ...]) -> Ignore:
+        if folder not in folders:
+            above = rules(folder[:-1]) if folder else inherited(root, root)
+            entry = kept.get("/".join((*folder, ".gitignore")))
+            text = ""
+            if entry is not None and entry.kept and not entry.is_link:
+                text = blobs.get(entry.digest)[:MAX_BYTES].decode("utf-8", "replace")
+            folders[folder] = above.extended(folder, text)
+        return folders[folder]
+
+    def seen(path: str) -> bool:
+        parts = tuple(path.split("/"))
+        on_the_way = any(
+            rules(parts[: i - 1]).ignored(parts[:i], True) for i in range(1, len(parts))
+        )
+        return not on_the_way and not rules(parts[:-1]).ignored(parts, False)
+
+    return seen
 
 
 def _hidden_below(root: str, home: str, own: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -29,7 +29,7 @@ from loopd.checkpoints.blobs import BlobStore
 from loopd.checkpoints.book import Checkpoint, CheckpointBook, Kind
 from loopd.checkpoints.manifest import Entry
 from loopd.checkpoints.restore import Applied, apply, plan
-from loopd.checkpoints.scan import Scan, StoreFull
+from loopd.checkpoints.scan import Scan, StoreFull, seen_by
 from loopd.protocol.errors import LoopdError
 from loopd.store.sqlite import SqliteStore
 
@@ -204,14 +204,17 @@ class Checkpoints:
     ) -> Applied:
         wanted = {r: manifest.load(self.blobs, d) for r, d in target.roots.items()}
         current = {r: manifest.load(self.blobs, d) for r, d in now.roots.items()}
+        seen = {r: seen_by(r, self.blobs, wanted[r]) for r in wanted}
         if not force:
-            touched = {f"{r}/{p}" for r in wanted for p in _changing(wanted[r], current[r])}
+            touched = {
+                f"{r}/{p}" for r in wanted for p in _changing(wanted[r], current[r], seen[r])
+            }
             outside = self._outside(session_id, target, now) & touched
             if outside:
                 raise Conflict(sorted(outside))
         done = Applied()
         for root in wanted:
-            one = apply(root, self.blobs, wanted[root], current[root])
+            one = apply(root, self.blobs, wanted[root], current[root], seen[root])
             done.written += [f"{root}/{p}" for p in one.written]
             done.removed += [f"{root}/{p}" for p in one.removed]
             done.failed += [(f"{root}/{p}", why) for p, why in one.failed]
@@ -237,8 +240,10 @@ class Checkpoints:
         return found
 
 
-def _changing(target: Mapping[str, Entry], current: Mapping[str, Entry]) -> list[str]:
-    write, remove = plan(target, current)
+def _changing(
+    target: Mapping[str, Entry], current: Mapping[str, Entry], seen: Callable[[str], bool]
+) -> list[str]:
+    write, remove = plan(target, current, seen)
     return [*write, *remove]
 
 

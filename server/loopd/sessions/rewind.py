@@ -16,6 +16,7 @@ restores to before prompt N, `/rewind redo [force]` redoes.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -25,6 +26,8 @@ from loopd.checkpoints.service import SCOPES, Checkpoints, Restored, Scope
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import Command
 from loopd.sessions.live import LiveSession
+
+log = logging.getLogger(__name__)
 
 REWIND = Command("rewind", "Go back to before an earlier prompt: /rewind N [code|conversation]")
 REDO = "redo"
@@ -92,9 +95,13 @@ class Rewinds:
         """Record one checkpoint of the session; the note to show ("" if none)."""
         roots = [live.record.cwd, *live.record.additional_dirs]
         talk = isinstance(live.runtime, ContextRestoring)
-        recorded = await asyncio.to_thread(
-            self.checkpoints.record, live.id, kind, roots, self.now(), label, talk
-        )
+        try:
+            recorded = await asyncio.to_thread(
+                self.checkpoints.record, live.id, kind, roots, self.now(), label, talk
+            )
+        except Exception as err:  # the turn runs without it, and says so
+            log.exception("checkpoint of %s failed", live.id)
+            return f"Checkpoint skipped: it could not be recorded ({err})."
         return recorded.note
 
     def points(self, session_id: str) -> list[Checkpoint]:

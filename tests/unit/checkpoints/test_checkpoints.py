@@ -164,7 +164,7 @@ def test_a_link_swapped_in_during_the_restore_is_a_refusal(tmp_path: Path) -> No
     (work / "src" / "a.py").unlink()
     (work / "src").rmdir()
     (work / "src").symlink_to(outside)  # planted after the current state was read
-    done = apply(root, service.blobs, wanted, {})
+    done = apply(root, service.blobs, wanted, {}, lambda path: True)
     assert [p for p, _ in done.failed] == ["src/a.py"]
     assert list(outside.iterdir()) == []
 
@@ -244,3 +244,42 @@ def test_rewind_words_are_checked() -> None:
     for words in (["two"], ["1", "files"], ["-1"]):
         with pytest.raises(ConfigError):
             parse_rewind(words)
+
+
+def test_a_file_the_checkpoint_never_saw_is_not_removed(tmp_path: Path) -> None:
+    """Ignored when the checkpoint was taken, not ignored now (the turn changed the
+    .gitignore): the restore puts the .gitignore back and leaves the file alone."""
+    service, _, root = _service(tmp_path)
+    work = Path(root)
+    (work / ".gitignore").write_text("*.log\nlogs/\n")
+    (work / "app.log").write_text("the person's log")
+    (work / "logs").mkdir()
+    (work / "logs" / "old.txt").write_text("older log")
+    _turn(service, root, lambda: (work / ".gitignore").write_text(""))
+    (first,) = [p for p in service.of("s1") if p.kind == "prompt"]
+    service.restore("s1", first, "code", NOW)
+    assert (work / ".gitignore").read_text() == "*.log\nlogs/\n"
+    assert (work / "app.log").read_text() == "the person's log"
+    assert (work / "logs" / "old.txt").read_text() == "older log"
+
+
+def test_a_file_changing_while_it_is_read_is_left_out_not_dropped(tmp_path: Path) -> None:
+    """A file that is no longer what was listed when it is read is listed without a
+    blob: a restore to that checkpoint leaves the path as it finds it."""
+    from loopd.checkpoints import manifest
+    from loopd.checkpoints.scan import Scan
+
+    service, _, root = _service(tmp_path, max_file_bytes=100)
+    work = Path(root)
+    (work / "grows.txt").write_text("small")
+
+    class RacedScan(Scan):  # the file grows between the listing and the read
+        def _keep(self, fd: int, rel: str, name: str, info: os.stat_result) -> None:
+            (work / "grows.txt").write_text("x" * 500)
+            super()._keep(fd, rel, name, info)
+
+    scan = RacedScan(root, service.blobs, {}, str(tmp_path), (), 100, 10**6)
+    kept = scan.run()
+    assert not kept["grows.txt"].kept
+    assert scan.left_out == ["grows.txt (it changed while it was read)"]
+    assert manifest.differing(kept, {}) == {"grows.txt"}
