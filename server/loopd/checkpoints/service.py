@@ -109,8 +109,9 @@ class Checkpoints:
         self, session_id: str, kind: Kind, roots: Sequence[str], now: str,
         label: str = "", with_conversation: bool = True,
     ) -> Recorded:  # fmt: skip
-        """Record a checkpoint of `roots` (canonical) and, `with_conversation`, of the
+        """Record a checkpoint of `roots` and, `with_conversation`, of the
         model context. Skipped, with a note, when the store has no room for it."""
+        roots = [os.path.realpath(r) for r in roots]  # as loopd's own folders are named
         with self._lock:
             try:
                 scans = self._scan_all(roots)

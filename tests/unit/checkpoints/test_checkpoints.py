@@ -283,3 +283,24 @@ def test_a_file_changing_while_it_is_read_is_left_out_not_dropped(tmp_path: Path
     assert not kept["grows.txt"].kept
     assert scan.left_out == ["grows.txt (it changed while it was read)"]
     assert manifest.differing(kept, {}) == {"grows.txt"}
+
+
+def test_a_root_named_through_a_symlink_still_hides_loopds_own_data(tmp_path: Path) -> None:
+    """The session's folder given as a link to the real one: its data folder inside
+    is still recognised as loopd's (roots are canonical before they are scanned)."""
+    from loopd.checkpoints import manifest
+
+    real = tmp_path / "real"
+    (real / "data").mkdir(parents=True)
+    (real / "data" / "sessions.db").write_text("conversations")
+    (real / "code.py").write_text("x = 1")
+    (tmp_path / "link").symlink_to(real)
+    store = SqliteStore(tmp_path / "store" / "sessions.db")
+    store.create(SessionRecord(id="s1", cwd=str(tmp_path / "link"), created_at=NOW))
+    own = (str((real / "data").resolve()),)
+    service = Checkpoints(store, blob_folder(str(tmp_path / "store")), str(tmp_path), own)
+    point = service.record("s1", "prompt", [str(tmp_path / "link")], NOW).point
+    assert point is not None
+    (root,) = point.roots
+    assert root == str(real.resolve())
+    assert sorted(manifest.load(service.blobs, point.roots[root])) == ["code.py"]
