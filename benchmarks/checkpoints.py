@@ -21,6 +21,7 @@ from pathlib import Path
 
 from loopd.app import build_app
 from loopd.checkpoints.service import Checkpoints, blob_folder
+from loopd.policy.reading import DiskReader
 from loopd.protocol.events import Prompt, TextBlock
 from loopd.store.sqlite import SessionRecord, SqliteStore
 from loopd.testing.fake_llm import FakeLLMServer
@@ -61,7 +62,8 @@ def checkpoint_alone(tmp: Path) -> dict[str, float]:
     make_repo(root)
     store = SqliteStore(tmp / "data" / "sessions.db")
     store.create(SessionRecord(id="s1", cwd=str(root), created_at="now"))
-    service = Checkpoints(store, blob_folder(str(tmp / "data")), str(tmp), ())
+    reader = DiskReader((), home=str(tmp))
+    service = Checkpoints(store, blob_folder(str(tmp / "data")), reader, str(tmp), ())
     first_ms, first_bytes = _record(service, str(root))
     incremental: list[tuple[float, int]] = []
     unchanged: list[tuple[float, int]] = []

@@ -41,6 +41,7 @@ from loopd.engine.loop import EngineConfig
 from loopd.instructions import read_chain, system_prompt
 from loopd.parts import GuardedParts, LazyProbe
 from loopd.policy.modes import DEFAULT_MODE
+from loopd.policy.reading import DiskReader
 from loopd.policy.rules import RuleSet
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.model import ThinkingLevel
@@ -277,7 +278,8 @@ def _native_wiring(
     unavailable = NoModelProvider(lambda: no_model_help(entry, listing.last if listing else None))
     rules = RuleSet.from_config(_rules_table(config))
     child = _explore_child(catalog, entry, ChildRuntime(provider, default_model), config, env)
-    shelf = SkillShelf(env)
+    reader = _workspace_reader(env)
+    shelf = SkillShelf(env, reader)
     return NativeWiring(
         provider_for=lambda model: provider if model else unavailable,
         parts_for=functools.partial(
@@ -293,7 +295,7 @@ def _native_wiring(
         system_for=lambda ctx, chain: shelf.book(ctx).indexed(
             system_prompt(ctx.cwd, ctx.roots, chain)
         ),
-        chain_for=read_chain,
+        chain_for=functools.partial(read_chain, reader=reader),
         clock=SystemClock(),
         default_mode=config.defaults.mode or DEFAULT_MODE.value,
         models=models,
@@ -325,8 +327,17 @@ def _checkpoints(env: Mapping[str, str], config: Config, store: SqliteStore) -> 
     if not settings.enabled:
         return None
     limits = CheckpointLimits(settings.max_bytes, settings.max_file_bytes)
-    home = env.get("HOME") or os.path.expanduser("~")
-    return Checkpoints(store, blob_folder(str(data_dir(env))), home, _own_dirs(env), limits)
+    reader = _workspace_reader(env)
+    folder = blob_folder(str(data_dir(env)))
+    return Checkpoints(store, folder, reader, reader.home, _own_dirs(env), limits)
+
+
+def _workspace_reader(env: Mapping[str, str]) -> DiskReader:
+    """The rules of every read loopd makes of a workspace or a home on its own
+    (instruction files, skills): the file tools' secrets, loopd's own folders
+    included; each use gives its roots."""
+    home = os.path.realpath(env.get("HOME") or os.path.expanduser("~"))
+    return DiskReader((), home=home, secrets=_own_dirs(env))
 
 
 def _own_dirs(env: Mapping[str, str]) -> tuple[str, ...]:

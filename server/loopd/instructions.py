@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
-from loopd.context.instructions import chain_paths, render_chain
+from loopd.context.instructions import MAX_INSTRUCTION_CHARS, chain_paths, render_chain
+from loopd.protocol.reading import FileRead, FileReader, ReadRefused
+
+MAX_INSTRUCTION_BYTES = 4 * MAX_INSTRUCTION_CHARS + 4
+"""Bytes read of one instruction file: enough for the characters shown of it in any
+encoding, so a cut file is always shown cut."""
 
 BASE = """You are loopd, a coding agent working inside the user's editor.
 
@@ -31,15 +35,23 @@ def system_prompt(cwd: str, roots: Sequence[str], chain: Mapping[str, str]) -> s
     return "\n\n".join([BASE.format(cwd=cwd, more_roots=more), *render_chain(chain, cwd)])
 
 
-def read_chain(cwd: str) -> dict[str, str]:
-    """The instruction files that exist now, path → text, outermost first."""
+def read_chain(cwd: str, reader: FileReader) -> dict[str, str]:
+    """The instruction files that exist now, path → text, outermost first, read
+    beneath the repository (or the cwd) with `reader`'s rules. A file it refuses (a
+    link out of the repository, a FIFO, a secret) is named with why, never read;
+    one past `MAX_INSTRUCTION_BYTES` is cut (and shown cut, see `clip`)."""
     chain: dict[str, str] = {}
     cwd = os.path.realpath(cwd)
-    for path in chain_paths(cwd, repo_root(cwd)):
-        try:
-            chain[path] = Path(path).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
+    top = repo_root(cwd)
+    beneath = reader.within((top or cwd,))
+    for path in chain_paths(cwd, top):
+        match beneath.read(path, max_bytes=MAX_INSTRUCTION_BYTES, over="cut"):
+            case FileRead() as found:
+                chain[path] = found.text()
+            case ReadRefused(problem="missing"):
+                continue
+            case ReadRefused(reason=reason):
+                chain[path] = f"[loopd did not read {os.path.basename(path)}: {reason}]"
     return chain
 
 

@@ -26,6 +26,7 @@ from loopd.policy.decide import RulePolicy
 from loopd.policy.grants import CallGrants
 from loopd.policy.modes import parse_mode
 from loopd.policy.network import NetworkGrant
+from loopd.policy.reading import DiskReader
 from loopd.policy.rules import RuleSet
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import AgentMessageChunk, Command, PlanEntry, PlanUpdated, Prompt
@@ -162,6 +163,7 @@ class GuardedParts:
         tool_env = ToolEnv(
             roots=ctx.roots,
             files=RoutedFiles(ctx.editor_files, BeneathFiles(policy.paths)),
+            reader=DiskReader((), home=policy.paths.home, secrets=policy.paths.extra_secrets),
             sandbox=sandbox,
             outside=Unsandboxed(dict(env)),
             grants=policy.grants,

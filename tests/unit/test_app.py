@@ -9,6 +9,7 @@ from pathlib import Path
 from loopd.app import build_app
 from loopd.engine.delegate import ChildRuntime
 from loopd.parts import GuardedParts, LazyProbe
+from loopd.policy.reading import DiskReader
 from loopd.policy.rules import RuleSet
 from loopd.protocol.events import AgentMessageChunk
 from loopd.runtimes.base import McpServerConfig, RuntimeContext
@@ -40,7 +41,7 @@ async def test_mcp_tools_join_the_session_and_failures_are_said_once(tmp_path: P
         probe=LazyProbe(env),
         rules=RuleSet(),
         child=child,
-        shelf=SkillShelf(env),
+        shelf=SkillShelf(env, DiskReader(())),
         limits=ToolLimits(),
     )
     try:

@@ -29,6 +29,7 @@ from loopd.checkpoints.blobs import BlobStore, digest_of
 from loopd.checkpoints.manifest import Entry, Manifest
 from loopd.policy.beneath import open_beneath
 from loopd.policy.paths import HOME_SECRETS, SECRET_DIR_NAMES, contains, is_secret_name
+from loopd.protocol.reading import FileReader
 from loopd.tools.gitignore import MAX_BYTES, Ignore, inherited, read_ignore_file
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -45,6 +46,7 @@ class Scan:
     raises `StoreFull` past it); `added` counts what this scan wrote."""
 
     root: str
+    reader: FileReader  # beneath the root: how its ignore files are read
     blobs: BlobStore
     previous: Manifest
     home: str
@@ -62,11 +64,12 @@ class Scan:
             return self.manifest  # the root itself is secret, or loopd's: nothing to keep
         fd = open_beneath(self.root, ".", _DIR, exact=True)
         with contextlib.closing(_Fd(fd)):
-            self._walk(fd, (), inherited(self.root, self.root))
+            self._walk(fd, (), inherited(self.root, self.root, self.reader))
         return self.manifest
 
     def _walk(self, fd: int, rel: tuple[str, ...], ignore: Ignore) -> None:
-        ignore = ignore.extended(rel, read_ignore_file(fd, ".gitignore"))
+        ignore_file = os.path.join(self.root, *rel, ".gitignore")
+        ignore = ignore.extended(rel, read_ignore_file(self.reader, ignore_file))
         for entry in _entries(fd):
             path = (*rel, entry.name)
             info = _lstat(entry)
@@ -118,7 +121,9 @@ class Scan:
         return digest
 
 
-def seen_by(root: str, blobs: BlobStore, kept: Manifest) -> Callable[[str], bool]:
+def seen_by(
+    root: str, reader: FileReader, blobs: BlobStore, kept: Manifest
+) -> Callable[[str], bool]:
     """Whether the scan that made `kept` would have kept `path`, had it been there:
     the `.gitignore` files `kept` holds (as they were then) ignore neither it nor a
     folder on its way. A restore removes only such paths: a file the checkpoint
@@ -127,7 +132,7 @@ def seen_by(root: str, blobs: BlobStore, kept: Manifest) -> Callable[[str], bool
 
     def rules(folder: tuple[str, ...]) -> Ignore:
         if folder not in folders:
-            above = rules(folder[:-1]) if folder else inherited(root, root)
+            above = rules(folder[:-1]) if folder else inherited(root, root, reader)
             entry = kept.get("/".join((*folder, ".gitignore")))
             text = ""
             if entry is not None and entry.kept and not entry.is_link:

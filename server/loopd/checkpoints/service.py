@@ -31,6 +31,7 @@ from loopd.checkpoints.manifest import Entry
 from loopd.checkpoints.restore import Applied, apply, plan
 from loopd.checkpoints.scan import Scan, StoreFull, seen_by
 from loopd.protocol.errors import LoopdError
+from loopd.protocol.reading import FileReader
 from loopd.store.sqlite import SqliteStore
 
 Scope = Literal["code", "conversation", "both"]
@@ -90,6 +91,7 @@ def _scope_words(scope: Scope) -> str:
 class Checkpoints:
     store: SqliteStore
     folder: str  # the blob folder, under the data dir
+    reader: FileReader  # loopd's reader of workspaces (the ignore files), any roots
     home: str
     own: tuple[str, ...]  # loopd's own folders: never kept, never written
     limits: CheckpointLimits = field(default_factory=CheckpointLimits)
@@ -148,8 +150,8 @@ class Checkpoints:
         try:
             for root in roots:
                 scan = Scan(
-                    root, self.blobs, self._previous(root), self.home, self.own,
-                    self.limits.max_file_bytes, room,
+                    root, self.reader.within((root,)), self.blobs, self._previous(root),
+                    self.home, self.own, self.limits.max_file_bytes, room,
                 )  # fmt: skip
                 scans.append(scan)
                 scan.run()
@@ -205,7 +207,7 @@ class Checkpoints:
     ) -> Applied:
         wanted = {r: manifest.load(self.blobs, d) for r, d in target.roots.items()}
         current = {r: manifest.load(self.blobs, d) for r, d in now.roots.items()}
-        seen = {r: seen_by(r, self.blobs, wanted[r]) for r in wanted}
+        seen = {r: seen_by(r, self.reader.within((r,)), self.blobs, wanted[r]) for r in wanted}
         if not force:
             touched = {
                 f"{r}/{p}" for r in wanted for p in _changing(wanted[r], current[r], seen[r])

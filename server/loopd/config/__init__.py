@@ -121,7 +121,7 @@ from loopd.config.schema import (
     TrustState,
     WorkspaceStatus,
 )
-from loopd.config.trust import TrustStore, WorkspaceFile
+from loopd.config.trust import TrustStore, WorkspaceFile, read_workspace_file
 from loopd.home import data_dir, user_config_file
 
 __all__ = [
@@ -156,6 +156,7 @@ __all__ = [
     "merge_layers",
     "parse_config",
     "read_env",
+    "read_workspace_file",
     "user_config_file",
     "workspace_config_file",
 ]

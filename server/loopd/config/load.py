@@ -16,8 +16,10 @@ from loopd.config.gate import gate_untrusted
 from loopd.config.merge import merge_layers
 from loopd.config.parse import parse_config
 from loopd.config.schema import Config, ConfigFileError, EnvSettings, TrustState, WorkspaceStatus
-from loopd.config.trust import TrustStore, WorkspaceFile
+from loopd.config.trust import MAX_BYTES, TrustStore, WorkspaceFile
 from loopd.home import data_dir, user_config_file
+from loopd.policy.reading import DiskReader
+from loopd.protocol.reading import FileRead, ReadRefused
 
 Env = Mapping[str, str]
 
@@ -85,11 +87,14 @@ def read_env(env: Env) -> EnvSettings:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        content = path.read_bytes()
-    except OSError as exc:
-        raise ConfigFileError(path, "(file)", f"cannot be read: {exc.strerror}") from exc
-    return _parse_toml(path, content)
+    """The person's own config file: it may be a link anywhere (dotfile managers, a
+    Nix store), but it is read like every other file loopd reads (`loopd.policy.
+    reading`): a regular file, without blocking, within `MAX_BYTES`."""
+    match DiskReader(("/",)).read(str(path), max_bytes=MAX_BYTES):
+        case ReadRefused(reason=reason):
+            raise ConfigFileError(path, "(file)", f"cannot be read: {reason}")
+        case FileRead(data=content):
+            return _parse_toml(path, content)
 
 
 def _parse_toml(path: Path, content: bytes) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from loopd.config.schema import ConfigFileError, TrustState
+from loopd.policy.reading import DiskReader
+from loopd.protocol.reading import FileRead, Over, ReadRefused
 
 TRUST_FILE = "trust.json"
 MAX_BYTES = 1 << 20
@@ -43,22 +44,24 @@ class WorkspaceFile:
     @classmethod
     def read(cls, folder: Path, path: Path) -> WorkspaceFile | None:
         """The file's bytes, or None when there is no file. Raises `ConfigFileError`
-        when it exists but cannot be read, is not a regular file (a FIFO would block
-        every start) or is over `MAX_BYTES`."""
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise ConfigFileError(path, "(file)", f"cannot be read: {exc.strerror}") from exc
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise ConfigFileError(path, "(file)", "is not a regular file")
-            content = handle.read(MAX_BYTES + 1)
-        if len(content) > MAX_BYTES:
-            raise ConfigFileError(path, "(file)", f"is over {MAX_BYTES} bytes")
-        digest = hashlib.sha256(content).hexdigest()
-        return cls(os.path.realpath(folder), path, content, digest)
+        when it exists but cannot be read (`read_workspace_file`): it leads out of the folder, is
+        not a regular file (a FIFO would block every start) or is over `MAX_BYTES`."""
+        match read_workspace_file(folder, path, MAX_BYTES, "refuse"):
+            case ReadRefused(problem="missing"):
+                return None
+            case ReadRefused(reason=reason):
+                raise ConfigFileError(path, "(file)", f"cannot be read: {reason}")
+            case FileRead(data=content):
+                digest = hashlib.sha256(content).hexdigest()
+                return cls(os.path.realpath(folder), path, content, digest)
+
+
+def read_workspace_file(
+    folder: Path, path: Path, max_bytes: int, over: Over = "cut"
+) -> FileRead | ReadRefused:
+    """A workspace file read with the rules of every workspace read (`loopd.policy.
+    reading`): beneath `folder`, a regular file, at most `max_bytes`."""
+    return DiskReader((str(folder),)).read(str(path), max_bytes=max_bytes, over=over)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from loopd.protocol.reading import FileRead
+
 GIT_FROZEN = ("config", "hooks", "info", "commondir", "config.worktree", "modules", "worktrees")
 _GITFILE = re.compile(r"^gitdir:\s*(.+?)\s*$")
 _SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]')
@@ -39,12 +41,10 @@ def is_git_dir(path: str) -> bool:
 def gitfile_target(path: str) -> str | None:
     """The git directory a `.git` file points to (`gitdir: ...`), canonical; None
     when `path` is not such a file."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            first = handle.readline(4096)
-    except OSError:
+    text = read_git_file(path)
+    if text is None:
         return None
-    match = _GITFILE.match(first)
+    match = _GITFILE.match(text.partition("\n")[0])
     if match is None:
         return None
     return os.path.realpath(os.path.join(os.path.dirname(path), match.group(1)))
@@ -85,11 +85,10 @@ def config_refs(git_dir: str, worktree: str, home: str) -> ConfigRefs:
     """`core.hooksPath` (relative to the worktree) and the included config files
     (relative to the git directory) named by `git_dir/config`, canonical, `~` the
     home directory. Only this one file is read: what it includes is not followed."""
-    try:
-        with open(os.path.join(git_dir, "config"), encoding="utf-8", errors="replace") as f:
-            lines = f.read(1 << 20).splitlines()
-    except OSError:
+    text = read_git_file(os.path.join(git_dir, "config"), 1 << 20)
+    if text is None:
         return ConfigRefs()
+    lines = text.splitlines()
     section, hooks, includes = "", None, []
     for line in lines:
         header = _SECTION.match(line)
@@ -109,3 +108,14 @@ def config_refs(git_dir: str, worktree: str, home: str) -> ConfigRefs:
 
 def _expand(value: str, home: str) -> str:
     return home + value[1:] if value == "~" or value.startswith("~/") else value
+
+
+def read_git_file(path: str, max_bytes: int = 4096) -> str | None:
+    """The first `max_bytes` of one of git's own files, or None. Read like every
+    file loopd reads from a workspace (`loopd.policy.reading`), so a FIFO planted as
+    `.git/config` cannot block the write policy; beneath `/`, because a worktree's
+    git directory lives wherever git put it."""
+    from loopd.policy.reading import DiskReader  # it imports `paths`, which imports this
+
+    read = DiskReader(("/",)).read(path, max_bytes=max_bytes, over="cut")
+    return read.text() if isinstance(read, FileRead) else None

@@ -133,8 +133,12 @@ def _lower_parts(path: str) -> list[str]:
     return [p.lower() for p in path.split("/") if p]
 
 
-def secret_reason(path: str, home: str, extra: Iterable[str] = ()) -> str | None:
-    """Why a canonical path is a secret, or None."""
+def secret_reason(
+    path: str, home: str, extra: Iterable[str] = (), exempt: Iterable[str] = ()
+) -> str | None:
+    """Why a canonical path is a secret, or None. A secret location holding one of
+    the `exempt` folders does not count for what is in them (loopd reading the
+    person's own skills in its config folder); names of secrets still do."""
     parts = _lower_parts(path)
     name = parts[-1] if parts else ""
     if is_secret_name(name):
@@ -142,8 +146,11 @@ def secret_reason(path: str, home: str, extra: Iterable[str] = ()) -> str | None
     if any(p in SECRET_DIR_NAMES for p in parts[:-1]) or name in SECRET_DIR_NAMES:
         return f"{path} is inside a directory that holds keys or credentials"
     home_lower = home.lower().rstrip("/")
+    spared = [e.lower() for e in exempt]
     for location in (*(f"{home_lower}/{h}" for h in HOME_SECRETS), *(e.lower() for e in extra)):
-        if contains(location, path.lower()):
+        if contains(location, path.lower()) and not any(
+            contains(location, e) and contains(e, path.lower()) for e in spared
+        ):
             return f"{path} holds credentials or loopd's own configuration"
     return None
 

@@ -29,6 +29,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from loopd.policy.git import read_git_file
 from loopd.policy.paths import contains, outermost
 
 # Shown back read-only inside the hidden home: settings commands rely on and the
@@ -100,20 +101,15 @@ def hidden_view(
 def linked_git_dirs(root: str) -> tuple[str, ...]:
     """The git directory a worktree's or submodule's `.git` file points to, and the
     common directory it names (`commondir`); () for an ordinary repository."""
-    try:
-        with open(os.path.join(root, ".git"), encoding="utf-8") as pointer:
-            line = pointer.readline().strip()
-    except OSError:  # no .git, or a directory: nothing outside the root
-        return ()
-    if not line.startswith("gitdir:"):
+    pointer = read_git_file(os.path.join(root, ".git"))
+    line = pointer.partition("\n")[0].strip() if pointer is not None else ""
+    if not line.startswith("gitdir:"):  # no .git, or a directory: nothing outside the root
         return ()
     git_dir = os.path.realpath(os.path.join(root, line.removeprefix("gitdir:").strip()))
     found = [git_dir]
-    try:
-        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as common:
-            found.append(os.path.realpath(os.path.join(git_dir, common.read().strip())))
-    except OSError:
-        pass
+    common = read_git_file(os.path.join(git_dir, "commondir"))
+    if common is not None:
+        found.append(os.path.realpath(os.path.join(git_dir, common.strip())))
     return tuple(d for d in found if os.path.isdir(d))
 
 

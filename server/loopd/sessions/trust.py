@@ -30,12 +30,14 @@ from loopd.config import (
     TrustStore,
     WorkspaceFile,
     WorkspaceStatus,
+    read_workspace_file,
     workspace_config_file,
 )
 from loopd.engine.ports import Approver, Emitter
 from loopd.protocol.approvals import ApprovalRequest
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import AgentMessageChunk, TextBlock, ToolCallStarted, ToolCallUpdated
+from loopd.protocol.reading import FileRead, ReadRefused
 
 SHOWN_BYTES = 8_000  # of the file, in the question
 TRUSTED = (
@@ -127,10 +129,11 @@ class WorkspaceTrust:
 
 
 def _question(status: WorkspaceStatus) -> str:
-    try:
-        text = status.file.read_bytes()[:SHOWN_BYTES].decode("utf-8", "replace")
-    except OSError:
-        text = "(the file cannot be read now)"
+    match read_workspace_file(Path(status.folder), status.file, SHOWN_BYTES):
+        case FileRead() as read:
+            text = read.text()
+        case ReadRefused(reason=reason):
+            text = f"(the file cannot be read now: {reason})"
     return (
         f"{status.notice}\n\nTrusting the folder lets every setting in the file apply, "
         f"including commands it names (they run on this machine, outside the sandbox). "

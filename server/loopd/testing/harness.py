@@ -8,6 +8,7 @@ when a test asks, the tools and the policy.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from loopd.engine.done import DoneChecks
 from loopd.engine.loop import EngineConfig
 from loopd.engine.ports import Provider, ToolBox
 from loopd.instructions import read_chain
+from loopd.policy.reading import DiskReader
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import RuntimeFailure
 from loopd.protocol.events import Command, Prompt
@@ -127,7 +129,7 @@ def scripted_manager(
         provider_for=lambda model: provider,
         parts_for=parts_for,
         system_for=lambda ctx, chain: "\n\n".join([f"You work in {ctx.cwd}.", *chain.values()]),
-        chain_for=read_chain,
+        chain_for=functools.partial(read_chain, reader=DiskReader(())),
         clock=FakeClock(),
         default_mode="ask",
         models=tuple(models),

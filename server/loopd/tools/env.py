@@ -27,9 +27,11 @@ from loopd.engine.ports import Clock
 from loopd.policy.beneath import FileTooLarge as BeneathTooLarge
 from loopd.policy.beneath import check_regular, read_regular
 from loopd.policy.grants import CallGrants
+from loopd.policy.reading import DiskReader
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import PlanEntry
 from loopd.protocol.questions import UserQuestions
+from loopd.protocol.reading import FileReader
 from loopd.sandbox.base import CommandSandbox, Unsandboxed
 from loopd.tools.changes import ChangeLog
 from loopd.tools.processes import BackgroundProcesses
@@ -219,10 +221,13 @@ class ToolEnv:
     `sandbox` contains commands; `outside` prepares the ones the person approved to
     run outside it (still with a scrubbed environment). `reads` holds the read
     bookmarks `write` and `edit` check (see `loopd.context.freshness`). `grants` carries what the
-    policy allowed each call beyond the defaults (see `loopd.policy.grants`)."""
+    policy allowed each call beyond the defaults (see `loopd.policy.grants`). `reader`
+    reads what the tools read besides the files they are asked for (ignore files, the
+    files a search looks through), beneath the roots, with the session's secrets."""
 
     roots: tuple[str, ...]
     files: FileAccess = field(default_factory=LocalFiles)
+    reader: FileReader = field(default_factory=lambda: DiskReader(()))
     sandbox: CommandSandbox = field(default_factory=lambda: Unsandboxed(os.environ))
     outside: CommandSandbox = field(default_factory=lambda: Unsandboxed(os.environ))
     grants: CallGrants = field(default_factory=CallGrants)
@@ -247,6 +252,7 @@ class ToolEnv:
         if not self.roots:
             raise ValueError("a ToolEnv needs at least one root (the working directory)")
         self.roots = tuple(os.path.realpath(r) for r in self.roots)
+        self.reader = self.reader.within(self.roots)
         self.processes = BackgroundProcesses(self.clock, self.limits.kill_grace)
 
     @property

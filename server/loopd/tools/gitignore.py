@@ -14,17 +14,18 @@ anchoring the pattern to its file's directory, `*` `?` `[...]` within one compon
 pattern wins, deeper files after shallower ones, as in git. A directory that is
 ignored is not entered, so nothing inside can be re-included (git's rule too).
 
-An ignore file is read only if it is a regular file (not a symlink, FIFO or device:
-a file planted to block or leak is skipped) and only its first `MAX_BYTES`.
+An ignore file is read through the session's `FileReader`: only a regular file
+beneath the roots (not a link out, a FIFO or a device: a file planted to block or
+leak is skipped), and only its first `MAX_BYTES`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import stat
 from dataclasses import dataclass
+
+from loopd.protocol.reading import FileRead, FileReader
 
 MAX_BYTES = 256 * 1024
 
@@ -143,24 +144,15 @@ def _char_class(inner: str) -> str:
     return f"[^/{escaped}]" if negate else f"[{escaped}]"
 
 
-def read_ignore_file(dir_fd: int | None, name: str) -> str:
-    """The text of an ignore file, or "" if it is missing, not a regular file or
-    unreadable. `name` is relative to `dir_fd` (or absolute when it is None)."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(name, flags, dir_fd=dir_fd)
-    except OSError:
-        return ""
-    with contextlib.closing(os.fdopen(fd, "rb")) as f:
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return ""
-            return f.read(MAX_BYTES).decode("utf-8", "replace")
-        except OSError:
-            return ""
+def read_ignore_file(reader: FileReader, path: str) -> str:
+    """The text of the ignore file at `path` (its first `MAX_BYTES`), or "" when
+    `reader` refuses it: missing, a link out of the roots, a FIFO or device, a
+    secret."""
+    read = reader.read(path, max_bytes=MAX_BYTES, over="cut")
+    return read.text() if isinstance(read, FileRead) else ""
 
 
-def inherited(root: str, top: str) -> Ignore:
+def inherited(root: str, top: str, reader: FileReader) -> Ignore:
     """The rules that apply at `root` from above it: `.git/info/exclude` and the
     `.gitignore` files of the repository holding `root`, from its top down to the
     directory above `root`, never climbing past `top` (the workspace root). Paths
@@ -182,7 +174,7 @@ def inherited(root: str, top: str) -> Ignore:
     for source in sources:
         origin = repo if source.endswith("exclude") else os.path.dirname(source)
         prefix = os.path.relpath(root, origin).split("/")
-        for line in read_ignore_file(None, source).splitlines():
+        for line in read_ignore_file(reader, source).splitlines():
             if (rule := parse(line, ())) is not None:
                 rules.append(_rebased(rule, prefix))
     return Ignore(tuple(rules))

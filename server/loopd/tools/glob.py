@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import Location, ToolKind
+from loopd.protocol.reading import FileReader
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
 from loopd.tools.gitignore import Ignore, inherited, is_within, read_ignore_file
@@ -73,7 +74,8 @@ class Glob:
         if not await asyncio.to_thread(os.path.isdir, root):
             return failure(f"{env.display(root)} is not a directory")
         top = next((r for r in env.roots if is_within(root, r)), root)
-        found = await asyncio.to_thread(_glob, root, pattern, top)
+        reader = env.reader.within((*env.roots, root))  # an approved folder outside too
+        found = await asyncio.to_thread(_glob, root, pattern, top, reader)
         cap = env.limits.glob_max_results
         if not found:
             return ToolResult(output=f"No files match `{pattern}` in {env.display(root)}.")
@@ -96,7 +98,7 @@ def _pattern(args: Args) -> str:
     return pattern
 
 
-def _glob(root: str, pattern: str, top: str) -> list[tuple[str, bool]]:
+def _glob(root: str, pattern: str, top: str, reader: FileReader) -> list[tuple[str, bool]]:
     """(path, is a directory) for every entry under `root` whose relative path
     matches `pattern` and that `.gitignore` does not ignore (files up to `top`
     count), without following a symlink to a directory."""
@@ -105,11 +107,12 @@ def _glob(root: str, pattern: str, top: str) -> list[tuple[str, bool]]:
         if not (part == "**" and parts[-1:] == ("**",)):
             parts += (part,)
     found: list[tuple[str, bool]] = []
-    ignores: dict[tuple[str, ...], Ignore] = {(): inherited(root, top)}
-    for current, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
+    ignores: dict[tuple[str, ...], Ignore] = {(): inherited(root, top, reader)}
+    for current, dirs, files, _ in os.fwalk(root, follow_symlinks=False):
         rel = os.path.relpath(current, root)
         here = () if rel == "." else tuple(rel.split("/"))
-        ignore = ignores.pop(here).extended(here, read_ignore_file(dir_fd, ".gitignore"))
+        text = read_ignore_file(reader, os.path.join(current, ".gitignore"))
+        ignore = ignores.pop(here).extended(here, text)
         dirs[:] = [
             d
             for d in dirs

@@ -19,16 +19,15 @@ import fnmatch
 import json
 import os
 import re
-import stat
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
 from loopd.policy.beneath import file_kind
-from loopd.policy.paths import secret_reason
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import Location, ToolKind
+from loopd.protocol.reading import FileReader, ReadRefused
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
 from loopd.tools.gitignore import Ignore, inherited, is_within, read_ignore_file
@@ -110,17 +109,19 @@ class Grep:
         if kind not in ("directory", "regular file"):
             return failure(f"{env.display(query.root)} is a {kind}; grep searches files")
         want = env.limits.grep_max_matches + 1
+        folder = query.root if kind == "directory" else os.path.dirname(query.root)
+        reader = env.reader.within((*env.roots, folder))  # an approved folder outside too
         try:
             if self.rg is None:
-                found = await asyncio.to_thread(_python_search, query, want)
+                found, unread = await asyncio.to_thread(_python_search, query, want, reader)
             else:
-                found = await _rg_search(self.rg, query, want)
+                found, unread = await _rg_search(self.rg, query, want), set()
         except GrepFailed as e:
             return failure(f"grep failed: {e}")
-        shown, withheld = _without_secrets(found)
+        shown = [m for m in found if reader.withheld(m.path) is None]
         output = _render(shown, query, env)
-        if withheld:
-            output += f"\n[{len(withheld)} matches in files that look like secrets are withheld.]"
+        if withheld := len(unread | {m.path for m in found} - {m.path for m in shown}):
+            output += f"\n[{withheld} files that look like secrets are withheld.]"
         return ToolResult(output=output)
 
 
@@ -132,18 +133,6 @@ def _root_kind(path: str) -> str | None:
         return file_kind(os.stat(path).st_mode)
     except FileNotFoundError:
         return None
-
-
-def _without_secrets(found: list[Match]) -> tuple[list[Match], list[Match]]:
-    """Matches split into those that may be shown and those inside secret files
-    (keys, `.env`, credentials): a search must not read out what `read` refuses."""
-    home = os.path.realpath(os.path.expanduser("~"))
-    shown: list[Match] = []
-    withheld: list[Match] = []
-    for m in found:
-        secret = secret_reason(os.path.realpath(m.path), home) is not None
-        (withheld if secret else shown).append(m)
-    return shown, withheld
 
 
 def _render(found: list[Match], query: Query, env: ToolEnv) -> str:
@@ -236,31 +225,40 @@ def _rg_text(field: dict[str, str]) -> str:
 # -- Python fallback -------------------------------------------------------------------
 
 
-def _python_search(query: Query, want: int) -> list[Match]:
+def _python_search(query: Query, want: int, reader: FileReader) -> tuple[list[Match], set[str]]:
+    """The matches, and the files not searched because `reader` withholds them
+    (secrets, loopd's own folders): those are never read, not even to be dropped."""
     try:
         regex = re.compile(query.pattern, re.IGNORECASE if query.ignore_case else 0)
     except re.error as e:
         raise ToolInputError(f"invalid regular expression {query.pattern!r}: {e}") from None
     found: list[Match] = []
-    for path in _walk(query):
-        for number, line in enumerate(_text_lines(path), start=1):
+    unread: set[str] = set()
+    for path in _walk(query, reader):
+        if reader.withheld(path) is not None:
+            unread.add(path)
+            continue
+        for number, line in enumerate(_text_lines(path, reader), start=1):
             if regex.search(line):
                 found.append(Match(path, number, line[:LINE_KEPT]))
                 if len(found) >= want:
-                    return found
-    return found
+                    return found, unread
+    return found, unread
 
 
-def _walk(query: Query) -> Iterator[str]:
+def _walk(query: Query, reader: FileReader) -> Iterator[str]:
     """Files under the root in `rg --sort path` order; the root itself if a file."""
     if os.path.isdir(query.root):
-        yield from _walk_dir(query.root, query, inherited(query.root, query.top or query.root), ())
+        top = inherited(query.root, query.top or query.root, reader)
+        yield from _walk_dir(query.root, query, reader, top, ())
     else:
         yield query.root
 
 
-def _walk_dir(directory: str, query: Query, ignore: Ignore, here: tuple[str, ...]) -> Iterator[str]:
-    ignore = ignore.extended(here, read_ignore_file(None, os.path.join(directory, ".gitignore")))
+def _walk_dir(
+    directory: str, query: Query, reader: FileReader, ignore: Ignore, here: tuple[str, ...]
+) -> Iterator[str]:
+    ignore = ignore.extended(here, read_ignore_file(reader, os.path.join(directory, ".gitignore")))
     try:
         with os.scandir(directory) as it:
             entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
@@ -273,23 +271,20 @@ def _walk_dir(directory: str, query: Query, ignore: Ignore, here: tuple[str, ...
         if ignore.ignored((*here, entry.name), is_dir):
             continue
         if is_dir:
-            yield from _walk_dir(entry.path, query, ignore, (*here, entry.name))
+            yield from _walk_dir(entry.path, query, reader, ignore, (*here, entry.name))
         elif entry.is_file(follow_symlinks=False) and _selected(entry.path, query):
             yield entry.path
 
 
-def _text_lines(path: str) -> Iterator[str]:
-    """The file's lines, each cut at `LINE_CAP` bytes; none for an unreadable file or
-    anything but a regular file (a FIFO would block, a device never end), and no more
-    once a NUL byte shows the file is binary. Read a line at a time, so a huge file
-    or a huge line costs `LINE_CAP` of memory, not its size."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+def _text_lines(path: str, reader: FileReader) -> Iterator[str]:
+    """The file's lines, each cut at `LINE_CAP` bytes; none for a file `reader`
+    refuses (unreadable, a link out, anything but a regular file: a FIFO would block,
+    a device never end), and no more once a NUL byte shows the file is binary. Read a
+    line at a time, so a huge file or a huge line costs `LINE_CAP` of memory."""
+    opened = reader.open(path)
+    if isinstance(opened, ReadRefused):
         return
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return
+    with opened as f:
         while line := f.readline(LINE_CAP):
             if not line.endswith(b"\n") and len(line) == LINE_CAP:
                 while (rest := f.readline(LINE_CAP)) and not rest.endswith(b"\n"):

@@ -12,6 +12,12 @@ bodies can be long, and most turns need none of them. The index is found once, w
 the session opens, and frozen like the instructions: a skill added mid-session must
 not rewrite the prefix every request shares. The `skill` tool loads a body from that
 frozen index and nothing else, so it reads no path the model chooses.
+
+Every SKILL.md is read through the session's `FileReader`, at the index and again
+when loaded: a workspace's skill never through a link out of the workspace, the
+person's own (in loopd's config folder) through links anywhere but to a secret;
+never a FIFO or device, and bounded (the index reads the front matter's
+`MAX_INDEX_BYTES`, a load `MAX_BODY_BYTES`), so a huge or planted file costs nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import TextBlock, ToolKind
-from loopd.tools.base import Args
+from loopd.protocol.reading import FileReader, ReadRefused
+from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
 
 if TYPE_CHECKING:
@@ -36,13 +43,18 @@ SKILL_FILE = "SKILL.md"
 MAX_SKILLS = 100
 MAX_DESCRIPTION = 300
 MAX_BODY_CHARS = 50_000
+MAX_INDEX_BYTES = 64 * 1024
+MAX_BODY_BYTES = 4 * MAX_BODY_CHARS + 4  # the characters kept, in any encoding
 
 
 @dataclass(frozen=True, slots=True)
 class SkillInfo:
+    """One indexed skill: `path` is its SKILL.md, read again with `reader`."""
+
     name: str
     description: str
-    path: str  # the SKILL.md
+    path: str
+    reader: FileReader = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,40 +84,49 @@ class SkillBook:
 
 
 def skill_dirs(cwd: str, env: Mapping[str, str]) -> tuple[Path, ...]:
-    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    config = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
     return (
         Path(cwd) / ".loopd" / "skills",
-        config / "loopd" / "skills",
+        _user_skills(env),
         Path(cwd) / ".claude" / "skills",
     )
 
 
-def find_skills(cwd: str, env: Mapping[str, str]) -> SkillBook:
+def _user_skills(env: Mapping[str, str]) -> Path:
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    config = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
+    return config / "loopd" / "skills"
+
+
+def find_skills(cwd: str, env: Mapping[str, str], reader: FileReader) -> SkillBook:
+    """The skills seen from `cwd`, first name wins. A workspace's are read beneath
+    `cwd`; the person's own beneath `/`, their folder spared from the rule that
+    loopd's config folder is secret (its files named like secrets are not)."""
+    user = _user_skills(env)
+    own, workspace = reader.within(("/",), spared=(str(user),)), reader.within((cwd,))
     found: dict[str, SkillInfo] = {}
     for base in skill_dirs(cwd, env):
+        beneath = own if base == user else workspace
         try:
             folders = sorted(p for p in base.iterdir() if p.is_dir())
         except OSError:
             continue
         for folder in folders:
-            info = _read_info(folder / SKILL_FILE)
+            info = _read_info(str(folder / SKILL_FILE), beneath)
             if info is not None and info.name not in found and len(found) < MAX_SKILLS:
                 found[info.name] = info
     return SkillBook(tuple(found.values()))
 
 
-def _read_info(path: Path) -> SkillInfo | None:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+def _read_info(path: str, reader: FileReader) -> SkillInfo | None:
+    read = reader.read(path, max_bytes=MAX_INDEX_BYTES, over="cut")
+    if isinstance(read, ReadRefused):
         return None
-    meta, _ = split_front_matter(text)
-    name = meta.get("name") or path.parent.name
+    meta, _ = split_front_matter(read.text())
+    name = meta.get("name") or os.path.basename(os.path.dirname(path))
     description = " ".join(meta.get("description", "").split())[:MAX_DESCRIPTION]
     if not description:
         return None  # an index line with no description helps no one choose it
-    return SkillInfo(name, description, str(path))
+    return SkillInfo(name, description, path, reader)
 
 
 def split_front_matter(text: str) -> tuple[dict[str, str], str]:
@@ -130,11 +151,12 @@ class SkillShelf:
     instructions (the prompt's index and the `skill` tool read the same book)."""
 
     env: Mapping[str, str]
+    reader: FileReader
     _books: dict[str, SkillBook] = field(default_factory=dict)
 
     def book(self, ctx: RuntimeContext) -> SkillBook:
         if ctx.session_id not in self._books:
-            self._books[ctx.session_id] = find_skills(ctx.cwd, self.env)
+            self._books[ctx.session_id] = find_skills(ctx.cwd, self.env, self.reader)
         return self._books[ctx.session_id]
 
     def forget(self, session_id: str) -> None:
@@ -170,9 +192,13 @@ class Skill:
     async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
         info = self.book.get(args["name"])
         assert info is not None  # declare checked it
-        text = await asyncio.to_thread(Path(info.path).read_text, "utf-8", "replace")
-        _, body = split_front_matter(text)
-        if len(body) > MAX_BODY_CHARS:
+        read = await asyncio.to_thread(
+            info.reader.read, info.path, max_bytes=MAX_BODY_BYTES, over="cut"
+        )
+        if isinstance(read, ReadRefused):
+            return failure(f"The skill {info.name} cannot be loaded: {read.reason}")
+        _, body = split_front_matter(read.text())
+        if len(body) > MAX_BODY_CHARS or read.cut:
             body = body[:MAX_BODY_CHARS] + "\n[... truncated ...]"
         folder = os.path.dirname(info.path)
         output = f"# Skill: {info.name}\n(files of this skill are in {folder})\n\n{body.strip()}"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from loopd.checkpoints.service import CheckpointLimits, Checkpoints, Conflict, blob_folder
+from loopd.policy.reading import DiskReader
 from loopd.protocol.messages import user_text
 from loopd.store.sqlite import SessionRecord, SqliteStore
 
@@ -23,8 +24,10 @@ def _service(tmp: Path, **limits: int) -> tuple[Checkpoints, SqliteStore, str]:
     if store.get("s1") is None:
         store.create(SessionRecord(id="s1", cwd=str(root.resolve()), created_at=NOW))
     own = (str(data.resolve()),)
+    home = str(tmp / "home")
+    reader = DiskReader((), home=home, secrets=own)
     service = Checkpoints(
-        store, blob_folder(str(data)), str(tmp / "home"), own, CheckpointLimits(**limits)
+        store, blob_folder(str(data)), reader, home, own, CheckpointLimits(**limits)
     )
     return service, store, str(root.resolve())
 
@@ -201,11 +204,12 @@ def test_an_unchanged_file_keeps_its_digest_unread(tmp_path: Path) -> None:
     (root / "same.txt").write_text("same")
     (root / "touched.txt").write_text("old")
     blobs = BlobStore(str(tmp_path / "blobs"))
-    first = Scan(str(root), blobs, {}, str(tmp_path), (), 1000, 10**6).run()
+    reader = DiskReader((str(root),), home=str(tmp_path))
+    first = Scan(str(root), reader, blobs, {}, str(tmp_path), (), 1000, 10**6).run()
     made_up = "f" * 64
     previous = {p: replace(e, digest=made_up) for p, e in first.items()}
     (root / "touched.txt").write_text("new")
-    again = Scan(str(root), blobs, previous, str(tmp_path), (), 1000, 10**6).run()
+    again = Scan(str(root), reader, blobs, previous, str(tmp_path), (), 1000, 10**6).run()
     assert again["same.txt"].digest == made_up
     assert again["touched.txt"].digest not in (made_up, first["touched.txt"].digest)
 
@@ -227,7 +231,8 @@ def test_credentials_under_home_and_loopds_folders_in_a_root_are_not_kept(
     store = SqliteStore(data / "sessions.db")
     store.create(SessionRecord(id="s1", cwd=str(home), created_at=NOW))
     own = (str(home / "own" / "DATA"),)  # matched without regard to case, as the tools do
-    service = Checkpoints(store, blob_folder(str(data)), str(home), own)
+    reader = DiskReader((), home=str(home), secrets=own)
+    service = Checkpoints(store, blob_folder(str(data)), reader, str(home), own)
     point = service.record("s1", "prompt", [str(home.resolve())], NOW).point
     assert point is not None
     kept = manifest.load(service.blobs, point.roots[str(home.resolve())])
@@ -278,7 +283,8 @@ def test_a_file_changing_while_it_is_read_is_left_out_not_dropped(tmp_path: Path
             (work / "grows.txt").write_text("x" * 500)
             super()._keep(fd, rel, name, info)
 
-    scan = RacedScan(root, service.blobs, {}, str(tmp_path), (), 100, 10**6)
+    reader = DiskReader((root,), home=str(tmp_path))
+    scan = RacedScan(root, reader, service.blobs, {}, str(tmp_path), (), 100, 10**6)
     kept = scan.run()
     assert not kept["grows.txt"].kept
     assert scan.left_out == ["grows.txt (it changed while it was read)"]
@@ -298,7 +304,9 @@ def test_a_root_named_through_a_symlink_still_hides_loopds_own_data(tmp_path: Pa
     store = SqliteStore(tmp_path / "store" / "sessions.db")
     store.create(SessionRecord(id="s1", cwd=str(tmp_path / "link"), created_at=NOW))
     own = (str((real / "data").resolve()),)
-    service = Checkpoints(store, blob_folder(str(tmp_path / "store")), str(tmp_path), own)
+    reader = DiskReader((), home=str(tmp_path), secrets=own)
+    folder = blob_folder(str(tmp_path / "store"))
+    service = Checkpoints(store, folder, reader, str(tmp_path), own)
     point = service.record("s1", "prompt", [str(tmp_path / "link")], NOW).point
     assert point is not None
     (root,) = point.roots

@@ -4,8 +4,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.unit.fifos import released
 
 from loopd.policy.paths import PathIssue, PathPolicy, contains, is_secret_name
+from loopd.sandbox.hide import linked_git_dirs
 
 COMPONENTS = ["a", "b", "..", ".", "in_link", "out_link", "etc_link", ".env", ".env.example",
               "x.pem", ".ssh", "id_rsa", ".git", "hooks", "config", ".loopd", "f.txt"]  # fmt: skip
@@ -188,3 +190,23 @@ def test_kept_outputs_read_like_any_outside_folder_inside_loopds_own(tmp_path: P
     assert policy.check_read(str(kept / ".env")).issue is PathIssue.SECRET
     assert policy.check_read(str(data / "sessions.db")).issue is PathIssue.SECRET
     assert policy.check_write(str(kept / "call.log")).issue is PathIssue.OUTSIDE_ROOTS
+
+
+def test_gits_own_files_planted_as_fifos_block_neither_the_policy_nor_the_sandbox(
+    tmp_path: Path,
+) -> None:
+    """Not in the issue: the write policy reads `.git/config` (for `core.hooksPath`),
+    the sandbox reads a `.git` pointer file; both were plain opens."""
+    repo, worktree = tmp_path / "repo", tmp_path / "wt"
+    (repo / ".git" / "objects").mkdir(parents=True)
+    (repo / ".git" / "refs").mkdir()
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    os.mkfifo(repo / ".git" / "config")
+    worktree.mkdir()
+    os.mkfifo(worktree / ".git")
+    policy = PathPolicy((str(repo),), str(tmp_path / "home"))
+    with released(repo / ".git" / "config", worktree / ".git") as blocked:
+        verdict = policy.check_write(str(repo / "src.py"))
+        linked = linked_git_dirs(str(worktree))
+    assert blocked == []
+    assert verdict.ok and linked == ()

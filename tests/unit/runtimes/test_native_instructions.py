@@ -4,12 +4,17 @@ the session; a later change reaches the model as a reminder with the next messag
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from loopd.instructions import read_chain, system_prompt
+from loopd.instructions import MAX_INSTRUCTION_BYTES, read_chain, system_prompt
+from loopd.policy.reading import DiskReader
 from loopd.protocol.events import Prompt, TextBlock
 from loopd.testing.fakes import Reply, ScriptedProvider
 from loopd.testing.harness import RecordingLink, scripted_manager
+from tests.unit.fifos import released
+
+READER = DiskReader(())
 
 
 def ask(text: str) -> Prompt:
@@ -29,7 +34,7 @@ def repo(tmp_path: Path) -> Path:
 
 def test_the_chain_runs_from_the_repository_root_down_outermost_first(tmp_path: Path) -> None:
     work = repo(tmp_path)
-    chain = read_chain(str(work))
+    chain = read_chain(str(work), READER)
     root = tmp_path.resolve()
     assert list(chain) == [
         str(root / "AGENTS.md"),
@@ -47,7 +52,41 @@ def test_out_of_any_repository_only_the_cwd_is_read(tmp_path: Path) -> None:
     work = tmp_path / "w"
     work.mkdir()
     (work / "AGENTS.md").write_text("here")
-    assert list(read_chain(str(work)).values()) == ["here"]
+    assert list(read_chain(str(work), READER).values()) == ["here"]
+
+
+def test_an_instruction_file_that_leads_out_blocks_or_is_secret_is_named_not_read(
+    tmp_path: Path,
+) -> None:
+    work = repo(tmp_path)
+    (work / "AGENTS.md").unlink()
+    (work / "AGENTS.md").symlink_to("/proc/self/environ")
+    (tmp_path / "pkg" / "CLAUDE.md").unlink()
+    os.mkfifo(tmp_path / "pkg" / "CLAUDE.md")
+    own = tmp_path / "loopd-data"  # $LOOPD_HOME inside the repository
+    own.mkdir()
+    (own / "login.json").write_text("sk-login-secret")
+    (tmp_path / "AGENTS.md").unlink()
+    (tmp_path / "AGENTS.md").symlink_to("loopd-data/login.json")
+    with released(tmp_path / "pkg" / "CLAUDE.md") as blocked:
+        chain = read_chain(str(work), DiskReader((), secrets=(str(own.resolve()),)))
+    assert blocked == []
+    said = "\n".join(chain.values())
+    assert "PATH=" not in said and "sk-login-secret" not in said
+    assert said.count("[loopd did not read") == 3
+    assert "leads outside" in said and "named pipe (FIFO)" in said
+    assert "loopd's own configuration" in said
+
+
+def test_a_huge_instruction_file_is_read_up_to_its_bound_and_shown_cut(tmp_path: Path) -> None:
+    work = repo(tmp_path)
+    with (work / "AGENTS.md").open("r+b") as f:
+        f.truncate(150 * 1024 * 1024)
+    (text,) = [t for p, t in read_chain(str(work), READER).items() if p == str(work / "AGENTS.md")]
+    assert len(text.encode()) <= MAX_INSTRUCTION_BYTES
+    assert system_prompt(str(work), (str(work),), {"AGENTS.md": text}).endswith(
+        "[... truncated ...]"
+    )
 
 
 async def test_the_system_prompt_never_changes_and_edits_arrive_as_reminders(

@@ -3,6 +3,7 @@ shipped scripted approver and recording emitter."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import AgentMessageChunk, ToolCallUpdated
 from loopd.sessions.trust import TRUSTED, WorkspaceTrust
 from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
+from tests.unit.fifos import released
 
 ALLOW, REJECT = ApprovalDecision.ALLOW_ONCE, ApprovalDecision.REJECT_ONCE
 
@@ -88,3 +90,33 @@ async def test_nothing_to_say_when_nothing_was_ignored(tmp_path: Path, text: str
     emitter = RecordingEmitter()
     await ws.gate.first_turn("s1", emitter, ScriptedApprover.of())
     assert emitter.events == []
+
+
+async def test_a_fifo_in_place_of_the_file_neither_blocks_the_question_nor_is_trusted(
+    tmp_path: Path,
+) -> None:
+    ws = Workspace(tmp_path, HELPER)
+    file = ws.folder / ".loopd" / "config.toml"
+    file.unlink()
+    os.mkfifo(file)
+    emitter = RecordingEmitter()
+    with released(file) as blocked:
+        await ws.gate.first_turn("s1", emitter, ScriptedApprover.of(ALLOW))
+    assert blocked == []
+    started = str(emitter.events[0])
+    assert "the file cannot be read now" in started and "named pipe (FIFO)" in started
+    assert ws.reloads == 0 and not TrustStore(tmp_path / "data").path.exists()
+
+
+async def test_a_file_turned_into_a_link_out_is_not_shown(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path, HELPER)
+    secret = tmp_path / "elsewhere.toml"
+    secret.write_text("token = 'not-for-the-question'\n")
+    file = ws.folder / ".loopd" / "config.toml"
+    file.unlink()
+    file.symlink_to(secret)
+    emitter = RecordingEmitter()
+    await ws.gate.first_turn("s1", emitter, ScriptedApprover.of(ALLOW))
+    assert "not-for-the-question" not in str(emitter.events)
+    assert "leads outside" in str(emitter.events[0])
+    assert ws.reloads == 0 and not TrustStore(tmp_path / "data").path.exists()

@@ -4,7 +4,9 @@ import os
 from pathlib import Path
 
 import pytest
+from tests.unit.fifos import released
 
+from loopd.policy.reading import DiskReader
 from loopd.tools.gitignore import Ignore, inherited, read_ignore_file
 
 
@@ -74,25 +76,31 @@ def test_rules_from_above_the_root_are_rebased(tmp_path: Path) -> None:
     (tmp_path / ".git" / "info" / "exclude").write_text("*.excluded\n")
     (tmp_path / ".gitignore").write_text("/pkg/gen/\n*.o\n/top-only\n")
     (tmp_path / "pkg" / "gen").mkdir(parents=True)
-    rules = inherited(str(tmp_path / "pkg"), str(tmp_path))
+    rules = inherited(str(tmp_path / "pkg"), str(tmp_path), DiskReader((str(tmp_path),)))
     assert rules.ignored(p("gen"), True)
     assert rules.ignored(p("a/b.o"), False)
     assert rules.ignored(p("x.excluded"), False)
     assert not rules.ignored(p("top-only"), False)  # anchored at the top, not at pkg/
     # never above the workspace root: the same repository seen from a root below it
-    assert not inherited(str(tmp_path / "pkg"), str(tmp_path / "pkg")).ignored(p("a.o"), False)
+    below = inherited(str(tmp_path / "pkg"), str(tmp_path / "pkg"), DiskReader((str(tmp_path),)))
+    assert not below.ignored(p("a.o"), False)
 
 
 def test_an_ignore_file_that_is_not_a_regular_file_is_not_read(tmp_path: Path) -> None:
-    secret = tmp_path / "secret"
-    secret.write_text("*\n")
-    (tmp_path / "link").symlink_to(secret)
-    os.mkfifo(tmp_path / "fifo")  # opening it for reading would block a plain open()
-    fd = os.open(tmp_path, os.O_RDONLY)
-    try:
-        assert read_ignore_file(fd, "link") == ""
-        assert read_ignore_file(fd, "fifo") == ""
-        assert read_ignore_file(fd, "missing") == ""
-        assert read_ignore_file(fd, "secret") == "*\n"
-    finally:
-        os.close(fd)
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    ws.mkdir()
+    outside.write_text("*\n")
+    (ws / "plain").write_text("*.o\n")
+    (ws / "inside").symlink_to("plain")  # a link that stays beneath the root is followed
+    (ws / "link").symlink_to(outside)
+    os.mkfifo(ws / "fifo")  # opening it for reading would block a plain open()
+    (ws / ".env").write_text("*\n")  # a secret is not read, even as ignore rules
+    reader = DiskReader((str(ws),))
+    with released(ws / "fifo") as blocked:
+        assert read_ignore_file(reader, str(ws / "fifo")) == ""
+    assert blocked == []
+    assert read_ignore_file(reader, str(ws / "link")) == ""
+    assert read_ignore_file(reader, str(ws / "missing")) == ""
+    assert read_ignore_file(reader, str(ws / ".env")) == ""
+    assert read_ignore_file(reader, str(ws / "plain")) == "*.o\n"
+    assert read_ignore_file(reader, str(ws / "inside")) == "*.o\n"

@@ -6,6 +6,7 @@ import pytest
 from tooltest import Call, RecordingProgress
 
 from loopd.engine.ports import ToolCall, ToolResult
+from loopd.policy.reading import DiskReader
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import Location
 from loopd.tools import ToolEnv, ToolLimits, ToolRegistry
@@ -149,7 +150,7 @@ async def test_grep_withholds_matches_in_secret_files(grep: ToolRegistry, tree: 
     assert "SECRET-KEY-MATERIAL" not in result.output
     assert "PRIVATE" not in result.output
     assert "a.txt:1: alpha" in result.output
-    assert result.output.endswith("matches in files that look like secrets are withheld.]")
+    assert result.output.endswith("\n[2 files that look like secrets are withheld.]")
 
 
 async def test_a_ripgrep_failure_is_reported_even_when_it_exits_after_closing_stdout(
@@ -258,3 +259,19 @@ async def test_both_grep_backends_skip_what_gitignore_ignores(
     for gone in ("build/out.txt", "x.log", "sub/deep/"):
         assert gone not in found, gone
     assert "keep.log:1: alpha" in found and "sub/kept.txt:1: alpha" in found
+
+
+@pytest.mark.parametrize("rg", [RG, None], ids=["ripgrep", "python"])
+async def test_grep_never_shows_loopds_own_folder_inside_the_workspace(
+    rg: str | None, tree: Path
+) -> None:
+    """`$LOOPD_HOME` inside the workspace: its login is one of loopd's own secrets."""
+    own = tree / "loopd-data"
+    own.mkdir()
+    (own / "login.json").write_text('{"env": {"OPENAI_API_KEY": "alpha-sk-login"}}')
+    env = ToolEnv(roots=(str(tree),), reader=DiskReader((), secrets=(str(own),)))
+    tools = ToolRegistry(env, [Grep(rg)])
+    for args in ({}, {"path": "loopd-data"}, {"path": "loopd-data/login.json"}):
+        result = await run_grep(tools, pattern="alpha", **args)
+        assert "sk-login" not in result.output, args
+        assert result.output.endswith("[1 files that look like secrets are withheld.]"), args

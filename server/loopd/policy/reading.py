@@ -1,0 +1,133 @@
+"""`DiskReader`: the `FileReader` port on the local disk, for every file loopd reads
+from a workspace or a home (see `loopd.protocol.reading`).
+
+It builds on what the file tools already do (`loopd.policy.beneath`, `loopd.policy.
+paths`) so the rules are written once:
+
+1. the path is canonicalised (`realpath`) and must lie beneath one of the roots: a
+   symlink may lead anywhere inside them, never out;
+2. secrets are refused by the file tools' own rules, loopd's own folders (`secrets`)
+   included wherever they are, and so is anything in the kernel's folders (`/proc`,
+   `/sys`, `/dev`: `/proc/self/environ` is a "regular" file holding the API key);
+3. the canonical path is opened beneath its root with no symlink on the way
+   (`open_beneath(..., exact=True)`), `O_NONBLOCK`: a symlink swapped in after step 1
+   fails the open, and a FIFO cannot block it;
+4. `fstat` on the open descriptor: only a regular file is read, and at most the
+   bound the caller gave.
+
+Every outcome is a value (`FileRead` or `ReadRefused`); nothing is raised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import os
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from loopd.policy.beneath import Method, PathEscapeError, file_kind, open_beneath, relative_to
+from loopd.policy.paths import contains, secret_reason
+from loopd.protocol.reading import FileRead, Over, ReadProblem, ReadRefused
+
+KERNEL_FOLDERS = ("/proc", "/sys", "/dev")
+"""What the kernel makes up on reading: never a file of the person's."""
+
+
+@dataclass(frozen=True, slots=True)
+class DiskReader:
+    """`FileReader` beneath `roots` (canonicalised here). `home` and `secrets` (loopd's
+    own folders, further secret locations) feed the secret rules; `exempt` are folders
+    inside a secret location that this reader may still read (the person's skills in
+    loopd's config folder), file names of secrets excepted."""
+
+    roots: tuple[str, ...]
+    home: str = ""
+    secrets: tuple[str, ...] = ()
+    exempt: tuple[str, ...] = ()
+    method: Method = "auto"
+    _canonical: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _spared: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_canonical", tuple(os.path.realpath(r) for r in self.roots))
+        object.__setattr__(self, "_spared", tuple(os.path.realpath(e) for e in self.exempt))
+
+    def read(self, path: str, *, max_bytes: int, over: Over = "refuse") -> FileRead | ReadRefused:
+        opened = self._open(path)
+        if isinstance(opened, ReadRefused):
+            return opened
+        canonical, handle = opened
+        with handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_bytes and over == "refuse":
+                return _too_large(canonical, size, max_bytes)
+            try:
+                data = handle.read(max_bytes + 1)
+            except OSError as exc:
+                return ReadRefused(canonical, "unreadable", f"{canonical}: {exc.strerror}")
+        if len(data) <= max_bytes:
+            return FileRead(canonical, data, len(data))
+        if over == "refuse":
+            return _too_large(canonical, max(size, len(data)), max_bytes)
+        return FileRead(canonical, data[:max_bytes], max(size, len(data)), cut=True)
+
+    def open(self, path: str) -> BinaryIO | ReadRefused:
+        opened = self._open(path)
+        return opened if isinstance(opened, ReadRefused) else opened[1]
+
+    def withheld(self, path: str) -> str | None:
+        return self._secret(os.path.realpath(path))
+
+    def within(self, roots: tuple[str, ...], spared: tuple[str, ...] = ()) -> DiskReader:
+        return dataclasses.replace(self, roots=roots, exempt=spared)
+
+    def _open(self, path: str) -> tuple[str, BinaryIO] | ReadRefused:
+        canonical = os.path.realpath(path)
+        root = self._root_of(canonical)
+        if root is None:
+            return ReadRefused(canonical, "outside", self._outside(path))
+        if (reason := self._secret(canonical)) is not None:
+            return ReadRefused(canonical, "secret", reason)
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+        rel = relative_to(root, canonical)
+        try:
+            fd = open_beneath(root, rel, flags, method=self.method, exact=True)
+        except PathEscapeError:  # a symlink swapped in since `realpath`
+            return ReadRefused(canonical, "outside", f"{path} changed into a link while read")
+        except OSError as exc:
+            return _refusal(canonical, exc)
+        kind = file_kind(os.fstat(fd).st_mode)
+        if kind != "regular file":
+            os.close(fd)
+            problem: ReadProblem = "missing" if kind == "directory" else "special"
+            return ReadRefused(canonical, problem, f"{canonical} is a {kind}, not a regular file")
+        return canonical, os.fdopen(fd, "rb")
+
+    def _root_of(self, canonical: str) -> str | None:
+        return next((r for r in self._canonical if contains(r, canonical)), None)
+
+    def _outside(self, path: str) -> str:
+        where = ", ".join(self._canonical) or "no folder"
+        return f"{path} leads outside the folders loopd reads it from ({where})"
+
+    def _secret(self, canonical: str) -> str | None:
+        if any(contains(k, canonical) for k in KERNEL_FOLDERS):
+            return f"{canonical} is a file the kernel makes up, not one of the folder's"
+        return secret_reason(canonical, self.home, self.secrets, self._spared)
+
+
+def _too_large(path: str, size: int, limit: int) -> ReadRefused:
+    return ReadRefused(path, "too_large", f"{path} is {size} bytes, over the {limit}-byte limit")
+
+
+def _refusal(path: str, exc: OSError) -> ReadRefused:
+    match exc.errno:
+        case errno.ENOENT | errno.ENOTDIR:
+            return ReadRefused(path, "missing", f"{path} does not exist")
+        case errno.ENXIO:  # what opening a unix socket gives
+            return ReadRefused(path, "special", f"{path} is a socket or device, not a file")
+        case errno.ELOOP:
+            return ReadRefused(path, "outside", f"{path} goes through a symlink")
+        case _:
+            return ReadRefused(path, "unreadable", f"{path}: {exc.strerror or exc}")
