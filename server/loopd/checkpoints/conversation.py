@@ -1,8 +1,9 @@
 """A session's model context, kept in a checkpoint: every message (one blob each, so
-the turns a session shares with its earlier checkpoints are kept once) and the
-compacted view (where it starts, the summary before it). Restoring it makes the
-store's model context exactly what it was then; the journal of what was shown is
-not touched (the restore is journaled there as a note)."""
+the turns a session shares with its earlier checkpoints are kept once), the
+compacted view (where it starts, the summary before it) and the instruction files as
+the model was last told them (what changed in them since is told again). Restoring
+it makes the store's model context exactly what it was then; the journal of what was
+shown is not touched (the restore is journaled there as a note)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,12 @@ def keep(store: SqliteStore, blobs: BlobStore, session_id: str) -> tuple[str, in
         digests.append(digest)
         added += n
     context = store.context(session_id)
-    whole = {"messages": digests, "start": context.start, "summary": context.summary}
+    whole = {
+        "messages": digests,
+        "start": context.start,
+        "summary": context.summary,
+        "instructions": dict(context.instructions),
+    }
     digest, n = blobs.put(json.dumps(whole, separators=(",", ":")).encode())
     return digest, added + n
 
@@ -38,5 +44,10 @@ def put_back(store: SqliteStore, blobs: BlobStore, session_id: str, digest: str)
     store.clear_messages(session_id)
     for message in messages:
         store.append_message(session_id, message)
-    store.save_context(session_id, start=int(whole["start"]), summary=str(whole["summary"]))
+    store.save_context(
+        session_id,
+        start=int(whole["start"]),
+        summary=str(whole["summary"]),
+        instructions={str(k): str(v) for k, v in dict(whole.get("instructions", {})).items()},
+    )
     return len(messages)

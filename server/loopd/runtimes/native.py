@@ -368,6 +368,7 @@ class NativeRuntime:
         history = reconcile_messages(store.messages(sid))
         record = store.context(sid)
         cost = self.engine.keeper.cost
+        self.told = dict(record.instructions)
         self.parts.forget_reads()
         config, ports = self._engine_config(), self._ports()
         self.engine = Engine(sid, config, ports, history, record.start, record.summary)

@@ -25,8 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from loopd.catalog.identity import entry_changes
-from loopd.checkpoints.book import Checkpoint
-from loopd.checkpoints.service import Checkpoints, Restored
+from loopd.checkpoints.service import Checkpoints
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import (
     AgentMessageChunk,
@@ -53,7 +52,8 @@ from loopd.sessions.live import (
 )
 from loopd.sessions.options import RUNTIME_OPTION, Options, SessionView, carried
 from loopd.sessions.queue import say_entry_changed, steer_turn
-from loopd.sessions.rewind import RewindArgs, Rewinds
+from loopd.sessions.rewind import Rewinds
+from loopd.sessions.rewinding import Rewinding
 from loopd.sessions.table import SessionTable
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.sessions.turns import MAX_QUEUED, Turns
@@ -79,7 +79,7 @@ class Credentials(Protocol):
 
 
 @dataclass(slots=True)
-class SessionManager:
+class SessionManager(Rewinding):
     store: SqliteStore
     runtimes: Mapping[str, RuntimeFactory]
     default_runtime: str
@@ -287,41 +287,6 @@ class SessionManager:
         )
         return report
 
-    def checkpoints_of(self, session_id: str) -> list[Checkpoint]:
-        """The session's checkpoints, oldest first (none when they are off)."""
-        return [] if self.checkpoints is None else self.checkpoints.of(session_id)
-
-    async def restore(self, session_id: str, args: RewindArgs) -> Restored:
-        """Restore a checkpoint between turns (`loopd.sessions.rewind`); journaled as a
-        note. Raises `Conflict` or another `LoopdError` and then changes nothing."""
-        live, rewinds = self._require(session_id), self._rewinds()
-        async with live.slot():
-            done = await rewinds.restore(live, args)
-        await self._emitter(live).emit(
-            AgentMessageChunk(done.summary, f"msg_{uuid.uuid4().hex[:12]}")
-        )
-        return done
-
-    async def edit(self, session_id: str, point: int, prompt: Prompt, link: ClientLink) -> Outcome:
-        """Edit prompt `point`: restore to before it (code and conversation), then run
-        `prompt` in its place."""
-        await self.restore(session_id, RewindArgs(point))
-        return await self.prompt(session_id, prompt, link)
-
-    async def fork_at(self, session_id: str, point: int, cwd: str, link: ClientLink) -> SessionView:
-        """A fork of `session_id` whose conversation is the one before prompt `point`
-        (the files are shared: restore them with `restore` in either session)."""
-        target = self._rewinds().find(session_id, point)
-        view = await self.fork_session(session_id, cwd, link)
-        self._rewinds().checkpoints.book.copy(session_id, view.id, target.seq)
-        await self.restore(view.id, RewindArgs(point, "conversation"))
-        return view
-
-    def _rewinds(self) -> Rewinds:
-        if self.checkpoints is None:
-            raise ConfigError("checkpoints are off for this loopd")
-        return Rewinds(self.checkpoints, self.now)
-
     async def cancel(self, session_id: str) -> None:
         live = self._live.get(session_id)
         if live is None:
@@ -386,7 +351,7 @@ class SessionManager:
         return self._turns().emitter(live)
 
     def _turns(self) -> Turns:
-        rewinds = None if self.checkpoints is None else self._rewinds()
+        rewinds = None if self.checkpoints is None else Rewinds(self.checkpoints, self.now)
         return Turns(
             self.store, self.now, self.approval_timeout, self.workspace, self._hold,
             self._save_after_turn, rewinds,
