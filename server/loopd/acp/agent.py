@@ -70,6 +70,7 @@ CAPABILITIES = AgentCapabilities(
             "mentions": f"_{MENTIONS_METHOD}",
             "checkpoints": f"_{CHECKPOINTS_METHOD}",
             "restore": f"_{RESTORE_METHOD}",
+            "forkBeforePrompt": True,
             "verification": True,
         }
     },

@@ -71,13 +71,14 @@ class Rewinding:
         return await self.prompt(session_id, prompt, link)
 
     async def fork_at(
-        self: _Manager, session_id: str, point: int, cwd: str, link: ClientLink
-    ) -> SessionView:
+        self: _Manager, session_id: str, point: int, cwd: str, link: ClientLink,
+        additional_dirs: Sequence[str] = (), mcp_servers: Sequence[McpServerConfig] = (),
+    ) -> SessionView:  # fmt: skip
         """A fork of `session_id` whose conversation is the one before prompt `point`
         (the files are shared: restore them with `restore` in either session)."""
         rewinds = _rewinds(self)
         target = rewinds.find(session_id, point)
-        view = await self.fork_session(session_id, cwd, link)
+        view = await self.fork_session(session_id, cwd, link, additional_dirs, mcp_servers)
         rewinds.checkpoints.book.copy(session_id, view.id, target.seq)
         await Rewinding.restore(self, view.id, RewindArgs(point, "conversation"))
         return view

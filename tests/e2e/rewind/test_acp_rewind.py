@@ -105,3 +105,34 @@ async def test_the_extension_methods_list_restore_and_refuse_outside_changes(
         redo, _ = await agent.request("_loopd/session/restore", {"sessionId": sid, "redo": True})
         assert redo["result"]["restored"] is True
         assert files(work)["mine.txt"] == "the person's own\n"
+
+
+async def test_session_fork_from_before_a_prompt(home: Home) -> None:
+    """`session/fork` with `_meta.loopd.beforePrompt`: the fork's model context is the
+    one before that prompt; the first session keeps its own."""
+    work = home.work
+    (work / "a.txt").write_text("original\n")
+    (work / "keep.txt").write_text("kept\n")
+    home.fake.script("*", *THREE_TURNS[:4], Reply(text="in the fork"), Reply(text="in the first"))
+    async with raw_loopd(home) as agent:
+        response, _ = await agent.request("initialize", {"protocolVersion": 1})
+        assert response["result"]["agentCapabilities"]["_meta"]["loopd"]["forkBeforePrompt"]
+        new, _ = await agent.request("session/new", {"cwd": str(work), "mcpServers": []})
+        sid = new["result"]["sessionId"]
+        await say(agent, sid, "one")
+        await say(agent, sid, "two")
+        fork_params = {"sessionId": sid, "cwd": str(work), "mcpServers": []}
+        at = {**fork_params, "_meta": {"loopd": {"beforePrompt": 2}}}
+        fork, _ = await agent.request("session/fork", at)
+        forked = fork["result"]["sessionId"]
+        assert forked != sid
+        await say(agent, forked, "from the fork")
+        sent = anthropic_texts(home.fake.requests[-1].body)
+        assert sent[0] == "one" and "two" not in sent and sent[-1] == "from the fork"
+        await say(agent, sid, "from the first")
+        sent = anthropic_texts(home.fake.requests[-1].body)
+        assert "two" in sent and "from the fork" not in sent
+
+        bad = {**fork_params, "_meta": {"loopd": {"beforePrompt": "two"}}}
+        refused, _ = await agent.request("session/fork", bad)
+        assert refused["error"]["code"] == -32602
