@@ -36,8 +36,19 @@ _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
+MAX_FILES = 200_000  # a root with more (a build tree not ignored) is not checkpointed
+MAX_DEPTH = 64  # folders deeper than this are left out (and named)
+
+
 class StoreFull(Exception):
     """Keeping the scan would take the store past its bound."""
+
+
+class TooManyFiles(Exception):
+    """The root holds more than `MAX_FILES` files to keep."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__(f"{root} holds over {MAX_FILES} files (add what is built to .gitignore)")
 
 
 @dataclass(slots=True)
@@ -78,7 +89,9 @@ class Scan:
             is_dir = stat.S_ISDIR(info.st_mode)
             if ignore.ignored(path, is_dir) or self._private(path, is_dir):
                 continue
-            if is_dir:
+            if is_dir and len(path) > MAX_DEPTH:
+                self.left_out.append(f"{'/'.join(path)}/ (deeper than {MAX_DEPTH} folders)")
+            elif is_dir:
                 with _opened(lambda name=entry.name: os.open(name, _DIR, dir_fd=fd)) as sub:
                     if sub is not None:
                         self._walk(sub.fd, path, ignore)
@@ -97,6 +110,8 @@ class Scan:
         return any(lowered[: len(h)] == h for h in self._hidden)
 
     def _keep(self, fd: int, rel: str, name: str, info: os.stat_result) -> None:
+        if len(self.manifest) >= MAX_FILES:
+            raise TooManyFiles(self.root)
         before = self.previous.get(rel)
         stamp = (info.st_mode, info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
         if before is not None and before.kept and _stamp(before) == stamp:

@@ -6,9 +6,9 @@ first records a `redo` checkpoint of what it replaces, then puts the code back, 
 conversation, or both, then records an `after` of what it left.
 
 A file changed outside the agent since the checkpoint is never overwritten
-silently: the changes between an `after` and the next checkpoint (or now) were not
-the agent's; a restore that would overwrite or remove one of them is refused with
-their names (`Conflict`) unless forced.
+silently: only changes that end in an `after` checkpoint were the agent's (see
+`_outside`); a restore that would overwrite or remove another is refused with their
+names (`Conflict`) unless forced.
 
 The store is bounded: a checkpoint that would take the blob folder past
 `max_bytes` is skipped (and says so), a file over `max_file_bytes` is left out of
@@ -29,7 +29,7 @@ from loopd.checkpoints.blobs import BlobStore
 from loopd.checkpoints.book import Checkpoint, CheckpointBook, Kind
 from loopd.checkpoints.manifest import Entry
 from loopd.checkpoints.restore import Applied, apply, plan
-from loopd.checkpoints.scan import Scan, StoreFull, seen_by
+from loopd.checkpoints.scan import Scan, StoreFull, TooManyFiles, seen_by
 from loopd.protocol.errors import LoopdError
 from loopd.protocol.reading import FileReader
 from loopd.store.sqlite import SqliteStore
@@ -119,6 +119,8 @@ class Checkpoints:
                 scans = self._scan_all(roots)
             except StoreFull:
                 return Recorded(None, self._full_note())
+            except TooManyFiles as many:
+                return Recorded(None, f"Checkpoint skipped: {many}.")
             except OSError as err:
                 return Recorded(None, f"Checkpoint skipped: a folder could not be read ({err}).")
             added = sum(s.added for s in scans)
@@ -230,12 +232,15 @@ class Checkpoints:
             raise LoopdError(f"the conversation of that checkpoint cannot be read: {err}") from err
 
     def _outside(self, session_id: str, target: Checkpoint, now: Checkpoint) -> set[str]:
-        """Paths changed outside the agent after `target`: between each `after` and
-        the checkpoint that follows it (`now`, the redo point, last)."""
-        points = [p for p in self.book.of(session_id) if target.seq < p.seq <= now.seq]
+        """Paths changed outside the agent after `target` (up to `now`, the redo point):
+        what changed between two checkpoints is the agent's (or loopd's) only when the
+        later one is the `after` of a turn or restore; anything else (between a turn
+        and the next prompt, or where a turn's `after` is missing: it was killed, or
+        its checkpoint skipped) counts as changed outside, so it is asked about."""
+        points = [p for p in self.book.of(session_id) if target.seq <= p.seq <= now.seq]
         found: set[str] = set()
         for a, b in itertools.pairwise(points):
-            if a.kind != "after" or b.kind == "after":
+            if b.kind == "after":
                 continue
             for root in a.roots.keys() & b.roots.keys():
                 changed = manifest.changed_paths(self.blobs, a.roots[root], b.roots[root])

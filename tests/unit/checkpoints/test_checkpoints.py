@@ -178,12 +178,14 @@ def test_checkpoints_and_the_conversation_survive_a_restart(tmp_path: Path) -> N
     store.append_message("s1", user_text("first"))
     service.record("s1", "prompt", [root], NOW, label="first")
     store.append_message("s1", user_text("second"))
-    (Path(root) / "a.txt").write_text("two")
+    (Path(root) / "a.txt").write_text("two")  # the turn's change
+    service.record("s1", "after", [root], NOW, with_conversation=False)
     store.close()
 
     again, store, _ = _service(tmp_path)  # a new process: the rows and blobs are still there
-    (first,) = again.of("s1")
+    first, after = again.of("s1")
     assert (first.kind, first.prompt, first.label) == ("prompt", 1, "first")
+    assert after.kind == "after"
     report = again.restore("s1", first, "both", NOW)
     assert (Path(root) / "a.txt").read_text() == "one"
     assert report.messages == 1
@@ -312,3 +314,38 @@ def test_a_root_named_through_a_symlink_still_hides_loopds_own_data(tmp_path: Pa
     (root,) = point.roots
     assert root == str(real.resolve())
     assert sorted(manifest.load(service.blobs, point.roots[root])) == ["code.py"]
+
+
+def test_a_turn_without_its_after_checkpoint_counts_as_changed_outside(tmp_path: Path) -> None:
+    """Fail-closed: where a turn's `after` is missing (loopd was killed mid-turn), what
+    changed since its prompt cannot be told apart from the person's edits: asked."""
+    service, _, root = _service(tmp_path)
+    work = Path(root)
+    (work / "a.txt").write_text("one")
+    service.record("s1", "prompt", [root], NOW, label="p")
+    (work / "a.txt").write_text("changed by someone")  # no `after` follows
+    (first,) = service.of("s1")
+    with pytest.raises(Conflict) as refused:
+        service.restore("s1", first, "code", NOW)
+    assert refused.value.paths == (f"{root}/a.txt",)
+
+
+def test_too_deep_a_tree_and_too_many_files_are_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from loopd.checkpoints import scan
+
+    service, _, root = _service(tmp_path)
+    deep = Path(root, *(f"d{i}" for i in range(scan.MAX_DEPTH + 3)))
+    deep.mkdir(parents=True)
+    (deep / "x.txt").write_text("far down")
+    recorded = service.record("s1", "prompt", [root], NOW)
+    assert recorded.point is not None
+    assert f"deeper than {scan.MAX_DEPTH} folders" in recorded.note
+
+    monkeypatch.setattr(scan, "MAX_FILES", 3)
+    for n in range(5):
+        (Path(root) / f"f{n}.txt").write_text(str(n))
+    skipped = service.record("s1", "prompt", [root], NOW)
+    assert skipped.point is None
+    assert "holds over 3 files" in skipped.note and "Checkpoint skipped" in skipped.note
