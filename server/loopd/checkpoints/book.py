@@ -116,6 +116,28 @@ class CheckpointBook:
             row = db.execute("SELECT bytes FROM checkpoint_usage WHERE id = 0").fetchone()
         return int(row[0]) if row else 0
 
+    def set_used(self, held: int) -> None:
+        with self.store.transaction() as db:
+            db.execute(
+                "INSERT INTO checkpoint_usage (id, bytes) VALUES (0, ?) "
+                "ON CONFLICT(id) DO UPDATE SET bytes = excluded.bytes",
+                (held,),
+            )
+
+    def references(self) -> set[str]:
+        """Every manifest and conversation digest a checkpoint row (of any session)
+        names. A root's newest manifest that no row names any more is forgotten."""
+        found: set[str] = set()
+        with self.store.transaction() as db:
+            for roots, conversation in db.execute("SELECT roots, conversation FROM checkpoints"):
+                found |= {str(d) for d in json.loads(str(roots)).values()}
+                if conversation is not None:
+                    found.add(str(conversation))
+            for (digest,) in db.execute("SELECT manifest FROM checkpoint_roots").fetchall():
+                if digest not in found:
+                    db.execute("DELETE FROM checkpoint_roots WHERE manifest = ?", (digest,))
+        return found
+
     def newest_manifest(self, root: str) -> str | None:
         with self.store.transaction() as db:
             row = db.execute(

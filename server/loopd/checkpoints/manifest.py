@@ -71,6 +71,15 @@ def load(blobs: BlobStore, digest: str) -> dict[str, Entry]:
     return manifest
 
 
+def referenced(blobs: BlobStore, digest: str) -> set[str]:
+    """Every blob the manifest kept as `digest` names: its folders and its files."""
+    found: set[str] = set()
+    for folder, folder_digest in _top(blobs, digest).items():
+        found.add(folder_digest)
+        found |= {e.digest for e in _folder(blobs, folder, folder_digest).values() if e.kept}
+    return found
+
+
 def changed_paths(blobs: BlobStore, old: str, new: str) -> set[str]:
     """Paths whose content or kind differ between two kept manifests (added and
     removed ones included); folders with one blob in both are not read."""

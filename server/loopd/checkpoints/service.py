@@ -10,9 +10,10 @@ silently: only changes that end in an `after` checkpoint were the agent's (see
 `_outside`); a restore that would overwrite or remove another is refused with their
 names (`Conflict`) unless forced.
 
-The store is bounded: a checkpoint that would take the blob folder past
-`max_bytes` is skipped (and says so), a file over `max_file_bytes` is left out of
-it (and named). Everything here blocks on the disk: callers run it in a thread.
+The store is bounded: when it is full, the blobs of deleted sessions are freed
+(`collect`); a checkpoint that would still take the blob folder past `max_bytes` is
+skipped (and says so), a file over `max_file_bytes` is left out of it (and named).
+Everything here blocks on the disk: callers run it in a thread.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Literal
 from loopd.checkpoints import conversation, manifest
 from loopd.checkpoints.blobs import BlobStore
 from loopd.checkpoints.book import Checkpoint, CheckpointBook, Kind
+from loopd.checkpoints.collect import collect
 from loopd.checkpoints.manifest import Entry
 from loopd.checkpoints.restore import Applied, apply, plan
 from loopd.checkpoints.scan import Scan, StoreFull, TooManyFiles, seen_by
@@ -145,6 +147,16 @@ class Checkpoints:
         return (max(prompts, default=0) + 1) if kind == "prompt" else max(prompts, default=0)
 
     def _scan_all(self, roots: Sequence[str]) -> list[Scan]:
+        """Scan every root; when the store fills up, free what deleted sessions left
+        (`collect`) and scan again, once."""
+        try:
+            return self._scan_once(roots)
+        except StoreFull:
+            in_use = {d for m in self._newest.values() for d in _digests(m)}
+            collect(self.book, self.blobs, in_use)
+            return self._scan_once(roots)
+
+    def _scan_once(self, roots: Sequence[str]) -> list[Scan]:
         room = self.limits.max_bytes - self.book.used()
         if room <= 0:
             raise StoreFull
@@ -246,6 +258,10 @@ class Checkpoints:
                 changed = manifest.changed_paths(self.blobs, a.roots[root], b.roots[root])
                 found |= {f"{root}/{p}" for p in changed}
         return found
+
+
+def _digests(kept: Mapping[str, Entry]) -> set[str]:
+    return {e.digest for e in kept.values() if e.kept}
 
 
 def _changing(

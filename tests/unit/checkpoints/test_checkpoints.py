@@ -349,3 +349,24 @@ def test_too_deep_a_tree_and_too_many_files_are_said(
     skipped = service.record("s1", "prompt", [root], NOW)
     assert skipped.point is None
     assert "holds over 3 files" in skipped.note and "Checkpoint skipped" in skipped.note
+
+
+def test_a_full_store_first_frees_what_deleted_sessions_left(tmp_path: Path) -> None:
+    from loopd.checkpoints.collect import GRACE
+
+    service, store, root = _service(tmp_path, max_bytes=3000)
+    (Path(root) / "big.txt").write_bytes(os.urandom(2000))  # does not compress
+    assert service.record("s1", "prompt", [root], NOW).point is not None
+    old = os.path.getmtime(service.folder) - GRACE - 60
+    for folder, _, names in os.walk(service.folder):
+        for name in names:
+            os.utime(os.path.join(folder, name), (old, old))
+    store.delete("s1")  # its checkpoints go with it; their blobs stay, unreferenced
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "big.txt").write_bytes(os.urandom(2000))
+    store.create(SessionRecord(id="s2", cwd=str(other.resolve()), created_at=NOW))
+    service._newest.clear()  # as in a new process
+    recorded = service.record("s2", "prompt", [str(other.resolve())], NOW)
+    assert recorded.point is not None, recorded.note
+    assert service.book.used() < 3000
