@@ -11,7 +11,9 @@ must not write into a session another process took over.
 
 The person's prompt is journaled before anything of the turn is shown, and shown
 in the other editors attached to the session; approvals and questions go to the
-editor whose prompt runs (`LiveSession.asker`).
+editor whose prompt runs (`LiveSession.asker`). With checkpoints on, a turn records
+one before it runs and one after (`loopd.sessions.rewind`), and `/rewind` is run
+here like a session command.
 """
 
 from __future__ import annotations
@@ -141,7 +143,6 @@ class Turns:
         self, live: LiveSession, rewinds: Rewinds, prompt: Prompt, link: ClientLink
     ) -> Outcome:
         """`/rewind`, journaled like a command: the prompt, then what it did."""
-        await self._journal_prompt(live, prompt, link)
         try:
             args = parse_rewind(command_text(prompt).split())
             if args is None:
@@ -150,9 +151,7 @@ class Turns:
                 note = (await rewinds.restore(live, args)).summary
         except LoopdError as err:
             note = f"/rewind failed: {err}"
-        await self.emitter(live).emit(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}"))
-        self.store.update(live.id, updated_at=self.now())
-        return Outcome(turn_id="", stop_reason="end_turn")
+        return await self._noted(live, prompt, note, link)
 
     async def _command(
         self, live: LiveSession, name: str, prompt: Prompt, link: ClientLink
