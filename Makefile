@@ -20,6 +20,7 @@ lint: setup
 	.venv/bin/ruff check server tests benchmarks
 	.venv/bin/ruff format --check server tests benchmarks
 	.venv/bin/mypy
+	.venv/bin/deptry .
 
 test: lint test-clients vscode-deps
 	.venv/bin/pytest -q

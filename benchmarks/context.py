@@ -21,9 +21,10 @@ import httpx
 
 from benchmarks.turn import FakeServer, NoApprover, StoreEmitter
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
+from loopd.engine.ports import Spending
 from loopd.protocol.events import Prompt, TextBlock
 from loopd.providers.anthropic import AnthropicProvider
-from loopd.runtimes.native import StoreJournal
+from loopd.runtimes.native_store import StoreJournal
 from loopd.store.sqlite import SessionRecord, SqliteStore
 from loopd.testing.fakes import FakeClock, FakeToolBox, ScriptedPolicy
 
@@ -79,6 +80,9 @@ class Compactions:
 
     def compacted(self, start: int, summary: str) -> None:
         self.count += 1
+
+    def spent(self, spending: Spending) -> None:
+        return None
 
 
 def _figures(

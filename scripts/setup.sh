@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Sets up what `make demo` needs on a fresh Debian/Ubuntu machine: the optional system
 # tools (ripgrep, bubblewrap), uv, and the locked Python environment (.venv).
-# `scripts/setup.sh --test-clients` also installs the npm packages the cross-client
-# tests use (tests/clients), only when their lock file changed since the last install.
+# `scripts/setup.sh --test-clients` also installs what the tests alone use: zsh and
+# fish (apt; the completion tests parse their scripts) and the npm packages the
+# cross-client tests use (tests/clients), only when their lock file changed since the
+# last install. A failed install step says what it was installing and shows the
+# tool's own error (scripts/quietly.sh).
 # `scripts/setup.sh --vscode` installs what the VS Code extension's tests use:
 # Debian's chromium and the build packages code-server expects (apt), Node 24 and
 # code-server from npm (cached under ~/.cache/loopd), and the extension's npm
@@ -15,6 +18,8 @@
 # shims or a stale PATH cannot hide it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=quietly.sh
+. scripts/quietly.sh
 
 UV_VERSION=0.13.9
 TOOLS=.tools
@@ -107,8 +112,17 @@ test_clients() {
     return 0
   fi
   say "installing the npm test clients ($CLIENTS/package-lock.json changed)"
-  (cd "$CLIENTS" && npm ci --silent --no-audit --no-fund)
+  (cd "$CLIENTS" && quietly "the npm test clients ($CLIENTS)" npm ci --no-audit --no-fund)
   echo "$want" >"$CLIENTS_STAMP"
+}
+
+# The shells whose completion scripts the tests parse (bash is there already).
+test_shells() {
+  local missing=()
+  command -v zsh >/dev/null || missing+=(zsh)
+  command -v fish >/dev/null || missing+=(fish)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  apt_install "${missing[@]}" || die "the completion tests need: ${missing[*]} (apt-get install them)"
 }
 
 vscode_deps() {
@@ -132,6 +146,7 @@ case "${1:-}" in
     python_env "$uv"
     ;;
   --test-clients)
+    test_shells
     test_clients
     ;;
   --vscode)

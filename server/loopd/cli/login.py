@@ -23,7 +23,7 @@ from loopd.config.login import Login, forget_login, write_login
 from loopd.protocol.errors import AuthError, ConfigError, ProviderError
 from loopd.providers import anthropic, openai_chat
 from loopd.providers.factory import ProviderKind, ollama_base_url
-from loopd.providers.listing import list_models
+from loopd.providers.listing import NoModelList, list_models
 
 Ask = Callable[[str], str]
 KEY_PROMPT = "API key (input hidden; empty for none): "
@@ -121,8 +121,9 @@ def _endpoint(env: Mapping[str, str], chosen: Choice, ask: Ask) -> str:
 
 def _checked_key(
     chosen: Choice, base: str, ask: Ask, ask_secret: Ask, out: TextIO
-) -> tuple[str, tuple[str, ...]]:
-    """A key the endpoint accepts (three tries), and the models it lists."""
+) -> tuple[str, tuple[str, ...] | None]:
+    """A key the endpoint accepts (three tries), and the models it lists (`None`
+    when it has no list, a 404: the key then goes unchecked)."""
     assert chosen.kind is not None
     for _ in range(3):
         key = (
@@ -132,12 +133,17 @@ def _checked_key(
             return key, list_models(chosen.kind, base, key)
         except AuthError as err:
             out.write(f"The key was refused: {err}\n")
+        except NoModelList as err:
+            out.write(f"The key cannot be checked: {err}. The first prompt will tell.\n")
+            return key, None
         except ProviderError as err:
             raise ConfigError(f"could not check the key: {err}") from err
     raise ConfigError("no key was accepted")
 
 
-def _model(models: Sequence[str], ask: Ask, out: TextIO) -> str | None:
+def _model(models: Sequence[str] | None, ask: Ask, out: TextIO) -> str | None:
+    if models is None:  # the server has no list: the person names the model
+        return ask("Model id, as the server names it (empty: decide later): ").strip() or None
     if not models:
         answer = ask("The server lists no models. Model id (empty: decide later): ").strip()
         return answer or None

@@ -32,6 +32,15 @@ class Harness(StrEnum):
     ACP = "acp"
 
 
+HARNESS_CLIS: Mapping[Harness, tuple[str, str, str]] = MappingProxyType(
+    {
+        Harness.CLAUDE: ("Claude Code", "claude", "npm install -g @anthropic-ai/claude-code"),
+        Harness.CODEX: ("Codex", "codex", "npm install -g @openai/codex"),
+    }
+)
+"""The foreign CLIs by harness: product name, command, how to install it (for the
+messages that say what to do when it is missing)."""
+
 CREDENTIALS = ("api_key", "cli_login", "none")  # the catalog's CredentialMode
 
 

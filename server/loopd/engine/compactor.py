@@ -37,7 +37,7 @@ from loopd.context.window import (
     learn_window,
     parse_overflow,
 )
-from loopd.engine.ports import ContextJournal, WindowBook
+from loopd.engine.ports import ContextJournal, Spending, WindowBook
 from loopd.protocol.errors import ContextOverflow, ProviderError
 from loopd.protocol.messages import TextPart, user_text
 from loopd.protocol.model import ModelRequest, ResponseDone, ToolSpec, Usage
@@ -155,8 +155,15 @@ class ContextKeeper:
         session's cost so far and this request's (the costs None when unknown)."""
         self.overflows = 0
         self.view.calibrate(self.last_estimate, usage.context_tokens)
+        spent = self.charge(request.model, usage)
+        used = usage.context_tokens + usage.output_tokens
+        return used, self.cost if spent is not None or self.cost else None, spent
+
+    def charge(self, model: str, usage: Usage) -> float | None:
+        """Add one request's cost to the session's (a step's, a summary's); returns
+        it, None when the model's price is not known."""
         spent = cost_usd(
-            request.model,
+            model,
             usage.input_tokens,
             usage.output_tokens,
             usage.cache_read_tokens,
@@ -164,8 +171,12 @@ class ContextKeeper:
         )
         if spent is not None:
             self.cost += spent
-        used = usage.context_tokens + usage.output_tokens
-        return used, self.cost if spent is not None or self.cost else None, spent
+        return spent
+
+    def add_cost(self, usd: float | None) -> None:
+        """Add a cost already priced elsewhere (a child turn's) to the session's."""
+        if usd is not None:
+            self.cost += usd
 
     def overflowed(self, request: ModelRequest, err: ContextOverflow) -> None:
         """Learn from an overflow: the window it names, and how far off the estimate
@@ -301,7 +312,10 @@ class MemoryWindows:
 
 
 class NoContextJournal:
-    """Compactions kept in memory only."""
+    """Compactions and spending kept in memory only."""
 
     def compacted(self, start: int, summary: str) -> None:
+        return None
+
+    def spent(self, spending: Spending) -> None:
         return None

@@ -13,7 +13,11 @@ property of what a turn is:
 - a capped report, declared as cut when it is: a child returning its whole context
   defeats the point, the cost of reading comes back through the answer;
 - the report says what the child read, wrote, could not read and could not write,
-  which turns "I found nothing" into something a person can spot-check.
+  which turns "I found nothing" into something a person can spot-check;
+- its calls live in an id space of their own: the session's policy and tools see
+  each as `<scope>/<id>`, the scope fresh and unguessable per child, so a child's
+  `call_1` can neither take nor spend the grant the person gave the parent's
+  `call_1` (grants are kept by call id), whatever ids either model makes up.
 
 The child is ephemeral: its history is not journaled, and the person sees it as the
 one `explore` call, its activity summarised as it runs.
@@ -25,6 +29,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from loopd.engine.history import random_id
 from loopd.engine.limits import Limits
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.ports import (
@@ -42,7 +47,7 @@ from loopd.engine.ports import (
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import Prompt, SessionEvent, TextBlock, ToolCallStarted, ToolCallUpdated
 from loopd.protocol.messages import Message
-from loopd.protocol.model import ThinkingLevel, ToolSpec
+from loopd.protocol.model import ThinkingLevel, ToolSpec, Usage
 
 EXPLORE_TOOL = "explore"
 CHILD_TOOLS = ("read", "glob", "grep", "bash")
@@ -81,6 +86,8 @@ class DelegateResult:
     unwritten: tuple[str, ...] = ()
     truncated: bool = False
     stop_reason: str = "end_turn"
+    usage: Usage = field(default_factory=Usage)  # what the child's turn spent, for the
+    cost_usd: float | None = None  # parent turn to be charged (None: price unknown)
 
     def render(self) -> str:
         """The report as the parent model reads it."""
@@ -139,26 +146,32 @@ def _extend(into: list[str], paths: Sequence[str]) -> None:
     into.extend(p for p in paths if p not in into)
 
 
+def _scoped(call: ToolCall, scope: str) -> ToolCall:
+    return ToolCall(f"{scope}/{call.id}", call.name, call.input)
+
+
 @dataclass(slots=True)
 class _ReadOnlyTools:
     """Offers the child only the looking tools. Any tool of `tools` is declared, so
     a write the child attempts anyway is seen for what it is (and refused by the
-    policy, and reported); `tools` never holds `explore`. Every outcome is kept."""
+    policy, and reported); `tools` never holds `explore`. Every outcome is kept.
+    The session's tools see the child's calls in its `scope`."""
 
     tools: ToolBox
     ledger: _Ledger
+    scope: str
     declared: dict[str, Declaration] = field(default_factory=dict)
 
     def specs(self) -> Sequence[ToolSpec]:
         return [s for s in self.tools.specs() if s.name in CHILD_TOOLS]
 
     async def declare(self, call: ToolCall) -> Declaration:
-        declaration = await self.tools.declare(call)
+        declaration = await self.tools.declare(_scoped(call, self.scope))
         self.declared[call.id] = declaration
         return declaration
 
     async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
-        result = await self.tools.run(call, progress)
+        result = await self.tools.run(_scoped(call, self.scope), progress)
         self.ledger.record(self.declared[call.id], ok=not result.is_error)
         return result
 
@@ -172,9 +185,10 @@ class _ReadOnlyPolicy:
     parent: Policy
     read_only_command: Callable[[str], bool]
     ledger: _Ledger
+    scope: str
 
     def decide(self, call: ToolCall, declaration: Declaration) -> PolicyDecision:
-        decision = self._decide(call, declaration)
+        decision = self._decide(_scoped(call, self.scope), declaration)
         if decision.verdict is not Verdict.ALLOW:
             self.ledger.record(declaration, ok=False)
             if declaration.command is not None and not declaration.writes:
@@ -248,8 +262,8 @@ async def explore(
     limits: DelegateLimits = DelegateLimits(),
 ) -> DelegateResult:
     """Answer `question` with a read-only child turn and report on it."""
-    ledger = _Ledger()
-    view = _ReadOnlyTools(tools, ledger)
+    ledger, scope = _Ledger(), random_id(EXPLORE_TOOL)
+    view = _ReadOnlyTools(tools, ledger, scope)
     names = [s.name for s in view.specs()]
     where = f" on {child.name}" if child.name else ""
     counter = itertools.count()
@@ -258,7 +272,7 @@ async def explore(
         tools=view,
         emitter=_Activity(progress, f"Exploring{where} ({child.model})"),
         approver=_Refuse(),
-        policy=_ReadOnlyPolicy(policy, read_only_command, ledger),
+        policy=_ReadOnlyPolicy(policy, read_only_command, ledger, scope),
         journal=_NoJournal(),
         clock=clock,
         new_id=lambda prefix: f"explore_{prefix}_{next(counter)}",
@@ -281,4 +295,6 @@ async def explore(
         unwritten=tuple(ledger.unwritten),
         truncated=cut,
         stop_reason=outcome.stop_reason,
+        usage=outcome.usage,
+        cost_usd=engine.keeper.cost or None,
     )

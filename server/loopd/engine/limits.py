@@ -34,7 +34,9 @@ class Limits:
     because every update is journaled and sent to every editor (`bound_shown`).
 
     `max_turn_cost_usd` is the loop guard's cost budget, charged per model request
-    where the model's price is known: one warning at 80%, a stop past it.
+    where the model's price is known: one warning at 80%, a stop past it. Every
+    request made for the turn counts, as it does for `max_turn_tokens`: its steps',
+    compaction's summaries and its explore children's (`loopd.engine.spend`).
 
     Zero turns a check off: `max_iterations`, `max_tool_calls`, `max_result_bytes`,
     `max_turn_tokens`, `max_turn_cost_usd` and `max_identical_calls`; every other

@@ -20,6 +20,7 @@ built from is `loopd.engine.config`, the turn's accounting and its endings are
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
 
 from loopd.context.compaction import Rejected
@@ -31,7 +32,9 @@ from loopd.engine.done import settle
 from loopd.engine.guard import LoopGuard, LoopVerdict
 from loopd.engine.history import distinct_tool_ids, exec_message, prompt_parts, random_id
 from loopd.engine.limits import guard_options, truncate_result
-from loopd.engine.ports import Emitter, ToolCall, ToolResult
+from loopd.engine.notices import Notices
+from loopd.engine.ports import NOTHING_SPENT, Emitter, Spending, ToolCall, ToolResult
+from loopd.engine.spend import charge_calls, charge_summary
 from loopd.engine.steer import steer_text, unless_steered
 from loopd.engine.streaming import ReplyStreamer
 from loopd.engine.toolrun import ToolPhase
@@ -76,14 +79,16 @@ class Engine:
         history: Sequence[Message] = (),
         start: int = 0,
         summary: str = "",
+        spending: Spending = NOTHING_SPENT,
     ) -> None:
         """`start` and `summary` restore a compacted view: the model is sent the
-        summary, then `history[start:]`."""
+        summary, then `history[start:]`. `spending` is what the session has spent,
+        and the loop guard of a turn that was cut short (see `Spending`)."""
         self.session_id = session_id
         self.config = config
         self.ports = ports
         self._history = list(history)
-        self._notices: list[str] = []  # budget notices, until the model reads them
+        self._notices = Notices(self._say)
         self.keeper = ContextKeeper(
             ContextView(self._history, start, summary),
             config.compaction,
@@ -91,8 +96,16 @@ class Engine:
             ports.context,
             config.context_window,
             config.windows,
+            cost=spending.cost,
         )
+        self._cut = spending.guard  # the guard the next turn goes on with
         self._tool_ids = {use.id for m in self._history for use in m.tool_uses}
+
+    @property
+    def spending(self) -> Spending:
+        """What the session has spent, and the guard of a turn cut short that no
+        turn has taken over yet: what a rebuilt engine (`/clear`) goes on with."""
+        return Spending(self.keeper.cost, self._cut)
 
     def reconfigure(self, config: EngineConfig, ports: EnginePorts) -> None:
         """Swap model, mode or policy. A running turn picks the change up at its next
@@ -118,9 +131,11 @@ class Engine:
         """Execute one turn for `prompt` and say how it ended. `reminders` (what
         changed outside the conversation) reach the model beside the prompt."""
         turn = self._new_turn()
+        turn.guard.restore(self._cut)
+        self._cut = None
         if self.ports.steer is not None:
             self.ports.steer.begin()
-        pending = [*reminders, *self._take_notices()]
+        pending = [*reminders, *self._notices.take()]
         extra = (reminder_part(pending),) if pending else ()
         try:
             if self.ports.done is not None:
@@ -138,6 +153,7 @@ class Engine:
             outcome = turn.outcome("cancelled")
         if self.ports.steer is not None and (late := self.ports.steer.end()):
             await self._heard(late)  # kept: read with the next prompt
+        self.ports.context.spent(Spending(self.keeper.cost))  # the turn ended
         return await self._sealed(outcome)
 
     async def exec(self, command: str) -> Outcome:
@@ -169,7 +185,9 @@ class Engine:
         the automatic compaction. A provider failure raises."""
         if self.keeper.view.start >= len(self._history):
             return Rejected("")  # nothing to compact yet
-        return await self.keeper.compact(self._ask_quietly, self._request(), keep_segments=0)
+        result = await self.keeper.compact(self._ask_quietly, self._request(), keep_segments=0)
+        self.ports.context.spent(self.spending)  # its summaries cost the session
+        return result
 
     def _new_turn(self) -> Turn:
         return Turn(self.ports.new_id("turn"), LoopGuard(guard_options(self.config.limits)))
@@ -184,6 +202,8 @@ class Engine:
             await self._take_steer()
             if (outcome := await self._step(turn)) is not None:
                 return outcome
+            # Kept at every step: a turn cut by a crash goes on under its budgets.
+            self.ports.context.spent(Spending(self.keeper.cost, turn.guard.snapshot()))
 
     async def _step(self, turn: Turn) -> Outcome | None:
         """One step: the model's reply, then the tools it asked for. The turn's
@@ -235,6 +255,7 @@ class Engine:
         """Run the calls, hand the model their results; the outcome if a tool's stop
         or the turn's token budget ends the turn."""
         await self._tool_phase(turn).run(uses, turn.state, turn.results)
+        await charge_calls(self.keeper, self._notices, turn)
         self._append_results(turn)
         while turn.state.unshown:
             await self._say(turn.state.unshown.pop(0))
@@ -250,7 +271,8 @@ class Engine:
     async def _reply(self, turn: Turn) -> tuple[ModelRequest, ResponseDone] | Outcome | None:
         """One step's reply, within the window (see `ContextKeeper.reply`); None when
         steering interrupted it."""
-        reply = await self.keeper.reply(self._request, self._send, self._ask_quietly, self._say)
+        ask = functools.partial(self._ask_quietly, turn=turn)  # its summaries are the turn's
+        reply = await self.keeper.reply(self._request, self._send, ask, self._say)
         if isinstance(reply, Failed):
             return await self._stop(turn, reply.stop, reply.message, "error")
         return reply
@@ -271,16 +293,8 @@ class Engine:
         """The one-shot budget notices (the context's, the turn's cost), shown now and
         read by the model with the next message. A cost budget that ran out stops the
         guard, which then refuses every further call of the turn."""
-        notices = [self.keeper.notice(request)]
-        if spending.status == "warn":
-            notices.append(f"Loop guard: {spending.reason} in this turn.")
-        for notice in filter(None, notices):
-            self._notices.append(notice)
-            await self._say(f"[{notice}]")
-
-    def _take_notices(self) -> list[str]:
-        notices, self._notices = self._notices, []
-        return notices
+        await self._notices.add(self.keeper.notice(request))
+        await self._notices.spending(spending)
 
     async def _take_steer(self) -> None:
         if self.ports.steer is not None and (said := self.ports.steer.take()):
@@ -317,10 +331,13 @@ class Engine:
             thinking=cfg.thinking,
         )
 
-    async def _ask_quietly(self, request: ModelRequest) -> ResponseDone:
+    async def _ask_quietly(self, request: ModelRequest, turn: Turn | None = None) -> ResponseDone:
         """A request of the engine's own (a summary): retried like a turn's, shown to
-        nobody."""
-        return await self._streamer(_NOBODY).request(request)
+        nobody, paid for like one: the session's cost, and within a turn (`turn`)
+        the turn's token and cost budgets."""
+        done = await self._streamer(_NOBODY).request(request)
+        await charge_summary(self.keeper, self._notices, turn, request.model, done.usage)
+        return done
 
     def _streamer(self, emitter: Emitter | None = None) -> ReplyStreamer:
         p = self.ports
@@ -359,7 +376,7 @@ class Engine:
         parts: tuple[Part, ...] = tuple(turn.results[use.id] for use in turn.open_uses)
         turn.open_uses = ()
         turn.results = {}
-        notices = self._take_notices()
+        notices = self._notices.take()
         if notices:
             parts = (*parts, reminder_part(notices))
         self._history.append(Message("user", parts))

@@ -8,15 +8,17 @@ shipped fakes in `loopd.testing`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from loopd.engine.guard import LoopGuardSnapshot
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import Location, Prompt, SessionEvent, ToolContent, ToolKind
 from loopd.protocol.messages import ImagePart, Message
-from loopd.protocol.model import ModelRequest, StreamEvent, ToolSpec
+from loopd.protocol.model import ModelRequest, StreamEvent, ToolSpec, Usage
 
 
 class Emitter(Protocol):
@@ -42,9 +44,49 @@ class WindowBook(Protocol):
 
 class ContextJournal(Protocol):
     """Persists where the model's view of the history starts and the summary that
-    stands for what lies before it."""
+    stands for what lies before it, and what the session has spent."""
 
     def compacted(self, start: int, summary: str) -> None: ...
+
+    def spent(self, spending: Spending) -> None:
+        """Kept after every step of a turn (with the turn's guard) and when it ends
+        (without)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Spending:
+    """What a session has spent, as kept across processes: its running cost in USD,
+    and the loop guard's snapshot of a turn still running (seed 004's
+    snapshot/restore). A session loaded with a snapshot had its turn cut short (a
+    crash, a kill); its next turn goes on from that snapshot, with the spending,
+    the repetition history and the warnings already given, because a crash must
+    not be a way out of a budget, nor a reason to warn twice."""
+
+    cost: float = 0.0
+    guard: LoopGuardSnapshot | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cost": self.cost, "guard": None if self.guard is None else self.guard.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Spending:
+        """Forgiving, as every read of the store is: a cost that is not a finite
+        amount is 0, a guard snapshot that cannot be read (damaged, or a version
+        this code does not know) is none."""
+        cost, guard = data.get("cost"), data.get("guard")
+        if isinstance(cost, bool) or not isinstance(cost, int | float):
+            cost = 0.0
+        if not (math.isfinite(cost) and cost >= 0):
+            cost = 0.0
+        try:
+            snapshot = LoopGuardSnapshot.from_json(guard) if isinstance(guard, dict) else None
+        except ValueError:
+            snapshot = None
+        return cls(float(cost), snapshot)
+
+
+NOTHING_SPENT = Spending()
 
 
 class Clock(Protocol):
@@ -94,7 +136,10 @@ class Declaration:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """`output` and `images` go to the model; `content` is what clients show."""
+    """`output` and `images` go to the model; `content` is what clients show.
+    `spent` and `cost_usd` are what the call itself spent on models (an explore
+    child's turn), charged to the turn that made the call: its token and cost
+    ceilings, and the session's running cost, see every request made for it."""
 
     output: str
     is_error: bool = False
@@ -102,6 +147,8 @@ class ToolResult:
     raw_output: Mapping[str, Any] | None = None
     locations: tuple[Location, ...] = ()
     images: tuple[ImagePart, ...] = ()
+    spent: Usage | None = None
+    cost_usd: float | None = None
 
 
 class ToolProgress(Protocol):

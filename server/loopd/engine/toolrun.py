@@ -31,7 +31,7 @@ from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import TextBlock, ToolCallStarted, ToolCallUpdated, ToolContent
 from loopd.protocol.messages import Message, ToolResultPart, ToolUsePart
-from loopd.protocol.model import INVALID_JSON_KEY
+from loopd.protocol.model import INVALID_JSON_KEY, Usage
 from loopd.protocol.turns import StopReason
 
 
@@ -45,10 +45,24 @@ class TurnState:
     stop_message: str | None = None
     warnings: dict[str, str] = field(default_factory=dict)
     unshown: list[str] = field(default_factory=list)
+    spent: Usage = field(default_factory=Usage)  # by the calls on models, until charged
+    spent_usd: float | None = None
 
     def halt(self, reason: StopReason, message: str) -> None:
         if self.stop is None:
             self.stop, self.stop_message = reason, message
+
+    def charge(self, result: ToolResult) -> None:
+        """Keep what a call spent on models, for the engine to charge the turn."""
+        if result.spent is not None:
+            self.spent += result.spent
+        if result.cost_usd is not None:
+            self.spent_usd = (self.spent_usd or 0.0) + result.cost_usd
+
+    def take_spent(self) -> tuple[Usage, float | None]:
+        spent, usd = self.spent, self.spent_usd
+        self.spent, self.spent_usd = Usage(), None
+        return spent, usd
 
 
 @dataclass(slots=True)
@@ -132,10 +146,12 @@ class ToolPhase:
 
     def _admit(self, call: ToolCall, turn: TurnState) -> str | None:
         """The limits, checked before anything runs. Each refusal is a result the model
-        reads; the ones that mean "this turn is going nowhere" also end the turn."""
-        if INVALID_JSON_KEY in call.input:
-            raw = call.input[INVALID_JSON_KEY]
-            return f"Invalid arguments for {call.name}: not valid JSON: {raw!r}"
+        reads; the ones that mean "this turn is going nowhere" also end the turn.
+
+        A call whose arguments are not JSON is an action like any other: the guard
+        sees it first (its raw text is its input), so a model that keeps sending
+        broken calls meets the repeat cap and the call budget, which bound the turn
+        even where the iteration cap is off."""
         verdict = self.guard.observe(LoopAction(call.name, call_key(call)))
         match verdict.status:
             case "stop":
@@ -150,6 +166,9 @@ class ToolPhase:
                 turn.unshown.append(f"[Loop guard: {verdict.reason} in this turn.]")
             case "ok":
                 pass
+        if INVALID_JSON_KEY in call.input:
+            raw = call.input[INVALID_JSON_KEY]
+            return f"Invalid arguments for {call.name}: not valid JSON: {raw!r}"
         return None
 
     def _decide(self, ex: ToolExecution) -> PolicyDecision:
@@ -171,6 +190,7 @@ class ToolPhase:
             return
         await self.emitter.emit(ToolCallUpdated(call.id, status="in_progress"))
         result = await self.tools.run(call, self._progress(call.id))
+        turn.charge(result)
         await self._finish(call, result, results, turn.warnings.pop(call.id, ""))
 
     def _progress(self, call_id: str) -> _Progress:

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 from loopd.engine.done import DoneChecks
-from loopd.engine.guard import LoopGuard
+from loopd.engine.guard import LoopGuard, LoopVerdict
 from loopd.engine.limits import Limits
 from loopd.engine.ports import Emitter, Journal
 from loopd.engine.toolrun import TurnState
@@ -46,6 +46,13 @@ class Turn:
     state: TurnState = field(default_factory=TurnState)
     open_uses: tuple[ToolUsePart, ...] = ()
     results: dict[str, ToolResultPart] = field(default_factory=dict)
+
+    def spend(self, usage: Usage, usd: float | None) -> LoopVerdict:
+        """Charge the turn what was spent besides its steps' replies (a summary, an
+        explore child's turn): its tokens count against the token ceiling, its cost
+        against the guard's budget."""
+        self.usage += usage
+        return self.guard.observe_cost(usd)
 
     def outcome(self, reason: StopReason, error: str | None = None) -> Outcome:
         return Outcome(

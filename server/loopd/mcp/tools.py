@@ -7,7 +7,9 @@ start and gets a short hash of the original, so two long names stay apart).
 
 A call declares no paths and no command: loopd cannot know what a server's tool
 touches, so the policy asks the person unless a rule (`mcp__github__create_issue`,
-or an "always" answer) allows it. The server's `readOnlyHint` only picks the icon.
+or an "always" answer) allows it. The server's `readOnlyHint` only picks the icon:
+every call moves the session's write ledger, so a check of done made before it is
+stale (what the server changed is unknown, and a server's word is not a boundary).
 
 Images in a result (PNG, JPEG, GIF or WebP, valid base64, at most 5 MB, as the
 providers accept) go to the model as images and to the editor as image content; an
@@ -79,6 +81,7 @@ class McpTool:
         )
 
     async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
+        env.changes.ledger.note()  # it may change anything (see the module doc)
         try:
             outcome = await self.client.call(self.info.name, args)
         except McpError as err:

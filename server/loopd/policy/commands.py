@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable
+from dataclasses import dataclass
 
 OPERATORS = frozenset({"&&", "||", ";", "|"})
 # Characters that change meaning in a shell in ways the word splitter cannot see.
@@ -107,31 +108,69 @@ def _always(_args: Segment) -> bool:
     return True
 
 
-def _none_of(*flags: str) -> Callable[[Segment], bool]:
-    """Safe unless an argument is one of `flags` or starts with `flag=`."""
+@dataclass(frozen=True, slots=True)
+class _Effects:
+    """How a program's options that write or run something can be spelled, as its
+    option parser reads them (getopt and getopt_long, which most of these use):
+
+    - `short`: option letters. A letter counts wherever it stands in a cluster
+      (`-uo FILE`, `-oFILE`): getopt reads letters until one that takes a value, so
+      a letter after that one is the value's, and counting it anyway only errs
+      towards asking.
+    - `long`: option names. Any prefix of one counts (`--out`, `--outp=FILE`:
+      getopt_long takes an unambiguous prefix; an ambiguous one fails, so counting
+      it costs nothing), with or without a joined `=value`.
+    - `words`: whole arguments (find's actions, which no parser abbreviates).
+
+    `--` does not end the scan: what follows it is an operand to the program, and
+    judging it as an option only errs towards asking.
+    """
+
+    short: str = ""
+    long: tuple[str, ...] = ()
+    words: frozenset[str] = frozenset()
+
+    def any_in(self, args: Segment) -> bool:
+        return any(self._is_effect(arg) for arg in args)
+
+    def _is_effect(self, arg: str) -> bool:
+        if arg in self.words:
+            return True
+        if arg.startswith("--"):
+            name = arg.split("=", 1)[0]
+            return len(name) > 2 and any(option.startswith(name) for option in self.long)
+        return arg.startswith("-") and any(letter in self.short for letter in arg[1:])
+
+
+def _none_of(effects: _Effects) -> Callable[[Segment], bool]:
+    """Safe unless an argument spells one of `effects`."""
 
     def check(args: Segment) -> bool:
-        return not any(a in flags or a.split("=", 1)[0] in flags for a in args)
+        return not effects.any_in(args)
 
     return check
 
 
-def _find_safe(args: Segment) -> bool:
-    return not any(a in _FIND_EFFECTS for a in args)
-
-
-def _rg_safe(args: Segment) -> bool:
-    return not any(a in _RG_EFFECTS or a.split("=", 1)[0] in _RG_EFFECTS for a in args)
-
-
 def _sed_safe(args: Segment) -> bool:
-    """Only `sed -n ADDRp [FILE...]`: printing lines, nothing that writes or executes."""
-    return len(args) >= 2 and args[0] == "-n" and bool(_SED_PRINT.match(args[1]))
+    """Only `sed -n ADDRp [FILE...]`: printing lines, nothing that writes or executes.
+    Every argument after the script is a file: an option there (`-i`, `--in-place`,
+    `-e 'w out'`) would still be read as one, since sed permutes its arguments."""
+    if len(args) < 2 or args[0] != "-n" or not _SED_PRINT.match(args[1]):
+        return False
+    return all(a == "-" or not a.startswith("-") for a in args[2:])
 
 
 def _at_most_one_operand(args: Segment) -> bool:
-    """`uniq IN OUT` writes OUT; one operand (or none) only reads."""
-    return sum(1 for a in args if not a.startswith("-")) <= 1
+    """`uniq IN OUT` writes OUT; one operand (or none) only reads. `-` (standard
+    input) is an operand, and so is every argument after `--`; an option's separate
+    value counts as one too, which only errs towards asking."""
+    operands, ended = 0, False
+    for arg in args:
+        if ended or arg == "-" or not arg.startswith("-"):
+            operands += 1
+        elif arg == "--":
+            ended = True
+    return operands <= 1
 
 
 def _git_safe(args: Segment) -> bool:
@@ -140,22 +179,25 @@ def _git_safe(args: Segment) -> bool:
     if not args or args[0] not in _GIT_READ_SUBCOMMANDS:
         return False
     rest = args[1:]
-    if any(a.split("=", 1)[0] in _GIT_EFFECTS for a in rest):
+    if _GIT_EFFECTS.any_in(rest):
         return False
     if args[0] == "branch":
         return all(a in _GIT_BRANCH_LISTING for a in rest)
     return True
 
 
-_FIND_EFFECTS = frozenset(
-    {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-fprint", "-fprint0", "-fprintf"}
+_FIND_EFFECTS = _Effects(
+    words=frozenset(
+        {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-fprint", "-fprint0", "-fprintf"}
+    )
 )
-_RG_EFFECTS = frozenset({"--pre", "--pre-glob", "--hostname-bin", "--search-zip", "-z"})
+_RG_EFFECTS = _Effects("z", ("--pre", "--pre-glob", "--hostname-bin", "--search-zip"))
 _SED_PRINT = re.compile(r"^(\d+|\$)(,(\d+|\$))?p$")
 _GIT_READ_SUBCOMMANDS = frozenset({"status", "diff", "log", "show", "branch"})
 # Global options (`-c`, `-C`, `--paginate`) never pass: only a subcommand may come first.
-_GIT_EFFECTS = frozenset(
-    {"--output", "-o", "--ext-diff", "--textconv", "--exec", "--open-files-in-pager", "-O"}
+# git's parse-options takes long prefixes and short clusters as getopt does.
+_GIT_EFFECTS = _Effects(
+    "oO", ("--output", "--ext-diff", "--textconv", "--exec", "--open-files-in-pager")
 )
 _GIT_BRANCH_LISTING = frozenset(
     {"-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--list", "--show-current"}
@@ -167,19 +209,24 @@ _READ_ONLY_PROGRAMS: dict[str, Callable[[Segment], bool]] = {
             "cat", "cd", "cut", "echo", "expr", "false", "grep", "egrep", "fgrep", "head",
             "id", "ls", "nl", "paste", "pwd", "rev", "seq", "stat", "tail", "tr", "true",
             "uname", "wc", "which", "whoami", "numfmt", "tac", "basename", "dirname",
-            "realpath", "readlink", "printf", "du", "df", "file", "cmp", "diff",
+            "realpath", "readlink", "printf", "du", "df", "cmp", "diff",
             "md5sum", "sha1sum", "sha256sum", "sha512sum",
         ),
         _always,
     ),
-    "find": _find_safe,
-    "rg": _rg_safe,
+    "find": _none_of(_FIND_EFFECTS),
+    "rg": _none_of(_RG_EFFECTS),
     "sed": _sed_safe,
     "uniq": _at_most_one_operand,
-    "sort": _none_of("-o", "--output", "--compress-program"),
-    "tree": _none_of("-o"),
-    "base64": _none_of("-o", "--output"),
+    "sort": _none_of(_Effects("o", ("--output", "--compress-program"))),
+    # -R runs tree again in every folder with `-o 00Tree.html`.
+    "tree": _none_of(_Effects("oR", ("--output",))),
+    "base64": _none_of(_Effects("o", ("--output",))),
+    "file": _none_of(_Effects("C", ("--compile",))),  # writes FILE.mgc
 }  # fmt: skip
+
+READ_ONLY_PROGRAMS = frozenset({*_READ_ONLY_PROGRAMS, "git"})
+"""Every program the classifier may call read-only (git only in a sandbox)."""
 
 
 def _segment_safe(segment: Segment, sandboxed: bool) -> bool:

@@ -4,7 +4,8 @@ Anthropic, OpenAI, and the OpenAI-compatible servers people run (Ollama, vLLM,
 llama.cpp, LM Studio) all serve it, with the same `{"data": [{"id": ...}]}` shape.
 A failure is one of the provider error classes (`AuthError` for a refused key, a
 `Transient` for an endpoint that cannot be reached), so callers word it like any
-other provider failure.
+other provider failure; `NoModelList` is a 404, a gateway that serves models but
+does not list them (the key is then not refused, only unchecked).
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ from loopd.providers.classify import error_from_response
 from loopd.providers.factory import ProviderKind
 
 LIST_TIMEOUT = 10.0
+
+
+class NoModelList(ProviderError):
+    """The endpoint answered 404 for its model list: it has none to give."""
 
 
 def models_url(kind: ProviderKind, base_url: str) -> str:
@@ -42,6 +47,8 @@ def list_models(
         response = httpx.get(url, headers=auth_headers(kind, api_key), timeout=timeout)
     except httpx.HTTPError as err:
         raise Transient(f"{url} cannot be reached: {err}") from err
+    if response.status_code == 404:
+        raise NoModelList(f"{url} answered 404: the server has no model list", status=404)
     if response.status_code != 200:
         raise error_from_response(response.status_code, response.headers, response.content)
     try:

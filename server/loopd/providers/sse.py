@@ -14,7 +14,6 @@ the format's job: the decoders raise `IncompleteStream` when it never came.
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import logging
 import ssl
@@ -63,9 +62,15 @@ def prepare_transport() -> None:
     when it opens its first connection, and that imports anyio's asyncio backend,
     20-30 ms that would fall between the first prompt and its request reaching the
     model; and the TLS context. A daemon calls it as it starts, so no editor's
-    build pays it either."""
-    for module in ("sniffio", "httpcore._backends.anyio", "anyio._backends._asyncio"):
-        importlib.import_module(module)
+    build pays it either. A head start only: the backends are private modules, and
+    a release that moves them loses the head start, never the provider. (httpcore
+    also asks sniffio which loop runs when sniffio happens to be installed; nothing
+    loopd depends on needs it, so it is not loaded here.)"""
+    try:
+        import anyio._backends._asyncio  # noqa: F401
+        import httpcore._backends.anyio  # noqa: F401
+    except ImportError:
+        log.debug("the transport's backends moved: the first request loads them", exc_info=True)
     _tls()
 
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from loopd.config.schema import HARNESS_CLIS, Harness
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import ModeChanged, Prompt
 from loopd.protocol.turns import Outcome
@@ -50,7 +51,7 @@ class ClaudeRuntimeFactory:
 
 
 class ClaudeRuntime(ForeignRuntime):
-    CLI = Cli("Claude Code", "claude", "npm install -g @anthropic-ai/claude-code")
+    CLI = Cli(*HARNESS_CLIS[Harness.CLAUDE])
 
     def __init__(self, settings: ClaudeSettings, context: RuntimeContext) -> None:
         super().__init__(settings, context)

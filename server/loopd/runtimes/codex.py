@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from loopd.config.schema import HARNESS_CLIS, Harness
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import (
     EmbeddedResourceBlock,
@@ -71,7 +72,7 @@ class CodexRuntimeFactory:
 class CodexRuntime(ForeignRuntime):
     """Mode, model and effort need no message: every turn/start carries them."""
 
-    CLI = Cli("Codex", "codex", "npm install -g @openai/codex")
+    CLI = Cli(*HARNESS_CLIS[Harness.CODEX])
 
     def __init__(self, settings: CodexSettings, context: RuntimeContext) -> None:
         super().__init__(settings, context)

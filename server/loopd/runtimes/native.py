@@ -29,7 +29,7 @@ from loopd.context.compaction import Rejected
 from loopd.context.instructions import reminders as instruction_reminders
 from loopd.engine.done import DoneChecks
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
-from loopd.engine.ports import Clock, Policy, Provider, ToolBox
+from loopd.engine.ports import Clock, Policy, Provider, Spending, ToolBox
 from loopd.engine.steer import SteerBox
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import (
@@ -215,9 +215,8 @@ class NativeRuntime:
             history,
             record.start,
             record.summary,
+            _spending(record, context.state),
         )
-        spent = context.state.get("cost")
-        self.engine.keeper.cost = float(spent) if isinstance(spent, int | float) else 0.0
         self._turn: asyncio.Task[Any] | None = None
 
     def _engine_config(self) -> EngineConfig:
@@ -380,7 +379,10 @@ class NativeRuntime:
         self.journal.store.save_context(session_id, start=0, summary="")
         for message in history:
             self.journal.store.append_message(session_id, message)
-        self.engine = Engine(session_id, self._engine_config(), self._ports(), history)
+        spending = self.engine.spending  # a fresh context is not a fresh budget
+        self.engine = Engine(
+            session_id, self._engine_config(), self._ports(), history, spending=spending
+        )
 
     def state(self) -> Mapping[str, Any]:
         """Kept with the session: the person's "always" answers, and what the session
@@ -400,6 +402,15 @@ def typed_command(prompt: Prompt) -> str | None:
             return text.lstrip()[1:].strip() or None
         case _:
             return None
+
+
+def _spending(record: ContextRecord, state: Mapping[str, Any]) -> Spending:
+    """What the session has spent: as kept at its last step, or, for a session no
+    step of this version kept, the cost saved with its state."""
+    if record.spending is not None:
+        return Spending.from_json(record.spending)
+    cost = state.get("cost")
+    return Spending(cost=float(cost) if isinstance(cost, int | float) else 0.0)
 
 
 def _pick_model(value: str | None, wiring: NativeWiring) -> str:

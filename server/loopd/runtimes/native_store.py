@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from loopd.engine.ports import Spending
 from loopd.protocol.messages import Message
 from loopd.store.sqlite import SqliteStore
 
 
 @dataclass(slots=True)
 class StoreJournal:
-    """The history and the compacted view, journaled to the session's rows."""
+    """The history, the compacted view and the spending, journaled to the session's
+    rows."""
 
     store: SqliteStore
     session_id: str
@@ -27,6 +29,9 @@ class StoreJournal:
 
     def compacted(self, start: int, summary: str) -> None:
         self.store.save_context(self.session_id, start=start, summary=summary)
+
+    def spent(self, spending: Spending) -> None:
+        self.store.save_context(self.session_id, spending=spending.to_json())
 
 
 @dataclass(slots=True)

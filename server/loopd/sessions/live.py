@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -31,6 +31,7 @@ from loopd.protocol.events import (
 from loopd.protocol.questions import Question, UserQuestions
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import McpServerConfig, Runtime, RuntimeContext
+from loopd.sessions.errors import SessionBusy
 from loopd.store.sqlite import SessionRecord, SqliteStore
 from loopd.tools.env import EditorTerminals, FileAccess
 
@@ -88,11 +89,19 @@ class LiveSession:
         return self.record.id
 
     @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
+    async def slot(self, cap: int, on_wait: Callable[[], Awaitable[None]]) -> AsyncIterator[None]:
         """The session's one turn slot, held for a turn; counted in `waiting` until
-        taken. A waiter that is cancelled leaves the queue and nothing else."""
+        taken. Admission is one step with no await in it: the count is checked and
+        taken together, so prompts arriving in a burst are counted as they arrive
+        and the first past `cap` is refused (`SessionBusy`), however many come at
+        once. `on_wait` runs, counted, when the slot is taken (to tell the editor).
+        A waiter that is cancelled leaves the queue and nothing else."""
+        if self.waiting >= cap:
+            raise SessionBusy(f"{cap} prompts are already waiting in this session")
         self.waiting += 1
         try:
+            if self.lock.locked():
+                await on_wait()
             await self.lock.acquire()
         finally:
             self.waiting -= 1

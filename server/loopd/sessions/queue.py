@@ -64,10 +64,11 @@ async def say_entry_changed(live: LiveSession, link: ClientLink, changed: Sequen
 
 
 async def say_queued(live: LiveSession, link: ClientLink, prompt: Prompt) -> None:
-    """Tell the asking editor its prompt waits, and behind how many turns. Shown on
-    that connection only and not journaled: the prompt itself is journaled when its
-    turn starts. `_meta.loopd.queued` carries the count for clients that show it."""
-    ahead = live.waiting + 1
+    """Tell the asking editor its prompt waits, and behind how many turns (the one
+    running and those waiting before it: `waiting` counts this prompt already). Shown
+    on that connection only and not journaled: the prompt itself is journaled when
+    its turn starts. `_meta.loopd.queued` carries the count for clients that show it."""
+    ahead = live.waiting
     turns = "turn" if ahead == 1 else "turns"
     note = f"\n\n[Queued: {title_of(prompt.text or '(no text)')!r} runs after {ahead} {turns}.]\n"
     wire = to_wire(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}", "note"))

@@ -42,7 +42,6 @@ from loopd.sessions.commands import (
     run_command,
     slash_command,
 )
-from loopd.sessions.errors import SessionBusy
 from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
 from loopd.sessions.queue import say_queued, title_of
 from loopd.sessions.rewind import REWIND, Rewinds, listing, parse_rewind
@@ -76,12 +75,8 @@ class Turns:
     ) -> Outcome:
         """Run `prompt` as the session's next turn. `on_start` is called when it
         leaves the queue (at once when nothing runs)."""
-        if live.waiting >= MAX_QUEUED:
-            raise SessionBusy(f"{MAX_QUEUED} prompts are already waiting in this session")
         generation = live.generation
-        if live.lock.locked():
-            await say_queued(live, link, prompt)
-        async with live.slot():
+        async with live.slot(MAX_QUEUED, lambda: say_queued(live, link, prompt)):
             if live.generation != generation:
                 return Outcome(turn_id="", stop_reason="cancelled")
             self.hold(live.id)  # still ours (not taken over while this process stalled)

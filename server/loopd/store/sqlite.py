@@ -5,13 +5,19 @@ roots, title, runtime identity and resume state, config values, remembered
 approvals), `events` (the journal of what clients were shown, as ACP `session/update`
 JSON, replayed on load), `messages` (the model-facing history, whole: compaction
 never deletes from it), `contexts` (per session: the system prompt frozen when it
-started, the instruction files as last told to the model, and where the model's view
-of the history starts, with the summary of what lies before) and `model_windows`
+started, the instruction files as last told to the model, where the model's view
+of the history starts, with the summary of what lies before, and what the session
+has spent, with the loop guard of a turn still running) and `model_windows`
 (context windows learned from overflow errors, so every later session knows them).
 Each append is its own committed transaction, written before the event is shown, so
 a process killed mid-turn loses nothing already on screen. WAL with
 synchronous=NORMAL makes a commit durable against a process crash without an fsync
 per chunk.
+
+The schema is `SCHEMA` (as the first loopd wrote it) and then `MIGRATIONS` in
+order, `PRAGMA user_version` counting those applied: each runs once per file, in
+the transaction that bumps the count, so processes opening one store at once never
+apply one twice. An older loopd still reads a migrated file (it names its columns).
 
 Everything is written as standard JSON (`dumps_safe`: a non-finite number becomes a
 string, never a bare `NaN`), and reading is forgiving: a row that does not decode
@@ -76,6 +82,10 @@ CREATE TABLE IF NOT EXISTS model_windows (
     tokens INTEGER NOT NULL
 );
 """
+MIGRATIONS = (
+    # 1: what the session has spent ({"cost", "guard"}), kept at every step of a turn
+    "ALTER TABLE contexts ADD COLUMN spending TEXT",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +111,7 @@ class ContextRecord:
     instructions: Mapping[str, str] = field(default_factory=dict)
     start: int = 0
     summary: str = ""
+    spending: Mapping[str, Any] | None = None  # `Spending.to_json`; None: never kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +139,15 @@ class SqliteStore:
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self._tx() as db:
+            done = int(db.execute("PRAGMA user_version").fetchone()[0])
+            for migration in MIGRATIONS[done:]:
+                db.execute(migration)
+            if done < len(MIGRATIONS):
+                db.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
 
     def close(self) -> None:
         with self._lock:
@@ -267,22 +287,23 @@ class SqliteStore:
     def context(self, session_id: str) -> ContextRecord:
         with self._lock:
             row = self._db.execute(
-                "SELECT system, instructions, start, summary FROM contexts WHERE session_id = ?",
+                "SELECT system, instructions, start, summary, spending FROM contexts"
+                " WHERE session_id = ?",
                 (session_id,),
             ).fetchone()
         if row is None:
             return ContextRecord()
-        return ContextRecord(row[0], json.loads(row[1]), row[2], row[3])
+        return ContextRecord(row[0], json.loads(row[1]), row[2], row[3], _spending(row[4]))
 
     def save_context(self, session_id: str, **fields: Any) -> None:
         """Set fields of a session's `ContextRecord` (`system`, `instructions`,
-        `start`, `summary`), creating the row when needed."""
-        allowed = {"system", "instructions", "start", "summary"}
+        `start`, `summary`, `spending`), creating the row when needed."""
+        allowed = {"system", "instructions", "start", "summary", "spending"}
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"cannot save {sorted(unknown)}")
         names = list(fields)
-        values = [json.dumps(v) if isinstance(v, Mapping) else v for v in fields.values()]
+        values = [dumps_safe(v) if isinstance(v, Mapping) else v for v in fields.values()]
         updates = ", ".join(f"{n} = excluded.{n}" for n in names)
         with self._tx() as db:
             db.execute(
@@ -338,6 +359,18 @@ def _decode(text: str, build: Callable[[Any], T], seq: int) -> T | None:
     except (ValueError, TypeError, KeyError) as err:
         log.warning("skipping journal row %d that cannot be read: %r", seq, err)
         return None
+
+
+def _spending(text: str | None) -> Mapping[str, Any] | None:
+    """A context row's spending, or None when there is none or it does not decode."""
+    if text is None:
+        return None
+    try:
+        value = finite(json.loads(text))
+    except ValueError as err:
+        log.warning("ignoring a session's spending that cannot be read: %r", err)
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _row_of(r: SessionRecord) -> Sequence[Any]:

@@ -6,7 +6,8 @@
     POST /v1/chat/completions   OpenAI Chat Completions (SSE, `data: [DONE]`)
     POST /v1/responses          OpenAI Responses (SSE)
     POST /v1/messages/count_tokens  Anthropic token counting (answered from the size)
-    GET  /v1/models             the model list (`models`; 401 unless a key in `keys`)
+    GET  /v1/models             the model list (`models`; 401 unless a key in `keys`;
+                                404 with `models = None`)
 
 The POST routes answer from a queue of scripted steps per route (see
 `loopd.testing.llm_script`), falling back to the shared queue `"*"`, whose steps are
@@ -117,8 +118,9 @@ class FakeLLMServer:
         self._gates: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
         self.closing = threading.Event()
-        self.models: list[str] = ["fake-model"]
-        """What `GET /v1/models` lists (the endpoint login checks a key with)."""
+        self.models: list[str] | None = ["fake-model"]
+        """What `GET /v1/models` lists (the endpoint login checks a key with); `None`
+        answers 404, as a gateway without a model list does."""
         self.keys: set[str] | None = None
         """When set, `GET /v1/models` answers 401 unless one of these keys is sent."""
         self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
@@ -140,7 +142,8 @@ class FakeLLMServer:
 
     def model_list(self) -> dict[str, Any]:
         """The `GET /v1/models` body, in OpenAI's shape (which Ollama and vLLM copy)."""
-        data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
+        models = self.models or []
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in models]
         return {"object": "list", "data": data}
 
     def load(self, script: Mapping[str, Sequence[Step]]) -> None:
@@ -215,10 +218,12 @@ class _Handler(BaseHTTPRequestHandler):
             fake.record(
                 RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, {})
             )
-            if fake.keys is not None and self._key() not in fake.keys:
+            if fake.models is None:
+                self._json(404, {"error": {"message": "Not Found"}})
+            elif fake.keys is not None and self._key() not in fake.keys:
                 self._json(401, {"error": {"type": "authentication_error", "message": "bad key"}})
-                return
-            self._json(200, fake.model_list())
+            else:
+                self._json(200, fake.model_list())
             return
         if self.path != "/_fake/requests":
             self._json(404, {"error": {"message": f"no route {self.path}"}})

@@ -6,7 +6,8 @@ restores the newest turn that changed anything, path by path, and only where the
 is still exactly what the turn left: a file edited since (by the person, a command or
 another tool) is left alone and reported, never overwritten. A file the turn created
 is removed. Changes made by shell commands are not tracked; the report says so by
-omission, and the person's own editor undo still has them.
+omission, and the person's own editor undo still has them. What undo puts back is a
+write like any other: it moves the ledger, so a check of done made before it is stale.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ class ChangeLog:
         for change in self.turns.pop().values():
             why = await _put_back(change, files)
             if why is None:
+                self.ledger.note(change.path)
                 restored.append(change.path)
             else:
                 refused.append((change.path, why))

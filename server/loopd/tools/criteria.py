@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from loopd.engine.done import Criterion, DoneSet, DoneState
+from loopd.policy.commands import is_safe_command
 from loopd.policy.rules import MatchContext, path_matches
 from loopd.protocol.verification import CriterionResult
 from loopd.sandbox.base import CommandSpec
@@ -74,6 +75,12 @@ class SandboxedDone:
         return CriterionResult(criterion.name, "unmet", text, code)
 
     def write_seq(self) -> int:
+        """The ledger's count; while a background command that is not read-only
+        runs, it moves at every look: that command may write at any moment, so no
+        check can be trusted to have seen the workspace as it is."""
+        sandboxed = self.env.sandbox.tier != "none"
+        if any(not is_safe_command(p.command, sandboxed) for p in self.env.processes.running()):
+            self.env.changes.ledger.note()
         return self.env.changes.ledger.seq
 
     async def begin_turn(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import os
 import re
 import shutil
@@ -211,6 +212,14 @@ class ToolLimits:
 PlanListener = Callable[[tuple[PlanEntry, ...]], Awaitable[None]]
 
 
+@dataclass(slots=True)
+class _Scratch:
+    """Where the session's scratch folder is, once made: one holder shared by an
+    env and its children, so the folder is made once and removed with the session."""
+
+    path: str | None = None
+
+
 @dataclass(eq=False)
 class ToolEnv:
     """The per-session state tools run against. `roots` are the session's workspace
@@ -246,7 +255,7 @@ class ToolEnv:
     changes: ChangeLog = field(default_factory=ChangeLog)
     reads: FileLog = field(default_factory=FileLog)  # what the agent saw of each file
     processes: BackgroundProcesses = field(init=False)
-    _scratch: str | None = field(default=None, init=False)
+    _scratch: _Scratch = field(default_factory=_Scratch, init=False)
 
     def __post_init__(self) -> None:
         if not self.roots:
@@ -288,9 +297,19 @@ class ToolEnv:
     def scratch_dir(self) -> str:
         """A private directory for this session's own files (background logs),
         removed on close."""
-        if self._scratch is None:
-            self._scratch = tempfile.mkdtemp(prefix="loopd-")
-        return self._scratch
+        if self._scratch.path is None:
+            self._scratch.path = tempfile.mkdtemp(prefix="loopd-")
+        return self._scratch.path
+
+    def for_child(self) -> ToolEnv:
+        """This env for a child turn (`explore`): the same roots, files, sandbox,
+        grants, processes, scratch folder and change log (what a child changes is
+        the session's), but read bookmarks of its own: a file only the child read
+        was never seen by the parent's model, which must not overwrite it unread.
+        Closing the parent closes what they share."""
+        child = copy.copy(self)
+        child.reads = FileLog()
+        return child
 
     async def set_plan(self, entries: tuple[PlanEntry, ...]) -> None:
         self.plan = entries
@@ -299,6 +318,6 @@ class ToolEnv:
 
     async def aclose(self) -> None:
         await self.processes.aclose()
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+        if self._scratch.path is not None:
+            shutil.rmtree(self._scratch.path, ignore_errors=True)
+            self._scratch.path = None

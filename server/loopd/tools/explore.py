@@ -2,33 +2,37 @@
 `loopd.engine.delegate`, which decides what the child may do).
 
 The tool is the bridge: it hands the child the session's looking tools (a registry
-of read, glob, grep and bash over the same `ToolEnv`, so the same sandbox, roots and
-secrets rules), the session's policy, and the runtime the child runs on; it shows
+of read, glob, grep and bash over the session's `ToolEnv` as a child sees it: the
+same sandbox, roots, secrets rules and write ledger, its own read bookmarks), the
+session's policy, and the runtime the child runs on; it shows
 the child's activity as this one call's content while it runs, and returns the
 report with the paths relative to the workspace.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from loopd.engine.delegate import ChildRuntime, DelegateLimits, DelegateResult, explore
-from loopd.engine.ports import Declaration, Policy, ToolBox, ToolProgress, ToolResult
+from loopd.engine.ports import Declaration, Policy, ToolProgress, ToolResult
 from loopd.policy.commands import is_safe_command
 from loopd.protocol.events import TextBlock, ToolKind
-from loopd.tools.base import Args
+from loopd.tools.base import Args, Tool
 from loopd.tools.env import ToolEnv
+from loopd.tools.registry import ToolRegistry
 
 
 @dataclass(eq=False)
 class Explore:
     """`tools` is the session's built-in tools without `explore` itself: that
     absence is what makes nesting impossible (the child is offered only the looking
-    ones; see `loopd.engine.delegate`)."""
+    ones; see `loopd.engine.delegate`). Each run gets a registry of them over
+    `ToolEnv.for_child`."""
 
     child: ChildRuntime
-    tools: ToolBox
+    tools: Sequence[Tool]
     policy: Policy
     limits: DelegateLimits = DelegateLimits()  # noqa: RUF009 - frozen
 
@@ -69,7 +73,7 @@ class Explore:
         result = await explore(
             args["question"],
             child=self.child,
-            tools=self.tools,
+            tools=ToolRegistry(env.for_child(), self.tools),
             policy=self.policy,
             read_only_command=lambda command: is_safe_command(command, sandboxed=sandboxed),
             clock=env.clock,
@@ -83,6 +87,8 @@ class Explore:
             output=text,
             content=(TextBlock(text),),
             raw_output={"explore": report.to_json() | {"child": self.child.identity()}},
+            spent=result.usage,  # the parent turn pays for its child
+            cost_usd=result.cost_usd,
         )
 
 

@@ -156,3 +156,23 @@ def test_no_provider_says_what_to_set_in_run_doctor_and_catalog(
         said = done.stdout + done.stderr
         for hint in ("ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "[providers.NAME]"):
             assert hint in said, (args, hint)
+
+
+@pytest.mark.parametrize(
+    ("runtime", "fix"),
+    [
+        ("native", "run `loopd login`"),
+        ("claude", "npm install -g @anthropic-ai/claude-code"),
+        ("codex", "npm install -g @openai/codex"),
+        ("acp", 'harness = "acp"'),
+    ],
+)
+def test_a_runtime_asked_for_by_harness_and_missing_says_how_to_get_it(
+    runtime: str, fix: str, workspace: Path, tmp_path: Path
+) -> None:
+    """No key, no CLI on PATH: the one thing that makes the harness available."""
+    env = isolated_env(tmp_path, None, PATH="/usr/bin:/bin")
+    done = loopd(["run", "--runtime", runtime, "hi"], env, workspace)
+    assert done.returncode == 2, done.stderr
+    assert f"no runtime with harness {runtime!r} is available" in done.stderr
+    assert fix in done.stderr and "Traceback" not in done.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,29 +14,11 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import ROOT
+from tests.e2e.packaging.installs import find_uv, uv_settings
 
 ENTRY = ROOT / "registry" / "loopd" / "agent.json"
 
 pytestmark = pytest.mark.e2e
-
-
-def _uv() -> str:
-    uv = shutil.which("uv")
-    if uv is None:
-        pytest.skip("uv is not installed: run scripts/setup.sh")
-    return uv
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [_uv(), "build", "--wheel", "--quiet", "--out-dir", str(out), str(ROOT)],
-        check=True,
-        timeout=300,
-    )
-    [built] = out.glob("loopd_agent-*.whl")
-    return built
 
 
 def _registry_env(tmp: Path) -> dict[str, str]:
@@ -46,14 +27,8 @@ def _registry_env(tmp: Path) -> dict[str, str]:
     and endpoints, loopd's own settings, this checkout on PYTHONPATH."""
     dropped = ("ANTHROPIC_", "OPENAI_", "OLLAMA_", "LOOPD_", "XDG_", "PYTHON", "VIRTUAL_ENV")
     env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
-    cache = subprocess.run([_uv(), "cache", "dir"], capture_output=True, text=True, check=True)
-    return env | {
-        "HOME": str(tmp),
-        "LOOPD_HOME": str(tmp / "data"),
-        "UV_CACHE_DIR": cache.stdout.strip(),  # the dependencies, not loopd, come from it
-        "UV_PYTHON": sys.executable,
-        "TERM": "dumb",
-    }
+    home = {"HOME": str(tmp), "LOOPD_HOME": str(tmp / "data"), "TERM": "dumb"}
+    return env | uv_settings() | home | {"UV_PYTHON": sys.executable}
 
 
 def test_the_registry_entry_launched_as_uvx_offers_login_and_answers_auth_required(
@@ -71,7 +46,7 @@ def test_the_registry_entry_launched_as_uvx_offers_login_and_answers_auth_requir
     ]
     uvx = json.loads(ENTRY.read_text())["distribution"]["uvx"]
     proc = subprocess.Popen(  # `uvx PACKAGE ARGS`, finding the package in the build
-        [_uv(), "tool", "run", "--isolated", "--find-links", str(wheel.parent), uvx["package"]]
+        [find_uv(), "tool", "run", "--isolated", "--find-links", str(wheel.parent), uvx["package"]]
         + uvx["args"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -113,3 +88,20 @@ def test_the_wheel_carries_complete_metadata(wheel: Path) -> None:
     assert "# loopd" in metadata  # the README is the long description
     assert "loopd/py.typed" in names
     assert "Name: loopd-agent" in metadata  # "loopd" on PyPI is another project
+
+
+def test_one_version_everywhere(wheel: Path) -> None:
+    """The wheel's metadata, the source (`loopd --version`, ACP `agentInfo`, LSP
+    `serverInfo` all say `loopd.__version__`: test_installed checks them in each
+    venv), the registry entry and its pin, and the VS Code extension agree."""
+    with zipfile.ZipFile(wheel) as archive:
+        [metadata] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        fields = archive.read(metadata).decode().split("\n\n", 1)[0].splitlines()
+    [version] = [line.removeprefix("Version: ") for line in fields if line.startswith("Version: ")]
+    entry = json.loads(ENTRY.read_text())
+    extension = json.loads((ROOT / "vscode-extension" / "package.json").read_text())
+    source = (ROOT / "server" / "loopd" / "__init__.py").read_text()
+    assert f'__version__ = "{version}"' in source
+    assert entry["version"] == version
+    assert entry["distribution"]["uvx"]["package"] == f"loopd-agent=={version}"
+    assert extension["version"] == version

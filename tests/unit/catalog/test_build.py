@@ -256,7 +256,10 @@ def test_configured_default_by_name_or_harness() -> None:
 def test_unavailable_default_is_reported_not_replaced() -> None:
     built = build('[defaults]\nruntime = "codex"\n', {"ANTHROPIC_API_KEY": "k"})
     assert built.catalog.default is None
-    reason = "defaults.runtime: no runtime with harness 'codex' is available (runtimes: anthropic)"
+    reason = (
+        "defaults.runtime: no runtime with harness 'codex' is available (runtimes: anthropic): "
+        "install the Codex CLI (npm install -g @openai/codex) and put `codex` on PATH"
+    )
     assert Skipped("codex", reason) in built.skipped
 
 

@@ -69,6 +69,25 @@ def test_ollama_asks_no_key_and_sends_no_auth_header(fake: FakeLLMServer) -> Non
     assert "authorization" not in fake.requests[0].headers
 
 
+def test_a_gateway_without_a_model_list_lets_the_person_name_the_model(
+    fake: FakeLLMServer,
+) -> None:
+    """A 404 for the model list is no list, not a bad key: the key is kept unchecked
+    and the person names the model."""
+    fake.models = None
+    script, out = Script("3", fake.openai_base_url, "sk-any", "gw-model"), io.StringIO()
+    login = ask_login({}, script, script, out)
+    assert login == Login(
+        {"OPENAI_API_KEY": "sk-any", "OPENAI_BASE_URL": fake.openai_base_url},
+        {"runtime": "openai", "model": "gw-model"},
+    )
+    assert script.prompts.count(KEY_PROMPT) == 1
+    said = out.getvalue()
+    assert "answered 404: the server has no model list" in said
+    assert "refused" not in said
+    assert script.prompts[-1].startswith("Model id, as the server names it")
+
+
 def test_three_refused_keys_end_the_login(fake: FakeLLMServer) -> None:
     script = Script("3", fake.openai_base_url, "a", "b", "c")
     with pytest.raises(ConfigError, match="no key was accepted"):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,6 +100,31 @@ async def test_64_prompts_may_wait_and_the_next_is_refused(tmp_path: Path) -> No
     await b.manager.cancel(b.session_id)
     await b.running
     await asyncio.gather(*waiting)
+
+
+class WireLink(RecordingLink):
+    """A link whose sends take a turn of the event loop, as a real connection's
+    write does."""
+
+    async def send_update(self, session_id: str, update: Mapping[str, Any]) -> None:
+        await asyncio.sleep(0)
+        await super().send_update(session_id, update)
+
+
+async def test_a_burst_of_prompts_is_counted_as_it_arrives(tmp_path: Path) -> None:
+    b = await busy(tmp_path)
+    link = WireLink()
+    burst = [
+        asyncio.create_task(b.manager.prompt(b.session_id, ask(f"q{i}"), link))
+        for i in range(MAX_QUEUED + 6)
+    ]  # all sent before any is looked at: each telling its editor "queued" yields
+    await until(lambda: sum(t.done() for t in burst) == 6)
+    refused = [t for t in burst if t.done()]
+    assert all(isinstance(t.exception(), SessionBusy) for t in refused)
+    assert b.live.waiting == MAX_QUEUED
+    await b.manager.cancel(b.session_id)
+    await b.running
+    await asyncio.gather(*burst, return_exceptions=True)
 
 
 async def test_steering_reaches_the_running_turn_and_only_it(tmp_path: Path) -> None:

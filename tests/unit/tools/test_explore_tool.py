@@ -11,6 +11,7 @@ from tooltest import GatedClock, RecordingProgress
 
 from loopd.engine.delegate import ChildRuntime, DelegateLimits
 from loopd.engine.ports import ToolCall
+from loopd.policy.grants import Grant
 from loopd.testing.fakes import Reply, ScriptedPolicy, ScriptedProvider
 from loopd.tools.env import ToolEnv
 from loopd.tools.explore import Explore
@@ -33,7 +34,7 @@ def explore_tool(
 ) -> tuple[ToolRegistry, ScriptedProvider]:
     tool = Explore(
         child or ChildRuntime(provider, "child-model", "cheap"),
-        ToolRegistry(env, builtin_tools()),
+        builtin_tools(),
         ScriptedPolicy(),
         limits or DelegateLimits(),
     )
@@ -130,3 +131,33 @@ async def test_the_child_runs_at_its_resolved_thinking_level(ws: ToolEnv) -> Non
         "runtime": "cheap",
         "model": "small-1-think",
     }
+
+
+async def test_a_file_only_the_child_read_is_still_unread_for_the_parent(ws: ToolEnv) -> None:
+    provider = ScriptedProvider.of(
+        Reply(tools=[("r1", "read", {"path": "a.py"})]), Reply(text="it returns 42")
+    )
+    registry, _ = explore_tool(ws, provider)
+    _, report = await run(registry, "What does handler return?")
+    assert "Read: a.py" in report.output
+
+    overwrite = ToolCall("w1", "write", {"path": "a.py", "content": "gone\n"})
+    await registry.declare(overwrite)
+    result = await registry.run(overwrite, RecordingProgress())
+    assert result.is_error and "not read it yet" in result.output
+    assert (Path(ws.cwd) / "a.py").read_text() == "def handler():\n    return 42\n"
+
+
+async def test_the_child_call_ids_never_meet_the_parents_grants(ws: ToolEnv) -> None:
+    # The person approved the parent's `call_1` to use the network; its run is yet to
+    # come when the child, whose model also names its first call `call_1`, runs.
+    ws.grants.record("call_1", Grant(network=True))
+    provider = ScriptedProvider.of(
+        Reply(tools=[("call_1", "bash", {"command": "ls"})]), Reply(text="a.py")
+    )
+    registry, _ = explore_tool(ws, provider)
+    _, report = await run(registry, "Which files are there?")
+    assert not report.is_error
+    assert not provider.requests[1].messages[-1].tool_results[0].is_error  # ls ran
+    with ws.grants.running("call_1") as grant:
+        assert grant.network  # still the parent's, for the parent's call

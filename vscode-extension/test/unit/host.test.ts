@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync, chmodSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { askApproval, dialogFor, SHOW_DIFF } from '../../src/approval';
 import { Controller } from '../../src/controller';
-import { findServer, loginCommand, type Probes, which } from '../../src/discovery';
+import { findServer, INSTALL_LINE, loginCommand, MISSING_MESSAGE, type Probes, which } from '../../src/discovery';
 import { diffLines } from '../../src/webview/diff';
 import type { Approval } from '../../src/webview/state';
 
@@ -40,6 +40,14 @@ test('Show diff opens the diff and asks again; a dismissed dialog rejects once',
   const picked = await askApproval(edit, async () => answers.shift(), async (a) => void shown.push(a.diff!.path));
   assert.deepEqual([picked, shown], ['reject_always', ['/w/app.py']]);
   assert.equal(await askApproval(edit, async () => undefined, async () => {}), 'reject_once');
+});
+
+test('server not found: the install line is the package on PyPI, which works outside a checkout', () => {
+  const pyproject = readFileSync(resolve(__dirname, '..', '..', '..', '..', 'pyproject.toml'), 'utf8');
+  const name = /^name = "([^"]+)"/m.exec(pyproject)?.[1];
+  assert.equal(INSTALL_LINE, `uv tool install ${name}`);
+  assert.ok(MISSING_MESSAGE.includes(INSTALL_LINE) && MISSING_MESSAGE.includes(`pipx install ${name}`));
+  assert.doesNotMatch(MISSING_MESSAGE, /install \./);
 });
 
 test('server discovery: the setting, else PATH, else the Python extension interpreter with loopd', async () => {

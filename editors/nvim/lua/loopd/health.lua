@@ -18,7 +18,7 @@ local function check_command(loopd)
   local exe = cmd[1]
   if not exe or vim.fn.executable(exe) ~= 1 then
     return health.error(string.format('%s is not executable', tostring(exe)), {
-      'Install loopd (`uv tool install` from the repository) or put it on PATH',
+      'Install loopd: `uv tool install loopd-agent` (or `pipx install loopd-agent`)',
       "Or give its full path: require('loopd').setup({ cmd = { '/path/to/loopd', 'lsp' } })",
     })
   end
