@@ -362,16 +362,15 @@ class NativeRuntime:
 
     async def reload_context(self) -> None:
         """A restore put the store's model context back (`loopd.sessions.rewind`): the
-        engine starts again from it, exactly as it was then; the cost so far stays."""
+        engine starts again from it, exactly as it was then; what the session has spent
+        stays (a rewound context is not a fresh budget)."""
         sid, store = self.context.session_id, self.journal.store
         history = reconcile_messages(store.messages(sid))
         record = store.context(sid)
-        cost = self.engine.keeper.cost
         self.told = dict(record.instructions)
         self.parts.forget_reads()
-        config, ports = self._engine_config(), self._ports()
-        self.engine = Engine(sid, config, ports, history, record.start, record.summary)
-        self.engine.keeper.cost = cost
+        config, ports, spent = self._engine_config(), self._ports(), self.engine.spending
+        self.engine = Engine(sid, config, ports, history, record.start, record.summary, spent)
 
     def _replace_history(self, history: Sequence[Message]) -> None:
         session_id = self.context.session_id

@@ -21,6 +21,7 @@ from loopd.runtimes.base import McpServerConfig
 from loopd.sessions.live import ClientLink, LiveSession, SessionEmitter
 from loopd.sessions.options import SessionView
 from loopd.sessions.rewind import RewindArgs, Rewinds
+from loopd.sessions.turns import MAX_QUEUED
 
 
 class _Manager(Protocol):
@@ -56,7 +57,7 @@ class Rewinding:
         """Restore a checkpoint between turns (`loopd.sessions.rewind`); journaled as a
         note. Raises `Conflict` or another `LoopdError` and then changes nothing."""
         live, rewinds = self._require(session_id), _rewinds(self)
-        async with live.slot():
+        async with live.slot(MAX_QUEUED, _unsaid):
             done = await rewinds.restore(live, args)
         note = AgentMessageChunk(done.summary, f"msg_{uuid.uuid4().hex[:12]}")
         await self._emitter(live).emit(note)
@@ -82,6 +83,10 @@ class Rewinding:
         rewinds.checkpoints.book.copy(session_id, view.id, target.seq)
         await Rewinding.restore(self, view.id, RewindArgs(point, "conversation"))
         return view
+
+
+async def _unsaid() -> None:
+    """A restore that waits for the running turn tells nobody: its answer waits."""
 
 
 def _rewinds(manager: _Manager) -> Rewinds:
