@@ -51,10 +51,14 @@ class Conflict(LoopdError):
 
     def __init__(self, paths: Sequence[str]) -> None:
         self.paths = tuple(paths)
+        super().__init__(f"{self.paths_said}\nrestore with force to overwrite them anyway")
+
+    @property
+    def paths_said(self) -> str:
         listed = "\n".join(f"  {p}" for p in self.paths)
-        super().__init__(
+        return (
             "these files changed outside the agent since that checkpoint, and restoring "
-            f"would overwrite them:\n{listed}\nrestore with force to overwrite them anyway"
+            f"would overwrite them:\n{listed}"
         )
 
 

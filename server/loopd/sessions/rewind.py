@@ -10,22 +10,34 @@ loopd's store reloads it (`ContextRestoring`), so the model's next request is
 exactly what it was at that point.
 
 `/rewind` alone lists the points; `/rewind N [code|conversation|both] [force]`
-restores to before prompt N, `/rewind redo [force]` redoes.
+restores to before prompt N, `/rewind redo [force]` redoes. Files changed outside
+the agent since are put to the person through the Approver (`Rewinds.asking`);
+the extension methods and the CLI refuse instead, naming them (`force` overrides).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
 from loopd.checkpoints.book import Checkpoint, Kind
-from loopd.checkpoints.service import SCOPES, Checkpoints, Restored, Scope
+from loopd.checkpoints.service import SCOPES, Checkpoints, Conflict, Restored, Scope
+from loopd.engine.ports import Approver, Emitter
+from loopd.protocol.approvals import ApprovalRequest
 from loopd.protocol.errors import ConfigError
-from loopd.protocol.events import Command
-from loopd.sessions.live import LiveSession
+from loopd.protocol.events import (
+    Command,
+    Location,
+    TextBlock,
+    ToolCallStarted,
+    ToolCallUpdated,
+    ToolStatus,
+)
+from loopd.sessions.live import ClientLink, LiveSession
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +133,22 @@ class Rewinds:
         known = ", ".join(str(p.prompt) for p in points if p.kind == "prompt") or "none"
         raise ConfigError(f"no checkpoint before prompt {point} (this session has: {known})")
 
+    async def asking(
+        self, live: LiveSession, args: RewindArgs, link: ClientLink,
+        approver: Approver, emitter: Emitter,
+    ) -> str:  # fmt: skip
+        """`restore`, and when files changed outside the agent since, the person is
+        asked through `approver` (a tool call named for what would be overwritten):
+        allowed, they are overwritten; anything else leaves everything as it is.
+        The note to show."""
+        try:
+            return (await self.restore(live, args)).summary
+        except Conflict as refused:
+            asked = await _ask_overwrite(live, link, approver, emitter, refused)
+            if not asked:
+                return f"Nothing was restored: {refused.paths_said}"
+        return (await self.restore(live, replace(args, force=True))).summary
+
     async def restore(self, live: LiveSession, args: RewindArgs) -> Restored:
         """Restore between turns (the caller holds the turn slot). Raises `Conflict`
         (files changed outside the agent, unless `force`) or another `LoopdError`."""
@@ -133,3 +161,26 @@ class Rewinds:
         if done.messages is not None and isinstance(live.runtime, ContextRestoring):
             await live.runtime.reload_context()
         return done
+
+
+async def _ask_overwrite(
+    live: LiveSession, link: ClientLink, approver: Approver, emitter: Emitter, refused: Conflict
+) -> bool:
+    """Whether the person lets the restore overwrite what changed outside the agent."""
+    call_id = f"rewind_{uuid.uuid4().hex[:12]}"
+    title = f"Overwrite {len(refused.paths)} files changed outside the agent"
+    listed = (TextBlock(refused.paths_said),)
+    where = tuple(Location(p) for p in refused.paths)
+    await emitter.emit(ToolCallStarted(call_id, title, "edit", "pending", None, where, listed))
+    request = ApprovalRequest(
+        live.id, call_id, "rewind", title, "edit", {"paths": list(refused.paths)},
+        str(refused), listed, where,
+    )  # fmt: skip
+    asker, live.asker = live.asker, link  # the approver asks the prompting editor
+    try:
+        allowed = (await approver.approve(request)).allowed
+    finally:
+        live.asker = asker
+    status: ToolStatus = "completed" if allowed else "failed"
+    await emitter.emit(ToolCallUpdated(call_id, status=status))
+    return allowed

@@ -137,16 +137,19 @@ class Turns:
     async def _rewind(
         self, live: LiveSession, rewinds: Rewinds, prompt: Prompt, link: ClientLink
     ) -> Outcome:
-        """`/rewind`, journaled like a command: the prompt, then what it did."""
+        """`/rewind`, journaled like a command: the prompt, then what it did. Files
+        changed outside the agent since are put to the person (`Rewinds.asking`)."""
+        await self._journal_prompt(live, prompt, link)
         try:
             args = parse_rewind(command_text(prompt).split())
             if args is None:
                 note = listing(rewinds.points(live.id))
             else:
-                note = (await rewinds.restore(live, args)).summary
+                approver = SessionApprover(lambda: live, self.approval_timeout)
+                note = await rewinds.asking(live, args, link, approver, self.emitter(live))
         except LoopdError as err:
             note = f"/rewind failed: {err}"
-        return await self._noted(live, prompt, note, link)
+        return await self._said(live, note)
 
     async def _command(
         self, live: LiveSession, name: str, prompt: Prompt, link: ClientLink
@@ -177,6 +180,9 @@ class Turns:
         self, live: LiveSession, prompt: Prompt, note: str, link: ClientLink
     ) -> Outcome:
         await self._journal_prompt(live, prompt, link)
+        return await self._said(live, note)
+
+    async def _said(self, live: LiveSession, note: str) -> Outcome:
         await self.emitter(live).emit(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}"))
         self.store.update(live.id, updated_at=self.now())
         return Outcome(turn_id="", stop_reason="end_turn")

@@ -136,3 +136,33 @@ async def test_session_fork_from_before_a_prompt(home: Home) -> None:
         bad = {**fork_params, "_meta": {"loopd": {"beforePrompt": "two"}}}
         refused, _ = await agent.request("session/fork", bad)
         assert refused["error"]["code"] == -32602
+
+
+async def test_rewind_asks_before_overwriting_what_the_person_changed(home: Home) -> None:
+    """`/rewind` over a file the person changed between turns: a permission request
+    names it; rejected, nothing changes; allowed, the restore goes ahead."""
+    work = home.work
+    (work / "a.txt").write_text("original\n")
+    (work / "keep.txt").write_text("kept\n")
+    home.fake.script("*", *THREE_TURNS[:4])
+    reject = {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
+    async with raw_loopd(home) as agent:
+        sid = await agent.new_session(work)
+        await say(agent, sid, "one")
+        (work / "mine.txt").write_text("the person's own\n")
+        await say(agent, sid, "two")
+
+        response, seen = await agent.request(
+            "session/prompt", prompt_params(sid, "/rewind 1"), reject
+        )
+        assert response["result"]["stopReason"] == "end_turn"
+        (asked,) = [m for m in seen if m.get("method") == "session/request_permission"]
+        assert asked["params"]["toolCall"]["locations"] == [{"path": str(work / "mine.txt")}]
+        shown = [update_of(m) for m in seen if update_of(m)]
+        assert said(shown).startswith("Nothing was restored")
+        assert files(work)["mine.txt"] == "the person's own\n" and "b.txt" in files(work)
+
+        updates = await say(agent, sid, "/rewind 1")  # allowed this time
+        assert said(updates).startswith("Restored the code and the conversation")
+        assert "mine.txt" not in files(work) and "b.txt" not in files(work)
+        assert files(work)["keep.txt"] == "kept\n"
