@@ -140,15 +140,13 @@ class Checkpoints:
                 talk, n = conversation.keep(self.store, self.blobs, session_id)
                 added += n
             left_out = tuple(f"{s.root}/{p}" for s in scans for p in s.left_out)
-            prompt = self._prompt_number(session_id, kind)
+            earlier = self.book.of(session_id)
+            prompt = _prompt_number(earlier, kind)
             point = Checkpoint(0, kind, prompt, label, now, digests, talk, left_out)
             point = self.book.add(session_id, point, added)
-        note = "" if not left_out else "Left out of the checkpoint: " + "; ".join(left_out)
-        return Recorded(point, note)
-
-    def _prompt_number(self, session_id: str, kind: Kind) -> int:
-        prompts = [p.prompt for p in self.book.of(session_id) if p.kind == "prompt"]
-        return (max(prompts, default=0) + 1) if kind == "prompt" else max(prompts, default=0)
+        told = set(earlier[-1].left_out) if earlier else set()
+        new = [p for p in left_out if p not in told]  # each said once, not at every turn
+        return Recorded(point, "Left out of the checkpoint: " + "; ".join(new) if new else "")
 
     def _scan_all(self, roots: Sequence[str]) -> list[Scan]:
         """Scan every root; when the store fills up, free what deleted sessions left
@@ -262,6 +260,11 @@ class Checkpoints:
                 changed = manifest.changed_paths(self.blobs, a.roots[root], b.roots[root])
                 found |= {f"{root}/{p}" for p in changed}
         return found
+
+
+def _prompt_number(earlier: Sequence[Checkpoint], kind: Kind) -> int:
+    prompts = [p.prompt for p in earlier if p.kind == "prompt"]
+    return (max(prompts, default=0) + 1) if kind == "prompt" else max(prompts, default=0)
 
 
 def _digests(kept: Mapping[str, Entry]) -> set[str]:

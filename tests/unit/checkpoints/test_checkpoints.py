@@ -101,6 +101,9 @@ def test_a_file_over_the_limit_is_left_out_and_said(tmp_path: Path) -> None:
     recorded = service.record("s1", "prompt", [root], NOW)
     assert recorded.point is not None
     assert "big.bin (100 bytes, over max_file_bytes)" in recorded.note
+    again = service.record("s1", "after", [root], NOW)
+    assert again.point is not None and again.point.left_out == recorded.point.left_out
+    assert again.note == ""  # said once, not at every checkpoint
 
 
 def test_a_full_store_skips_the_checkpoint_and_says_why(tmp_path: Path) -> None:
