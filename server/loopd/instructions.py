@@ -48,7 +48,7 @@ def read_chain(cwd: str, reader: FileReader) -> dict[str, str]:
         match beneath.read(path, max_bytes=MAX_INSTRUCTION_BYTES, over="cut"):
             case FileRead() as found:
                 chain[path] = found.text()
-            case ReadRefused(problem="missing"):
+            case ReadRefused(problem="missing" | "directory"):
                 continue
             case ReadRefused(reason=reason):
                 chain[path] = f"[loopd did not read {os.path.basename(path)}: {reason}]"

@@ -163,7 +163,12 @@ class GuardedParts:
         tool_env = ToolEnv(
             roots=ctx.roots,
             files=RoutedFiles(ctx.editor_files, BeneathFiles(policy.paths)),
-            reader=DiskReader((), home=policy.paths.home, secrets=policy.paths.extra_secrets),
+            reader=DiskReader(
+                (),
+                home=policy.paths.home,
+                secrets=policy.paths.extra_secrets,
+                exempt=policy.paths.readable,  # the kept outputs, as `read` reads them
+            ),
             sandbox=sandbox,
             outside=Unsandboxed(dict(env)),
             grants=policy.grants,

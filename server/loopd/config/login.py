@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 LOGIN_FILE = "login.json"
+MAX_LOGIN_BYTES = 64 * 1024
 VARIABLES = (
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
@@ -66,18 +68,20 @@ def read_login(data: Path) -> Login:
     readable by others is refused: it may have been planted or copied carelessly."""
     path = login_path(data)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return Login()
     except OSError as err:
         raise LoginFileError(f"{path}: cannot be read: {err.strerror}") from err
     with os.fdopen(fd, "rb") as handle:
         st = os.fstat(handle.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_LOGIN_BYTES:
+            raise LoginFileError(f"{path}: not a loopd login file (a regular file, small)")
         if st.st_uid != os.getuid() or st.st_mode & 0o077:
             raise LoginFileError(
                 f"{path}: must belong to you and be readable only by you (chmod 600)"
             )
-        raw = handle.read()
+        raw = handle.read(MAX_LOGIN_BYTES)
     try:
         document = json.loads(raw)
         return Login(dict(document.get("env", {})), dict(document.get("defaults", {})))

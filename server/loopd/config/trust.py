@@ -29,6 +29,7 @@ from loopd.protocol.reading import FileRead, Over, ReadRefused
 
 TRUST_FILE = "trust.json"
 MAX_BYTES = 1 << 20
+MAX_RECORDS_BYTES = 16 << 20  # trust.json: tens of thousands of folders
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,11 +98,10 @@ class TrustStore:
         return True
 
     def _records(self) -> dict[str, dict[str, Any]]:
+        read = DiskReader(("/",)).read(str(self.path), max_bytes=MAX_RECORDS_BYTES)
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError):
+            data = json.loads(read.data) if isinstance(read, FileRead) else {}
+        except ValueError:
             return {}  # unreadable trust is no trust: fail closed
         folders = data.get("folders") if isinstance(data, Mapping) else None
         if not isinstance(folders, Mapping):

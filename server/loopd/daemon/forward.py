@@ -19,6 +19,7 @@ import contextlib
 import os
 import select
 import socket
+import stat
 import sys
 import time
 from collections.abc import Mapping
@@ -29,6 +30,7 @@ from loopd.daemon.place import Place, Unsafe, place_of
 from loopd.home import user_config_path
 
 START_TIMEOUT = 20.0  # seconds for a new daemon to listen
+CONFIG_MAX_BYTES = 1 << 20  # as `loopd.config.trust.MAX_BYTES` (not imported on this path)
 _INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "PYTHONPATH")
 
 
@@ -57,10 +59,8 @@ def daemon_idle(env: Mapping[str, str]) -> str | None:
     with tomllib alone; a file that does not parse is left for loopd to report)."""
     if env.get("LOOPD_DAEMON", "").lower() in ("off", "0", "false", "no"):
         return None
-    try:
-        with open(user_config_path(env), "rb") as file:
-            raw = file.read()
-    except OSError:
+    raw = _own_config(user_config_path(env))
+    if raw is None:
         return "600"
     import tomllib  # only when there is a file: it costs a warm start some milliseconds
 
@@ -171,6 +171,21 @@ def stop(place: Place, timeout: float = 30.0) -> bool:
         while True:
             receive(sock)
     return True
+
+
+def _own_config(path: str) -> bytes | None:
+    """The person's config file, or None. With the standard library alone (this is
+    every editor's start), but as every file loopd reads: a FIFO there must not
+    block the editor, a device or a huge file not be read whole."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        raw = file.read(CONFIG_MAX_BYTES + 1)
+    return raw if len(raw) <= CONFIG_MAX_BYTES else None
 
 
 def _open(fd: int) -> bool:

@@ -8,7 +8,7 @@ paths`) so the rules are written once:
    symlink may lead anywhere inside them, never out;
 2. secrets are refused by the file tools' own rules, loopd's own folders (`secrets`)
    included wherever they are, and so is anything in the kernel's folders (`/proc`,
-   `/sys`, `/dev`: `/proc/self/environ` is a "regular" file holding the API key);
+   `/sys`: `/proc/self/environ` is a "regular" file holding the API key);
 3. the canonical path is opened beneath its root with no symlink on the way
    (`open_beneath(..., exact=True)`), `O_NONBLOCK`: a symlink swapped in after step 1
    fails the open, and a FIFO cannot block it;
@@ -30,8 +30,9 @@ from loopd.policy.beneath import Method, PathEscapeError, file_kind, open_beneat
 from loopd.policy.paths import contains, secret_reason
 from loopd.protocol.reading import FileRead, Over, ReadProblem, ReadRefused
 
-KERNEL_FOLDERS = ("/proc", "/sys", "/dev")
-"""What the kernel makes up on reading: never a file of the person's."""
+KERNEL_FOLDERS = ("/proc", "/sys")
+"""What the kernel makes up on reading, in files that look regular: never a file of
+the person's. (`/dev` holds devices, refused as such, and tmpfs a workspace may use.)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,13 +78,16 @@ class DiskReader:
         return opened if isinstance(opened, ReadRefused) else opened[1]
 
     def withheld(self, path: str) -> str | None:
-        return self._secret(os.path.realpath(path))
+        canonical = _canonical(path)
+        return self._secret(canonical) if canonical is not None else None
 
     def within(self, roots: tuple[str, ...], spared: tuple[str, ...] = ()) -> DiskReader:
-        return dataclasses.replace(self, roots=roots, exempt=spared)
+        return dataclasses.replace(self, roots=roots, exempt=(*self.exempt, *spared))
 
     def _open(self, path: str) -> tuple[str, BinaryIO] | ReadRefused:
-        canonical = os.path.realpath(path)
+        canonical = _canonical(path)
+        if canonical is None:
+            return ReadRefused(path, "unreadable", f"{path!r} is not a path (a NUL byte)")
         root = self._root_of(canonical)
         if root is None:
             return ReadRefused(canonical, "outside", self._outside(path))
@@ -100,7 +104,7 @@ class DiskReader:
         kind = file_kind(os.fstat(fd).st_mode)
         if kind != "regular file":
             os.close(fd)
-            problem: ReadProblem = "missing" if kind == "directory" else "special"
+            problem: ReadProblem = "directory" if kind == "directory" else "special"
             return ReadRefused(canonical, problem, f"{canonical} is a {kind}, not a regular file")
         return canonical, os.fdopen(fd, "rb")
 
@@ -117,8 +121,17 @@ class DiskReader:
         return secret_reason(canonical, self.home, self.secrets, self._spared)
 
 
+def _canonical(path: str) -> str | None:
+    """`realpath`, or None for a string no system call takes (a NUL byte in it)."""
+    try:
+        return os.path.realpath(path)
+    except ValueError:
+        return None
+
+
 def _too_large(path: str, size: int, limit: int) -> ReadRefused:
-    return ReadRefused(path, "too_large", f"{path} is {size} bytes, over the {limit}-byte limit")
+    reason = f"{path} is {size} bytes, over the {limit}-byte limit"
+    return ReadRefused(path, "too_large", reason, size)
 
 
 def _refusal(path: str, exc: OSError) -> ReadRefused:
@@ -126,7 +139,7 @@ def _refusal(path: str, exc: OSError) -> ReadRefused:
         case errno.ENOENT | errno.ENOTDIR:
             return ReadRefused(path, "missing", f"{path} does not exist")
         case errno.ENXIO:  # what opening a unix socket gives
-            return ReadRefused(path, "special", f"{path} is a socket or device, not a file")
+            return ReadRefused(path, "special", f"{path} is a socket or device, not a regular file")
         case errno.ELOOP:
             return ReadRefused(path, "outside", f"{path} goes through a symlink")
         case _:

@@ -14,11 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import BinaryIO, Literal, Protocol
 
-ReadProblem = Literal["missing", "outside", "special", "secret", "too_large", "unreadable"]
-"""Why a file was not read: it does not exist (or is a directory); it lies, or leads
+ReadProblem = Literal[
+    "missing", "directory", "outside", "special", "secret", "too_large", "unreadable"
+]
+"""Why a file was not read: it does not exist; it is a directory; it lies, or leads
 through a symlink, outside the reader's roots; it is a FIFO, socket or device; it is
-a secret (keys, credentials, loopd's own folders); it is over the size bound; or
-the system refused it."""
+a secret (keys, credentials, loopd's own folders, the kernel's files); it is over
+the size bound; or the system refused it."""
 
 Over = Literal["refuse", "cut"]
 """What a file over the bound gives: a refusal, or its first bytes marked `cut`."""
@@ -42,11 +44,13 @@ class FileRead:
 @dataclass(frozen=True, slots=True)
 class ReadRefused:
     """`path` (canonical when it could be resolved) was not read: `problem` says
-    which kind of refusal, `reason` says why, written for the person."""
+    which kind of refusal, `reason` says why, written for the person; `size` is the
+    file's, for "too_large"."""
 
     path: str
     problem: ReadProblem
     reason: str
+    size: int = 0
 
 
 class FileReader(Protocol):
@@ -69,7 +73,8 @@ class FileReader(Protocol):
         ...
 
     def within(self, roots: tuple[str, ...], spared: tuple[str, ...] = ()) -> FileReader:
-        """A reader with the same rules beneath other roots. `spared` are folders
-        inside a secret location it may read all the same (the person's own skills
-        in loopd's config folder); files there named like secrets stay refused."""
+        """A reader with the same rules beneath other roots. `spared` are further
+        folders inside a secret location it may read all the same (the person's own
+        skills in loopd's config folder); files there named like secrets stay
+        refused."""
         ...

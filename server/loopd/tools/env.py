@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import errno
 import os
 import re
 import shutil
@@ -25,14 +26,13 @@ from typing import Protocol, runtime_checkable
 
 from loopd.context.freshness import FileLog
 from loopd.engine.ports import Clock
-from loopd.policy.beneath import FileTooLarge as BeneathTooLarge
-from loopd.policy.beneath import check_regular, read_regular
+from loopd.policy.beneath import PathEscapeError, check_regular
 from loopd.policy.grants import CallGrants
 from loopd.policy.reading import DiskReader
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import PlanEntry
 from loopd.protocol.questions import UserQuestions
-from loopd.protocol.reading import FileReader
+from loopd.protocol.reading import FileReader, ReadRefused
 from loopd.sandbox.base import CommandSandbox, Unsandboxed
 from loopd.tools.changes import ChangeLog
 from loopd.tools.processes import BackgroundProcesses
@@ -104,15 +104,10 @@ class LocalFiles:
         await asyncio.to_thread(self._write, path, text)
 
     def _read(self, path: str) -> str:
-        # Regular files only, opened without blocking: a FIFO would block the open
-        # forever, a device would never end (see `loopd.policy.beneath`).
-        try:
-            data = read_regular(lambda flags: os.open(path, flags), path, self.max_bytes)
-        except BeneathTooLarge as e:
-            raise FileTooLarge(path, e.size, e.limit) from None
-        if b"\0" in data[:8192]:
-            raise NotText(path)
-        return decode_text(data, path)
+        # Through the one reader (`loopd.policy.reading`), anywhere but never a secret
+        # or the kernel's files: regular files only, opened without blocking (a FIFO
+        # would block the open forever, a device would never end).
+        return read_text_with(DiskReader(("/",)), path, self.max_bytes)
 
     def _write(self, path: str, text: str) -> None:
         target = Path(path)
@@ -121,6 +116,41 @@ class LocalFiles:
             info = os.stat(target)
             check_regular(info.st_mode, path)  # writing to a FIFO would block too
         target.write_bytes(text.encode("utf-8"))
+
+
+class PathRefused(PermissionError):
+    """The session may not use this path now; `reason` is written for the person."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(errno.EACCES, reason, path)
+        self.reason = reason
+
+
+def read_text_with(reader: FileReader, path: str, limit: int) -> str:
+    """`path` read with `reader` as `FileAccess` text: a refusal is the error the
+    registry tells the model its own way, binary content is `NotText`."""
+    read = reader.read(path, max_bytes=limit)
+    if isinstance(read, ReadRefused):
+        raise _refused(path, read, limit)
+    if b"\0" in read.data[:8192]:
+        raise NotText(path)
+    return decode_text(read.data, path)
+
+
+def _refused(path: str, refused: ReadRefused, limit: int) -> Exception:
+    match refused.problem:
+        case "missing":
+            return FileNotFoundError(errno.ENOENT, "No such file or directory", path)
+        case "directory":
+            return IsADirectoryError(errno.EISDIR, "is a directory", path)
+        case "too_large":
+            return FileTooLarge(path, refused.size, limit)
+        case "outside":  # the canonical path was inside: a link was swapped in since
+            return PathEscapeError(path, "changed into a path that leaves the folder")
+        case "secret":
+            return PathRefused(refused.path, f"{refused.reason}; loopd never reads it")
+        case "special" | "unreadable":
+            return OSError(errno.EINVAL, refused.reason)
 
 
 def decode_text(data: bytes, path: str) -> str:

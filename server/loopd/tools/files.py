@@ -8,9 +8,11 @@ at the moment of use, and it does not trust that nothing changed in between:
 3. a path outside the roots, or a protected write inside them, is used only when the
    running call's `Grant` names that exact canonical path: the policy allowed it, or
    the person said yes, for this call;
-4. open it with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` under its root (`/`
-   for an approved outside path): the canonical path has no symlinks, so one swapped
-   in after the check fails the open instead of leading somewhere else;
+4. read it with the one reader of workspace files (`loopd.policy.reading`) beneath
+   its root (`/` for an approved outside path): it opens the canonical path with
+   `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, so a symlink swapped in after
+   the check fails the open instead of leading somewhere else; it reads regular
+   files only, never the kernel's (`/proc/self/environ`, even approved);
 5. refuse files over the size caps.
 
 Every refusal is a `PathRefused` whose message says why, which the tool registry
@@ -20,24 +22,16 @@ turns into the result the model reads and the person sees.
 from __future__ import annotations
 
 import asyncio
-import errno
 from dataclasses import dataclass
 
 from loopd.policy.beneath import FileTooLarge as BeneathTooLarge
-from loopd.policy.beneath import read_bytes_beneath, write_text_beneath
+from loopd.policy.beneath import write_text_beneath
 from loopd.policy.grants import current_grant
 from loopd.policy.paths import PathIssue, PathPolicy, PathVerdict
-from loopd.tools.env import Admitted, FileTooLarge, NotText, decode_text
+from loopd.policy.reading import DiskReader
+from loopd.tools.env import Admitted, FileTooLarge, PathRefused, read_text_with
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
-
-
-class PathRefused(PermissionError):
-    """The session may not use this path now; `reason` is written for the person."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(errno.EACCES, reason, path)
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,19 +50,8 @@ class BeneathFiles:
 
     async def read_text(self, path: str) -> str:
         admitted = self.admit(path, write=False)
-        try:
-            data = await asyncio.to_thread(
-                read_bytes_beneath,
-                admitted.root,
-                admitted.path,
-                max_bytes=self.max_read_bytes,
-                exact=True,
-            )
-        except BeneathTooLarge as e:
-            raise FileTooLarge(path, e.size, e.limit) from None
-        if b"\0" in data[:8192]:
-            raise NotText(path)
-        return decode_text(data, path)
+        reader = DiskReader((admitted.root,))  # the policy judged the secrets, `readable` too
+        return await asyncio.to_thread(read_text_with, reader, admitted.path, self.max_read_bytes)
 
     async def write_text(self, path: str, text: str) -> None:
         admitted = self.admit(path, write=True)

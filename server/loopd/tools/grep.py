@@ -121,7 +121,12 @@ class Grep:
         shown = [m for m in found if reader.withheld(m.path) is None]
         output = _render(shown, query, env)
         if withheld := len(unread | {m.path for m in found} - {m.path for m in shown}):
-            output += f"\n[{withheld} files that look like secrets are withheld.]"
+            what = (
+                "file that looks like a secret is"
+                if withheld == 1
+                else "files that look like secrets are"
+            )
+            output += f"\n[{withheld} {what} withheld.]"
         return ToolResult(output=output)
 
 

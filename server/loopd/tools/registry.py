@@ -22,8 +22,7 @@ from loopd.tools.ask_user import AskUser
 from loopd.tools.base import Conditional, Tool, failure
 from loopd.tools.bash import Bash
 from loopd.tools.edit import Edit, Write
-from loopd.tools.env import RUNNING_CALL, FileTooLarge, NotText, ToolEnv
-from loopd.tools.files import PathRefused
+from loopd.tools.env import RUNNING_CALL, FileTooLarge, NotText, PathRefused, ToolEnv
 from loopd.tools.glob import Glob
 from loopd.tools.grep import Grep
 from loopd.tools.plan import Plan

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from acp.schema import TextContentBlock
+from acp.schema import ResourceContentBlock, TextContentBlock
 
 from loopd.testing.fake_llm import FakeLLMServer, Reply
 from tests.e2e.safety.conftest import SSH_KEY, Box, acp_connection, calls, plant
@@ -62,3 +62,25 @@ async def test_a_fifo_in_place_of_the_config_does_not_block_the_trust_question(
     assert blocked == [] and result.stop_reason == "end_turn"
     assert not marker.exists()  # nothing was trusted: the file is not the one read
     assert "named pipe (FIFO)" in json.dumps(client.updates)
+
+
+async def test_a_fifo_mentioned_in_a_prompt_is_not_read(tmp_path: Path) -> None:
+    """An editor's @-mention of a workspace file arrives as a link: loopd passes it to
+    the model by name and reads nothing behind it (the model may `read` it, which
+    refuses a FIFO)."""
+    box = Box.make(tmp_path)
+    pipe = box.ws / "notes.fifo"
+    os.mkfifo(pipe)
+    client = RecordingClient()
+    link = ResourceContentBlock(type="resource_link", uri=pipe.as_uri(), name="notes.fifo")
+    with FakeLLMServer() as fake, released(pipe) as blocked:
+        fake.script("*", calls(("read", {"path": "notes.fifo"})), Reply(text="done"))
+        async with acp_connection(box, client, fake.base_url) as conn:
+            session = await conn.new_session(cwd=str(box.ws), mcp_servers=[])
+            result = await conn.prompt(
+                session_id=session.session_id,
+                prompt=[TextContentBlock(type="text", text="see"), link],
+            )
+        bodies = json.dumps([r.body for r in fake.requests])
+    assert blocked == [] and result.stop_reason == "end_turn"
+    assert pipe.as_uri() in bodies and "not a regular file" in bodies

@@ -35,7 +35,8 @@ from loopd.protocol.events import DiffContent, Location
 from loopd.runtimes.base import McpServerConfig
 from loopd.testing.fakes import ScriptedProvider
 from loopd.testing.harness import scripted_manager
-from loopd.tools.files import BeneathFiles, PathRefused
+from loopd.tools.env import PathRefused
+from loopd.tools.files import BeneathFiles
 from tests.unit.acp.conftest import EditorClient, RecordingClient, connected
 
 EDITOR = ClientCapabilities(

@@ -7,6 +7,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from tests.unit.fifos import released
 
 from loopd.config import load_config
 from loopd.config.login import (
@@ -46,6 +47,13 @@ def test_a_symlink_planted_in_its_place_is_not_followed(tmp_path: Path) -> None:
     login_path(tmp_path).symlink_to(elsewhere)
     with pytest.raises(LoginFileError):
         read_login(tmp_path)
+
+
+def test_a_fifo_planted_in_its_place_does_not_block_the_start(tmp_path: Path) -> None:
+    os.mkfifo(login_path(tmp_path), 0o600)
+    with released(login_path(tmp_path)) as blocked, pytest.raises(LoginFileError):
+        read_login(tmp_path)
+    assert blocked == []
 
 
 @pytest.mark.parametrize("content", ["not json", '{"env": {"PATH": "/evil"}}', "[1]"])

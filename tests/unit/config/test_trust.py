@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from tests.unit.fifos import released
 
 from loopd.config import (
     UNTRUSTED_KEYS,
@@ -273,3 +274,23 @@ def test_what_widens_the_sandbox_or_runs_commands_needs_trust(
         "done.enabled",
         "done.criteria",
     }
+
+
+def test_trust_records_or_the_user_file_planted_as_fifos_block_nothing(
+    env: dict[str, str], ws: Path
+) -> None:
+    """Not in the issue: loopd's own trust records, and the person's config file,
+    are read like every other file (a FIFO is no trust, and no config layer)."""
+    records = data_dir(env) / "trust.json"
+    records.parent.mkdir(parents=True)
+    os.mkfifo(records)
+    user = Path(env["XDG_CONFIG_HOME"]) / "loopd" / "config.toml"
+    with released(records, user) as blocked:
+        found = WorkspaceFile.read(ws, ws / ".loopd" / "config.toml")
+        assert found is not None and store(env).state(found) is TrustState.UNTRUSTED
+        config = load_config(env, ws)
+        assert config.workspace is not None and config.workspace.state is TrustState.UNTRUSTED
+        user.unlink()
+        os.mkfifo(user)
+        assert load_config(env, ws).workspace is not None  # `is_file` skips it: no layer
+    assert blocked == []

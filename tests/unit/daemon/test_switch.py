@@ -3,9 +3,12 @@ file's `[daemon]` (read with tomllib alone, before loopd's config loads)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from loopd.daemon.forward import daemon_env, daemon_idle
+from loopd.home import user_config_path
+from tests.unit.fifos import released
 
 
 def env(tmp_path: Path, toml: str | None = None, **extra: str) -> dict[str, str]:
@@ -46,3 +49,14 @@ def test_the_daemon_gets_no_credentials() -> None:
         "PATH": "/bin", "HOME": "/h", "LOOPD_HOME": "/d", "LOOPD_DAEMON_IDLE": "5",
         "XDG_RUNTIME_DIR": "/run/user/1", "LC_ALL": "C",
     }  # fmt: skip
+
+
+def test_a_fifo_as_the_config_does_not_block_an_editors_start(tmp_path: Path) -> None:
+    environ = env(tmp_path)
+    config = Path(user_config_path(environ))
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.unlink(missing_ok=True)
+    os.mkfifo(config)
+    with released(config) as blocked:
+        assert daemon_idle(environ) == "600"
+    assert blocked == []

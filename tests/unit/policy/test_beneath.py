@@ -6,7 +6,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopd.policy.beneath import openat2_available
 from loopd.policy.paths import (
     FileTooLarge,
     PathEscapeError,
@@ -14,15 +13,6 @@ from loopd.policy.paths import (
     read_text_beneath,
     write_text_beneath,
 )
-
-METHODS = ["openat2", "walk"]
-
-
-@pytest.fixture(params=METHODS)
-def method(request: pytest.FixtureRequest) -> str:
-    if request.param == "openat2" and not openat2_available():
-        pytest.skip("openat2 is not available on this kernel")
-    return str(request.param)
 
 
 @pytest.fixture

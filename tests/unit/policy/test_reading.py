@@ -12,16 +12,8 @@ import pytest
 from tests.unit.fifos import released
 
 from loopd.policy import reading
-from loopd.policy.beneath import openat2_available
 from loopd.policy.reading import DiskReader
 from loopd.protocol.reading import FileRead, ReadRefused
-
-
-@pytest.fixture(params=["openat2", "walk"])
-def method(request: pytest.FixtureRequest) -> str:
-    if request.param == "openat2" and not openat2_available():
-        pytest.skip("openat2 is not available on this kernel")
-    return str(request.param)
 
 
 @pytest.fixture
@@ -84,12 +76,15 @@ def test_fifo_socket_and_device_are_refused_without_blocking(ws: Path, method: s
         listener.close()
     assert refused(reader(ws, method).read(str(ws / "zero"), max_bytes=9)).problem == "outside"
     dev = DiskReader(("/dev",))
-    assert refused(dev.read("/dev/zero", max_bytes=9)).problem == "secret"
+    assert refused(dev.read("/dev/zero", max_bytes=9)).problem == "special"
+    assert isinstance(dev.read("/dev/stdin", max_bytes=9), ReadRefused)
+    assert refused(dev.read("nul\0byte", max_bytes=9)).problem == "unreadable"
+    assert dev.withheld("nul\0byte") is None
 
 
 def test_missing_and_directories(ws: Path) -> None:
     assert refused(reader(ws).read(str(ws / "nope"), max_bytes=9)).problem == "missing"
-    assert refused(reader(ws).read(str(ws / "docs"), max_bytes=9)).problem == "missing"
+    assert refused(reader(ws).read(str(ws / "docs"), max_bytes=9)).problem == "directory"
     assert refused(reader(ws).read(str(ws / "docs/AGENTS.md/x"), max_bytes=9)).problem == (
         "missing"
     )
@@ -106,6 +101,7 @@ def test_a_huge_file_costs_the_bound_not_its_size(ws: Path) -> None:
     assert cut.data.startswith(b"---\nname: big")
     whole = refused(reader(ws).read(str(huge), max_bytes=4096))
     assert whole.problem == "too_large" and "over the 4096-byte limit" in whole.reason
+    assert whole.size == 150 * 1024 * 1024
 
 
 def test_secrets_and_loopds_own_folders_wherever_they_are(ws: Path) -> None:

@@ -17,8 +17,8 @@ from loopd.policy.beneath import PathEscapeError
 from loopd.policy.grants import CallGrants, Grant
 from loopd.policy.paths import PathPolicy, PathVerdict
 from loopd.tools import ToolEnv, ToolRegistry
-from loopd.tools.env import FileTooLarge
-from loopd.tools.files import BeneathFiles, PathRefused
+from loopd.tools.env import FileTooLarge, PathRefused
+from loopd.tools.files import BeneathFiles
 
 
 @pytest.fixture
@@ -45,12 +45,13 @@ async def test_reads_and_writes_inside_the_roots(layout: tuple[Path, Path, Path]
     assert (ws / "new" / "dir" / "c.txt").read_text() == "made\n"
 
 
-@pytest.mark.parametrize("name", [".env", "home/.ssh/id_rsa"])
+@pytest.mark.parametrize("name", [".env", "home/.ssh/id_rsa", "/proc/self/environ"])
 async def test_secrets_are_never_read_even_with_a_grant(
     layout: tuple[Path, Path, Path], name: str
 ) -> None:
     ws, _, home = layout
     path = str(home / ".ssh" / "id_rsa") if name.startswith("home") else str(ws / name)
+    path = name if name.startswith("/") else path  # the kernel's: the environment, the key
     grants = CallGrants()
     grants.record("c", Grant(paths=frozenset({os.path.realpath(path)})))
     with grants.running("c"), pytest.raises(PathRefused, match="loopd never reads it"):

@@ -274,4 +274,24 @@ async def test_grep_never_shows_loopds_own_folder_inside_the_workspace(
     for args in ({}, {"path": "loopd-data"}, {"path": "loopd-data/login.json"}):
         result = await run_grep(tools, pattern="alpha", **args)
         assert "sk-login" not in result.output, args
-        assert result.output.endswith("[1 files that look like secrets are withheld.]"), args
+        assert result.output.endswith("[1 file that looks like a secret is withheld.]"), args
+
+
+@pytest.mark.parametrize("rg", [RG, None], ids=["ripgrep", "python"])
+async def test_grep_reads_the_kept_outputs_in_loopds_folder_but_not_its_login(
+    rg: str | None, tmp_path: Path
+) -> None:
+    """A command's full output is kept in loopd's data dir and named to the model,
+    which may search it like any file outside the workspace; the login beside it no."""
+    ws, own = tmp_path / "ws", tmp_path / "data"
+    kept = own / "outputs" / "s1"
+    for folder in (ws, kept):
+        folder.mkdir(parents=True)
+    (kept / "c1.log").write_text("alpha from the build\n")
+    (own / "login.json").write_text('{"env": {"OPENAI_API_KEY": "alpha-sk-login"}}')
+    reader = DiskReader((), secrets=(str(own),), exempt=(str(own / "outputs"),))
+    env = ToolEnv(roots=(str(ws),), reader=reader)
+    result = await run_grep(ToolRegistry(env, [Grep(rg)]), pattern="alpha", path=str(own))
+    assert "c1.log:1: alpha from the build" in result.output
+    assert "sk-login" not in result.output
+    assert result.output.endswith("[1 file that looks like a secret is withheld.]")

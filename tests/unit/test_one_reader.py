@@ -1,0 +1,131 @@
+"""The one reader by construction: a module of loopd that reads a file any other way
+than through `loopd.protocol.reading.FileReader` (or the file tools' `FileAccess`,
+awaited) fails this test, unless it is listed below with why it is not reading a
+workspace's or a home's files.
+
+The rule walks the syntax tree of every module under `server/loopd` and refuses:
+`read_text`/`read_bytes` (pathlib's, sync; the awaited `FileAccess.read_text` is the
+file tools' gated port), the builtin `open`, `os.open`, `io.open`, `codecs.open`,
+`<path>.open(...)` called with no arguments or a mode string (pathlib's), and
+importing the primitives the reader is built on (`loopd.policy.beneath`'s readers,
+which know nothing of secrets).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+
+SERVER = Path(__file__).resolve().parents[2] / "server"
+
+ALLOWED = {
+    "loopd/policy/beneath.py": "the kernel-side primitive the reader is built on (openat2)",
+    "loopd/policy/paths.py": "re-exports beneath's primitives for the policy's own tests",
+    "loopd/config/login.py": "loopd's own login in its data dir, checked by fstat (owner, mode)",
+    "loopd/sandbox/seccomp.py": "writes the filter it compiled to a fresh private file",
+    "loopd/sandbox/landlock_syscalls.py": "O_PATH descriptors for landlock rules: never read",
+    "loopd/daemon/place.py": "O_PATH descriptors of the daemon's own folders: never read",
+    "loopd/daemon/forward.py": "the forwarder's stdlib-only fast path: its log, /dev/null, the "
+    "person's own config (non-blocking, regular files only, bounded)",
+    "loopd/daemon/serve.py": "the daemon's own lock file",
+    "loopd/cli/prompter.py": "the controlling terminal, /dev/tty",
+    "loopd/cli/parser.py": "/dev/null",
+    "loopd/cli/demo.py": "the demo's own file in the temporary folder it made",
+    "loopd/store/lease.py": "/proc/<pid>/stat of a lease holder",
+    "loopd/tools/processes.py": "/proc of the session's own processes, and their log files",
+    "loopd/tools/output.py": "writes a command's kept output",
+    "loopd/testing/fake_llm.py": "a shipped fake: reads its own script",
+    "loopd/testing/scripted_acp.py": "a shipped fake: its own script and log",
+    "loopd/testing/processes.py": "a shipped test helper: /proc/<pid>/cmdline",
+}
+
+MODULES = ("os", "io", "codecs")
+PRIMITIVES = ("read_bytes_beneath", "read_text_beneath", "read_regular")
+"""What the reader is built on: beneath a root, but blind to secrets."""
+
+
+def reads(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, what) for each way of reading a file the rule refuses in `tree`."""
+    awaited = {id(node.value.func) for node in ast.walk(tree) if _awaited_call(node)}
+    for node in ast.walk(tree):
+        match node:
+            case ast.Attribute(attr="read_text" | "read_bytes") if id(node) not in awaited:
+                yield node.lineno, f".{node.attr}"
+            case ast.Call(func=ast.Name(id="open")):
+                yield node.lineno, "open()"
+            case ast.alias(name=name) if name in PRIMITIVES:
+                yield node.lineno, f"import {name}"
+            case ast.Call(func=ast.Attribute(value=ast.Name(id=mod), attr="open")) if (
+                mod in MODULES
+            ):
+                yield node.lineno, f"{mod}.open()"
+            case ast.Call(func=ast.Attribute(attr="open"), args=args, keywords=[]) if _pathlib_open(
+                args
+            ):
+                yield node.lineno, ".open()"
+
+
+def _awaited_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Await) and isinstance(node.value, ast.Call)
+
+
+def _pathlib_open(args: list[ast.expr]) -> bool:
+    """`path.open()` or `path.open("rb")`; not `factory.open(context)`."""
+    return not args or (isinstance(args[0], ast.Constant) and isinstance(args[0].value, str))
+
+
+@functools.cache
+def offenders() -> dict[str, list[tuple[int, str]]]:
+    found: dict[str, list[tuple[int, str]]] = {}
+    for path in sorted((SERVER / "loopd").rglob("*.py")):
+        name = path.relative_to(SERVER).as_posix()
+        hits = list(reads(ast.parse(path.read_text(), name)))
+        if hits:
+            found[name] = sorted(hits)
+    return found
+
+
+def test_every_read_of_a_file_goes_through_the_one_reader() -> None:
+    unlisted = {name: hits for name, hits in offenders().items() if name not in ALLOWED}
+    assert unlisted == {}, (
+        "read workspace and home files through loopd.protocol.reading.FileReader "
+        "(loopd.policy.reading.DiskReader), or list the module in ALLOWED with why "
+        f"it reads none: {unlisted}"
+    )
+
+
+def test_every_allowed_module_still_needs_its_entry() -> None:
+    assert set(ALLOWED) <= set(offenders()), set(ALLOWED) - set(offenders())
+
+
+def test_the_rule_sees_each_way_of_reading() -> None:
+    source = """
+import os, io
+from pathlib import Path
+async def f(p, files, factory, ctx):
+    Path(p).read_text()
+    p.read_bytes()
+    await asyncio.to_thread(Path(p).read_text)
+    open(p)
+    os.open(p, os.O_RDONLY)
+    io.open(p)
+    Path(p).open("rb")
+    p.open()
+    from loopd.policy.beneath import read_bytes_beneath
+    await files.read_text(p)
+    await factory.open(ctx)
+"""
+    found = [what for _, what in sorted(reads(ast.parse(source)))]
+    assert found == [
+        ".read_text",
+        ".read_bytes",
+        ".read_text",
+        "open()",
+        "os.open()",
+        "io.open()",
+        ".open()",
+        ".open()",
+        "import read_bytes_beneath",
+    ]
