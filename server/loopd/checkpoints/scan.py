@@ -1,8 +1,10 @@
 """Walking a root for a checkpoint: every file a tool or a command may change.
 
-The walk goes by directory descriptors, each opened from its parent with
-`O_NOFOLLOW` (the root itself beneath nothing but itself), so a directory swapped
-for a symlink mid-walk ends that folder's walk, never reads outside the root. A
+The walk lists directories by descriptors, each opened from its parent with
+`O_NOFOLLOW` (the root beneath itself), so a directory swapped for a symlink
+mid-walk ends that folder's walk; every file's content is read through loopd's one
+reader (`FileReader`: beneath the root through no link, regular files only, without
+blocking, bounded, never a secret), and a file it refuses is left out, named. A
 symlink is kept as a link (its target is its content), never followed; FIFOs,
 sockets and devices are not files anyone restores and are passed over.
 
@@ -29,11 +31,10 @@ from loopd.checkpoints.blobs import BlobStore, digest_of
 from loopd.checkpoints.manifest import Entry, Manifest
 from loopd.policy.beneath import open_beneath
 from loopd.policy.paths import HOME_SECRETS, SECRET_DIR_NAMES, contains, is_secret_name
-from loopd.protocol.reading import FileReader
+from loopd.protocol.reading import FileReader, ReadRefused
 from loopd.tools.gitignore import MAX_BYTES, Ignore, inherited, read_ignore_file
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 MAX_FILES = 200_000  # a root with more (a build tree not ignored) is not checkpointed
@@ -57,7 +58,7 @@ class Scan:
     raises `StoreFull` past it); `added` counts what this scan wrote."""
 
     root: str
-    reader: FileReader  # beneath the root: how its ignore files are read
+    reader: FileReader  # beneath the root: how its files and ignore files are read
     blobs: BlobStore
     previous: Manifest
     home: str
@@ -120,11 +121,24 @@ class Scan:
         digest = ""
         if info.st_size > self.max_file_bytes:
             self.left_out.append(f"{rel} ({info.st_size} bytes, over max_file_bytes)")
-        elif (data := _content(fd, name, info, self.max_file_bytes)) is None:
-            self.left_out.append(f"{rel} (it changed while it was read)")
+        elif isinstance(data := self._content(fd, rel, name, info), str):
+            self.left_out.append(f"{rel} ({data})")
         else:
             digest = self._put(data)
         self.manifest[rel] = Entry(digest, *stamp)  # no digest: a restore leaves it be
+
+    def _content(self, fd: int, rel: str, name: str, info: os.stat_result) -> bytes | str:
+        """The file's bytes (through the reader: beneath the root, through no link,
+        regular, bounded, never a secret) or a symlink's target; else why not."""
+        if stat.S_ISLNK(info.st_mode):
+            try:
+                return os.fsencode(os.readlink(name, dir_fd=fd))
+            except OSError as err:
+                return f"its link could not be read: {err.strerror}"
+        read = self.reader.read(os.path.join(self.root, rel), max_bytes=self.max_file_bytes)
+        if isinstance(read, ReadRefused):
+            return f"it changed while it was read: {read.reason}"
+        return read.data
 
     def _put(self, data: bytes) -> str:
         digest = digest_of(data)
@@ -181,23 +195,6 @@ def _hidden_below(root: str, home: str, own: tuple[str, ...]) -> tuple[tuple[str
 
 def _stamp(e: Entry) -> tuple[int, int, int, int, int]:
     return (e.mode, e.size, e.mtime_ns, e.ino, e.ctime_ns)
-
-
-def _content(fd: int, name: str, info: os.stat_result, limit: int) -> bytes | None:
-    """The file's bytes (a symlink's target), or None when it is no longer the
-    entry that was listed (replaced, grown past `limit`, not regular any more)."""
-    try:
-        if stat.S_ISLNK(info.st_mode):
-            return os.fsencode(os.readlink(name, dir_fd=fd))
-        opened = os.open(name, _FILE, dir_fd=fd)
-    except OSError:
-        return None
-    with os.fdopen(opened, "rb") as handle:
-        now = os.fstat(handle.fileno())
-        if not stat.S_ISREG(now.st_mode) or now.st_ino != info.st_ino:
-            return None
-        data = handle.read(limit + 1)
-    return data if len(data) <= limit else None
 
 
 def _entries(fd: int) -> list[os.DirEntry[str]]:
