@@ -219,6 +219,9 @@ class GuardedParts:
     async def undo(self) -> UndoReport:
         return await self.tool_env.changes.undo(self.tool_env.files)
 
+    def writes(self) -> int:
+        return self.tool_env.changes.ledger.seq
+
     def forget_reads(self) -> None:
         self.tool_env.reads = FileLog()
 

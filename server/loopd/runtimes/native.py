@@ -96,6 +96,11 @@ class SessionParts(Protocol):
         """Reminders for files the agent read that changed since (each told once)."""
         ...
 
+    def writes(self) -> int:
+        """How many writes the session's tools have made (file tools, and commands
+        that may write), ever increasing: unchanged over a turn, it wrote nothing."""
+        ...
+
     def forget_reads(self) -> None:
         """The model's context went back to an earlier point (a restore): what it had
         read since is unknown to it again, so each file must be read before an edit."""
@@ -359,6 +364,9 @@ class NativeRuntime:
         if isinstance(result, Rejected):
             return compacted_note("", result.reason)
         return compacted_note(result.summary)
+
+    def writes(self) -> int:
+        return self.parts.writes()
 
     async def reload_context(self) -> None:
         """A restore put the store's model context back (`loopd.sessions.rewind`): the

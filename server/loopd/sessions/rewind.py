@@ -53,6 +53,20 @@ class ContextRestoring(Protocol):
     async def reload_context(self) -> None: ...
 
 
+@runtime_checkable
+class WriteCounting(Protocol):
+    """A runtime that counts its tools' writes: a turn that leaves the count as it
+    was changed nothing, so no `after` checkpoint is taken for it (what changed
+    meanwhile was not the agent's, and is asked about as such)."""
+
+    def writes(self) -> int: ...
+
+
+def writes_of(runtime: object) -> int | None:
+    """The runtime's write count, None when it keeps none (every turn may write)."""
+    return runtime.writes() if isinstance(runtime, WriteCounting) else None
+
+
 @dataclass(frozen=True, slots=True)
 class RewindArgs:
     point: int | None  # a prompt number; None: the newest redo point

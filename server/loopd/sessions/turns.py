@@ -12,8 +12,8 @@ must not write into a session another process took over.
 The person's prompt is journaled before anything of the turn is shown, and shown
 in the other editors attached to the session; approvals and questions go to the
 editor whose prompt runs (`LiveSession.asker`). With checkpoints on, a turn records
-one before it runs and one after (`loopd.sessions.rewind`), and `/rewind` is run
-here like a session command.
+one before it runs and, when it wrote (or cannot say), one after
+(`loopd.sessions.rewind`); `/rewind` is run here like a session command.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from loopd.sessions.commands import (
 )
 from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
 from loopd.sessions.queue import say_queued, title_of
-from loopd.sessions.rewind import REWIND, Rewinds, listing, parse_rewind
+from loopd.sessions.rewind import REWIND, Rewinds, listing, parse_rewind, writes_of
 from loopd.sessions.transcript import HANDOVER, with_handover
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.sqlite import SqliteStore
@@ -103,12 +103,14 @@ class Turns:
         if handed:  # the first turn after a runtime switch
             prompt = with_handover(prompt, handed)
         turn: asyncio.Task[Outcome] | None = None
+        wrote: int | None = None
         try:
             if self.workspace is not None and not live.greeted:
                 live.greeted = True
                 approver = SessionApprover(lambda: live, self.approval_timeout)
                 await self.workspace.first_turn(live.id, emitter, approver)
             await self._checkpoint(live, "prompt", title_of(prompt.text))
+            wrote = writes_of(live.runtime)
             turn = live.turn = asyncio.create_task(live.runtime.prompt(prompt))
             return await asyncio.shield(turn)
         except asyncio.CancelledError:
@@ -123,7 +125,7 @@ class Turns:
             live.asker = None
             live.turn = None
             self.save(live)
-            if turn is not None:
+            if turn is not None and (wrote is None or writes_of(live.runtime) != wrote):
                 await self._checkpoint(live, "after")
 
     async def _checkpoint(self, live: LiveSession, kind: Kind, label: str = "") -> None:

@@ -100,6 +100,9 @@ class ScriptedParts:
     def forget_reads(self) -> None:
         return None
 
+    def writes(self) -> int:
+        return 0  # the scripted tools write nothing loopd counts
+
     async def aclose(self) -> None:
         return None
 

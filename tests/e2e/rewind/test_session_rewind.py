@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from loopd.app import build_app
+from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import Prompt, TextBlock
 from loopd.testing.fake_llm import FakeLLMServer
 from loopd.testing.harness import RecordingLink
@@ -68,6 +69,8 @@ async def test_rewind_to_before_the_first_prompt_and_redo(
         assert after["notes.txt"] == "third turn\n" and after["b.txt"] == "bash\n"
         assert "keep.txt" not in after
 
+        kinds = [p.kind for p in app.manager.checkpoints_of(view.id)]
+        assert kinds == ["prompt", "after"] * 3  # each turn wrote: its after is kept
         await app.manager.prompt(view.id, ask("/rewind"), link)
         assert "1. before “one”" in notes(link)[-1]
         await app.manager.prompt(view.id, ask("/rewind 1"), link)
@@ -163,5 +166,29 @@ async def test_edit_an_earlier_prompt_and_fork_from_one(
         ] == [1, 2]
         kept = [m for m in app.store.messages(view.id) if m.role == "user"]
         assert len(kept) >= 2  # the first session's context is its own, untouched
+    finally:
+        await app.aclose()
+
+
+async def test_a_turn_that_wrote_nothing_keeps_no_after_checkpoint(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
+) -> None:
+    """A text-only turn leaves the write count as it was: only its prompt checkpoint
+    is taken. A file the person changes meanwhile is then theirs, and asked about."""
+    (workspace / "a.txt").write_text("original\n")
+    fake_llm.script("*", Reply(text="just words"), Reply(text="more words"))
+    app = build_app(isolated_env(tmp_path, fake_llm), str(workspace))
+    try:
+        link = RecordingLink(answers=[ApprovalDecision.REJECT_ONCE])
+        view = await app.manager.new_session(str(workspace), link, config={"mode": "full_auto"})
+        await app.manager.prompt(view.id, ask("one"), link)
+        (workspace / "a.txt").write_text("the person's\n")
+        await app.manager.prompt(view.id, ask("two"), link)
+        assert [p.kind for p in app.manager.checkpoints_of(view.id)] == ["prompt", "prompt"]
+        await app.manager.prompt(view.id, ask("/rewind 1 code"), link)
+        (asked,) = link.asked  # the person's change is put to them, and kept
+        assert [loc.path for loc in asked.locations] == [str(workspace / "a.txt")]
+        assert notes(link)[-1].startswith("Nothing was restored")
+        assert (workspace / "a.txt").read_text() == "the person's\n"
     finally:
         await app.aclose()
