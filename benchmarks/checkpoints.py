@@ -6,8 +6,10 @@ turn's own time in the same run.
    after ten files changed (the previous manifest's stat reuse), and one with nothing
    changed; in ms and in bytes added to the store.
 2. A whole turn through the app (`build_app`, the native engine, the fake model over
-   loopback, the real SQLite store) with checkpoints on (two per turn: before and
-   after) and off, rounds alternating; the ratio is what checkpoints add to a turn.
+   loopback, the real SQLite store) with checkpoints on and off, rounds alternating;
+   the ratio is what checkpoints add to a turn. The turn is a text reply: it writes
+   nothing, so it takes its prompt checkpoint only (a turn that writes takes an
+   `after` one too: about one more incremental checkpoint).
 """
 
 from __future__ import annotations
@@ -135,7 +137,7 @@ def main() -> dict[str, dict[str, float]]:
     }
     return {
         "checkpoint of 10,000 files": alone,
-        "a turn, checkpoints off vs on (incremental, two per turn)": turns,
+        "a text turn, checkpoints off vs on (one incremental checkpoint)": turns,
         "checkpoint / turn": per_turn,
     }
 
