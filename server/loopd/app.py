@@ -30,6 +30,7 @@ from loopd.catalog import (
 from loopd.catalog.errors import NO_RUNTIME_HELP
 from loopd.catalog.listing import listing_for, lists_models, no_model_help
 from loopd.catalog.roles import roles_of
+from loopd.checkpoints.service import CheckpointLimits, Checkpoints, blob_folder
 from loopd.config import Config, TrustStore, data_dir, load_config, user_config_file
 from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.pins import Pins
@@ -145,6 +146,7 @@ def build_app(
         no_default_help=_no_default_help(config, catalog),
         identify=functools.partial(_identity, catalog.catalog),
         table=table,
+        checkpoints=_checkpoints(env, config, store),
     )
     app = App(env, cwd, config, catalog, store, manager, providers, probe, table is not None)
     manager.credentials = app
@@ -331,6 +333,17 @@ def _boundary(env: Mapping[str, str], config: Config) -> Boundary:
         unix_sockets=config.sandbox.allow_unix_sockets,
         domains=_domains(config),
     )
+
+
+def _checkpoints(env: Mapping[str, str], config: Config, store: SqliteStore) -> Checkpoints | None:
+    """The checkpoint store under the data dir, as `[checkpoints]` bounds it."""
+    settings = config.checkpoints
+    if not settings.enabled:
+        return None
+    limits = CheckpointLimits(settings.max_bytes, settings.max_file_bytes)
+    reader = _workspace_reader(env)
+    folder = blob_folder(str(data_dir(env)))
+    return Checkpoints(store, folder, reader, reader.home, _own_dirs(env), limits)
 
 
 def _domains(config: Config) -> DomainLists | None:

@@ -166,6 +166,10 @@ def sessions(args: argparse.Namespace) -> int:
             return _list_sessions(store, args.cwd, args.json)
         if args.session_id is None:
             raise ConfigError(f"`loopd sessions {args.action}` needs a session id")
+        if args.action == "rewind":
+            from loopd.cli.rewind import rewind
+
+            return rewind(args)
         if args.action == "delete":
             holder = Leases(store).holder(args.session_id)
             if holder is not None:

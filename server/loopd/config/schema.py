@@ -312,6 +312,22 @@ class DaemonSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointSettings:
+    """`[checkpoints]`: the workspace kept before each prompt, to rewind to
+    (`loopd.checkpoints`). An untrusted workspace file cannot set these."""
+
+    enabled: bool = field(default=True, metadata={"doc": "false: no checkpoints, no /rewind."})
+    max_bytes: int = field(
+        default=2 * 1024**3,
+        metadata={"doc": "The checkpoint store's bound; past it a checkpoint is skipped."},
+    )
+    max_file_bytes: int = field(
+        default=4 * 1024**2,
+        metadata={"doc": "A larger file is left out of checkpoints (and named)."},
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EnvSettings:
     """The environment variables loopd reads itself. Keys stay out of `repr`."""
 
@@ -380,6 +396,7 @@ class Config:
     delegate: Delegate = field(default_factory=Delegate)
     agents: Mapping[str, AgentConfig] = field(default_factory=lambda: MappingProxyType({}))
     daemon: DaemonSettings = field(default_factory=DaemonSettings)
+    checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
     sources: tuple[Path, ...] = ()
     origins: Mapping[str, Path] = field(default_factory=dict, repr=False, compare=False)
     workspace: WorkspaceStatus | None = None
