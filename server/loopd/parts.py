@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from loopd.config import data_dir, load_config
+from loopd.context.freshness import FileLog
 from loopd.engine.delegate import ChildRuntime
 from loopd.engine.done import Criterion, DoneSet
 from loopd.engine.loop import random_id
 from loopd.engine.ports import Emitter
+from loopd.home import home_path
 from loopd.mcp import McpError, McpServers
 from loopd.policy.decide import RulePolicy
 from loopd.policy.grants import CallGrants
@@ -169,6 +171,7 @@ class GuardedParts:
             network=grant,
             rules=rules,
             remembered=RuleSet.from_json(remembered),
+            home=home_path(env),
             extra_secrets=boundary.private,
             readable=(kept,),
             grants=CallGrants(),
@@ -192,6 +195,7 @@ class GuardedParts:
             session_id=ctx.session_id,
             limits=limits,
             outputs_dir=kept,
+            home=home_path(env),
             network=gate,
         )
         builtin = builtin_tools()
@@ -234,6 +238,12 @@ class GuardedParts:
 
     async def undo(self) -> UndoReport:
         return await self.tool_env.changes.undo(self.tool_env.files)
+
+    def writes(self) -> int:
+        return self.tool_env.changes.ledger.seq
+
+    def forget_reads(self) -> None:
+        self.tool_env.reads = FileLog()
 
     async def changed_files(self) -> list[str]:
         """Each file the agent read, read again through the session's file access

@@ -3,16 +3,16 @@
 Shows the config files (found or not, and trusted or not), which credentials are set
 (never their values: a variable is `set` or `not set`; endpoints are shown without
 user info or query), the tools the native engine uses (ripgrep, bubblewrap), the
-runtime catalog, the sandbox tier and network by domain (its lists, and whether this
-tier enforces them). Exits 1 when no runtime works, 2 when a config
-file is wrong, so a script or a setup check can rely on it.
+shared daemon (running or not, and how it is started), the runtime catalog, the
+sandbox tier and network by domain (its lists, and whether this tier enforces them).
+Exits 1 when no runtime works, 2 when a config file is wrong, so a script or a setup
+check can rely on it.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from loopd.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from loopd.cli.render import escape
+from loopd.executables import find_program, process_path
 
 if TYPE_CHECKING:
     from loopd.config import Config
@@ -52,7 +53,8 @@ def doctor(args: argparse.Namespace) -> int:
         print(f"  error: {escape(str(problem))}")
     print(credentials(env, config))
     print(tools())
-    build = discover_catalog(config, env)
+    print(daemon_state(env))
+    build = discover_catalog(config, env, os.getcwd())
     print(escape(catalog_to_text(build.catalog, build.skipped), multiline=True))
     probe = probe_sandbox(env=env)
     print(probe.report())
@@ -98,10 +100,37 @@ def credentials(env: Mapping[str, str], config: Config) -> str:
     return "\n".join(lines)
 
 
+def daemon_state(env: Mapping[str, str]) -> str:
+    """The daemon editors share: whether it runs (pid, version, editors) and what
+    starts it (editors on demand, or the systemd unit of `loopd daemon enable`)."""
+    from loopd.cli.daemon import daemon_status
+    from loopd.daemon import unit
+
+    status = daemon_status()
+    if "refused" in status:
+        line = f"refused: {escape(status['refused'])}"
+    elif "error" in status:
+        line = f"not answering: {escape(status['error'])}"
+    elif status["running"]:
+        line = (
+            f"running, pid {status['pid']}, loopd {status['version']},"
+            f" {status['connections']} editor(s)"
+        )
+    else:
+        line = "not running"
+    found = unit.state(env)
+    if found.ours:
+        how = "enabled" if found.enabled else "not enabled"
+        started = f"by the systemd unit {escape(str(found.path))} ({how})"
+    else:
+        started = "on demand by editors; exits when idle (`loopd daemon enable` keeps it up)"
+    return f"daemon: {line}\n  started: {started}"
+
+
 def tools() -> str:
     lines = ["tools:"]
     for command, what in TOOLS:
-        found = shutil.which(command)
+        found = find_program(command, process_path(), outside=(os.getcwd(),))
         lines.append(f"  {command:<6} {escape(found) if found else 'not found'}  ({what})")
     return "\n".join(lines)
 

@@ -68,7 +68,12 @@ def _no_daemon_argument(p: argparse.ArgumentParser) -> None:
 
 
 def _daemon_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=["status", "stop", "serve"], help="serve: what editors start")
+    p.add_argument(
+        "action",
+        choices=["status", "stop", "enable", "disable", "serve"],
+        help="enable/disable: a systemd user service keeping it up from login;"
+        " serve: what editors start",
+    )
     p.add_argument("--ready", type=int, metavar="FD", help=argparse.SUPPRESS)
     p.add_argument("--first", choices=["acp", "lsp"], help=argparse.SUPPRESS)
     _json_argument(p)
@@ -79,9 +84,18 @@ def _json_argument(p: argparse.ArgumentParser) -> None:
 
 
 def _sessions_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", nargs="?", default="list", choices=["list", "show", "delete"])
-    p.add_argument("session_id", nargs="?", help="for show and delete")
+    actions = ["list", "show", "delete", "rewind"]
+    p.add_argument("action", nargs="?", default="list", choices=actions)
+    p.add_argument("session_id", nargs="?", help="for show, delete and rewind")
+    p.add_argument("point", nargs="?", help="rewind: to before prompt N, or `redo`")
     p.add_argument("--cwd", help="only sessions of this workspace")
+    p.add_argument(
+        "--scope",
+        choices=["both", "code", "conversation"],
+        default="both",
+        help="rewind: what to put back (default both)",
+    )
+    p.add_argument("--force", action="store_true", help="rewind: overwrite files changed since")
     _json_argument(p)
 
 
@@ -107,11 +121,12 @@ COMMANDS: tuple[Command, ...] = (
             "loopd.cli.commands:acp"),
     Command("lsp", "serve LSP with the loopd extension (VS Code, Neovim)", _lsp_arguments,
             "loopd.cli.commands:lsp"),
-    Command("daemon", "the loopd daemon editors share: status, stop", _daemon_arguments,
+    Command("daemon", "the loopd daemon editors share: status, stop, enable, disable",
+            _daemon_arguments,
             "loopd.cli.daemon:daemon"),
     Command("catalog", "list the runtimes this machine can use", _json_argument,
             "loopd.cli.commands:catalog"),
-    Command("sessions", "list, show or delete stored sessions", _sessions_arguments,
+    Command("sessions", "list, show, delete or rewind stored sessions", _sessions_arguments,
             "loopd.cli.commands:sessions"),
     Command("login", "set up a model provider and its key (asks in the terminal)",
             _no_arguments, "loopd.cli.login:login_command"),

@@ -60,6 +60,8 @@ SESSION_REQUESTS = (
     "setConfigOption",
     "steer",
     "mentions",
+    "checkpoints",
+    "restore",
 )
 R = TypeVar("R")
 

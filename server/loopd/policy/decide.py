@@ -72,7 +72,7 @@ class RulePolicy:
         network: NetworkGrant,
         rules: RuleSet = NO_RULES,
         remembered: RuleSet = NO_RULES,
-        home: str | None = None,
+        home: str,
         sandbox_mode: SandboxMode | None = None,
         extra_secrets: Sequence[str] = (),
         readable: Sequence[str] = (),
@@ -87,7 +87,7 @@ class RulePolicy:
         self.rules = rules
         self.remembered = remembered
         self.sandbox_override = sandbox_mode
-        home = os.path.realpath(home or os.path.expanduser("~"))
+        home = os.path.realpath(home)  # the editor's (`loopd.home.home_path`)
         canonical_roots = tuple(os.path.realpath(r) for r in roots)
         self.paths = PathPolicy(
             canonical_roots,

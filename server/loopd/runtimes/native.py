@@ -293,6 +293,21 @@ class NativeRuntime:
             return compacted_note("", result.reason)
         return compacted_note(result.summary)
 
+    def writes(self) -> int:
+        return self.parts.writes()
+
+    async def reload_context(self) -> None:
+        """A restore put the store's model context back (`loopd.sessions.rewind`): the
+        engine starts again from it, exactly as it was then; what the session has spent
+        stays (a rewound context is not a fresh budget)."""
+        sid, store = self.context.session_id, self.journal.store
+        history = reconcile_messages(store.messages(sid))
+        record = store.context(sid)
+        self.told = dict(record.instructions)
+        self.parts.forget_reads()
+        config, ports, spent = self._engine_config(), self._ports(), self.engine.spending
+        self.engine = Engine(sid, config, ports, history, record.start, record.summary, spent)
+
     def _replace_history(self, history: Sequence[Message]) -> None:
         session_id = self.context.session_id
         self.journal.store.clear_messages(session_id)

@@ -59,6 +59,16 @@ class SessionParts(Protocol):
         """Reminders for files the agent read that changed since (each told once)."""
         ...
 
+    def writes(self) -> int:
+        """How many writes the session's tools have made (file tools, and commands
+        that may write), ever increasing: unchanged over a turn, it wrote nothing."""
+        ...
+
+    def forget_reads(self) -> None:
+        """The model's context went back to an earlier point (a restore): what it had
+        read since is unknown to it again, so each file must be read before an edit."""
+        ...
+
     def prompt_commands(self) -> tuple[Command, ...]:
         """Commands that fill in a prompt (the MCP servers' prompts)."""
         ...

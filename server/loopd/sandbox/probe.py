@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from loopd.executables import find_program
+from loopd.home import home_path
 from loopd.policy.domains import DomainLists
 from loopd.policy.modes import Mode, SandboxMode
 from loopd.policy.network import NetworkGrant
@@ -80,7 +81,7 @@ def probe_sandbox(
     wanted = set(TIER_ORDER if which is None else which)
     base_env = dict(os.environ if env is None else env)
     reports: list[TierReport] = []
-    bwrap_path = bwrap or shutil.which("bwrap")
+    bwrap_path = bwrap or find_program("bwrap", base_env.get("PATH"))
     features: BwrapFeatures | None = None
     abi = abi_version()
     with tempfile.TemporaryDirectory(prefix="loopd-probe-") as scratch:
@@ -188,7 +189,8 @@ def select_sandbox(
 ) -> CommandSandbox:
     """The sandbox for a session: the probe's best tier, configured for the mode
     (plan mounts the roots read-only; full access runs commands unsandboxed). `env` is
-    only a source: each tier builds the command's environment from scratch."""
+    only a source: each tier builds the command's environment from scratch. The home
+    hidden is `home`, else `env`'s (the editor's, never this process's)."""
     sandbox_mode = mode.sandbox if isinstance(mode, Mode) else mode
     if sandbox_mode is SandboxMode.FULL_ACCESS:
         return Unsandboxed(dict(env))
@@ -201,7 +203,7 @@ def select_sandbox(
                 dict(env),
                 canonical,
                 network_grant,
-                os.path.realpath(home or os.path.expanduser("~")),
+                os.path.realpath(home or home_path(env)),
                 read_only=read_only,
                 bwrap=probe.bwrap_path or "bwrap",
                 features=probe.bwrap_features or BwrapFeatures(),

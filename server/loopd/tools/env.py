@@ -26,6 +26,7 @@ from typing import Protocol, runtime_checkable
 
 from loopd.context.freshness import FileLog
 from loopd.engine.ports import Clock
+from loopd.home import expand_home, home_path
 from loopd.policy.beneath import PathEscapeError, check_regular
 from loopd.policy.grants import CallGrants
 from loopd.policy.reading import DiskReader
@@ -288,6 +289,9 @@ class ToolEnv:
     plan: tuple[PlanEntry, ...] = ()
     changes: ChangeLog = field(default_factory=ChangeLog)
     reads: FileLog = field(default_factory=FileLog)  # what the agent saw of each file
+    # The editor's home (`loopd.home.home_path` of its environment): what `~` means
+    # and where home secrets are. The default is this process's, for one editor.
+    home: str = field(default_factory=lambda: home_path(os.environ))
     processes: BackgroundProcesses = field(init=False)
     _scratch: _Scratch = field(default_factory=_Scratch, init=False)
 
@@ -309,7 +313,7 @@ class ToolEnv:
             raise ToolInputError("the path is empty; give a file path relative to the cwd")
         if "\0" in path:
             raise ToolInputError("the path contains a NUL character")
-        return os.path.realpath(os.path.join(self.cwd, os.path.expanduser(path)))
+        return os.path.realpath(os.path.join(self.cwd, expand_home(path, self.home)))
 
     def display(self, path: str) -> str:
         """A canonical path as people and the model read it: relative to the cwd when
