@@ -273,17 +273,47 @@ def write_text_beneath(
     """Atomically replace (or create) a file under `root` with `text` as UTF-8. An
     existing file keeps its permission bits; missing parent folders are created under
     the root when `make_parents`."""
-    data = text.encode("utf-8")
+    write_bytes_beneath(
+        root,
+        path,
+        text.encode("utf-8"),
+        max_bytes=max_bytes,
+        make_parents=make_parents,
+        method=method,
+        exact=exact,
+    )
+
+
+def write_bytes_beneath(
+    root: str,
+    path: str,
+    data: bytes,
+    *,
+    max_bytes: int = DEFAULT_MAX_WRITE_BYTES,
+    make_parents: bool = True,
+    method: Method = "auto",
+    exact: bool = False,
+) -> None:
+    """`write_text_beneath` for bytes."""
     if len(data) > max_bytes:
         raise FileTooLarge(path, len(data), max_bytes)
-    parent, name = os.path.split(relative_to(root, path))
-    if name in ("", ".", ".."):
-        raise IsADirectoryError(errno.EISDIR, "not a file name", path)
-    dir_fd = _open_dir(root, parent, make_parents, method, exact)
+    dir_fd, name = open_parent_beneath(root, path, make_parents, method=method, exact=exact)
     try:
         _replace_in(dir_fd, name, data)
     finally:
         os.close(dir_fd)
+
+
+def open_parent_beneath(
+    root: str, path: str, make_parents: bool, *, method: Method = "auto", exact: bool = False
+) -> tuple[int, str]:
+    """A descriptor of the directory `path` (under `root`) is in, opened beneath the
+    root (its missing folders created when `make_parents`), and the file's name in it.
+    The caller closes the descriptor."""
+    parent, name = os.path.split(relative_to(root, path))
+    if name in ("", ".", ".."):
+        raise IsADirectoryError(errno.EISDIR, "not a file name", path)
+    return _open_dir(root, parent, make_parents, method, exact), name
 
 
 def _open_dir(root: str, rel: str, make_parents: bool, method: Method, exact: bool) -> int:

@@ -4,10 +4,12 @@ so every message crosses the real NDJSON framing and the real routers."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from acp import PROTOCOL_VERSION, Client, RequestError, connect_to_agent
@@ -18,6 +20,7 @@ from acp.schema import (
     ClientCapabilities,
     CreateTerminalResponse,
     DeniedOutcome,
+    FileSystemCapabilities,
     Implementation,
     PermissionOption,
     ReadTextFileResponse,
@@ -31,7 +34,19 @@ from acp.schema import (
 
 from loopd.acp.agent import LoopdAgent
 from loopd.acp.server import serve
+from loopd.policy.paths import PathPolicy
 from loopd.sessions.manager import SessionManager
+from loopd.tools.files import BeneathFiles
+
+EDITOR = ClientCapabilities(
+    fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
+)
+
+
+def gate(*roots: Path, home: Path | None = None) -> BeneathFiles:
+    """The local files a session's tools get: the path policy, then beneath-opens."""
+    canonical = tuple(os.path.realpath(r) for r in roots)
+    return BeneathFiles(PathPolicy(canonical, os.path.realpath(home or roots[0])))
 
 
 @dataclass
