@@ -48,7 +48,7 @@ class Swapper(threading.Thread):
             self.halt.wait(self.period)
 
 
-_LOOP = """
+SWAP_LOOP = """
 import ctypes, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 a, b = (p.encode() for p in sys.argv[1:3])
@@ -57,11 +57,12 @@ while True:
         sys.exit(ctypes.get_errno())
     time.sleep(float(sys.argv[3]))
 """
+"""The swapper's loop as a Python program: `python -c SWAP_LOOP REAL LINK PERIOD`."""
 
 
 def swapper_command(real: Path, target: Path, period: float = PERIOD) -> PreparedCommand:
     """The swapper as a command: exchanges `real` with a symlink to `target` until
     it is stopped."""
     link = plant_link(real, target)
-    argv = (sys.executable, "-c", _LOOP, str(real), str(link), str(period))
+    argv = (sys.executable, "-c", SWAP_LOOP, str(real), str(link), str(period))
     return PreparedCommand(argv, {"PATH": os.environ.get("PATH", "")}, str(real.parent))
