@@ -59,7 +59,7 @@ from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import EnvVariable
 
-from loopd.policy.handover import Handover, HandoverRefused
+from loopd.policy.handover import MAX_KEPT_BYTES, Handover, HandoverRefused
 from loopd.policy.watch import PathWatch
 from loopd.tools.env import Admitted, FileAccess, GatedFiles, PathRefused, TerminalRun
 from loopd.tools.processes import commands_alive
@@ -105,16 +105,19 @@ class AcpFiles:
             await local.write_text(path, text)
             return
         admitted = local.admit(path, write=True)
-        handover = await self._handover(admitted, path)
+        handover = await self._handover(admitted, path, text)
         if handover is None or not await self._editor_wrote(local, admitted, handover, text):
             await local.write_text(path, text)
         elif not await asyncio.to_thread(handover.landed, text):
             log.info("the editor kept %s in a buffer or changed it; loopd writes it", path)
             await local.write_text(path, text)
 
-    async def _handover(self, admitted: Admitted, path: str) -> Handover | None:
-        """The proven file to hand the editor (steps 1 to 3), or None: loopd writes."""
+    async def _handover(self, admitted: Admitted, path: str, text: str) -> Handover | None:
+        """The proven file to hand the editor (steps 1 to 3), or None: loopd writes
+        (and applies its size cap to a text over the size a handover keeps)."""
         if not admitted.inside or admitted.path != path or commands_alive():
+            return None
+        if len(text.encode("utf-8")) > MAX_KEPT_BYTES:
             return None
         try:
             return await asyncio.to_thread(Handover.prepare, admitted.root, path)
@@ -137,12 +140,13 @@ class AcpFiles:
                 await self.client.write_text_file(
                     session_id=self.session_id, path=path, content=text
                 )
-            except RequestError as err:
+                wrote = True
+            except RequestError as err:  # it may have written part: still checked
                 log.info("client could not write %s (%s); loopd writes it", path, err)
-                return False
+                wrote = False
             if watch.moved() or commands_alive():
                 await self._refuse(handover, "it changed while the editor wrote it")
-        return True
+        return wrote
 
     async def _refuse(self, handover: Handover, why: str) -> None:
         restored = await asyncio.to_thread(handover.put_back)

@@ -273,33 +273,12 @@ def write_text_beneath(
     """Atomically replace (or create) a file under `root` with `text` as UTF-8. An
     existing file keeps its permission bits; missing parent folders are created under
     the root when `make_parents`."""
-    write_bytes_beneath(
-        root,
-        path,
-        text.encode("utf-8"),
-        max_bytes=max_bytes,
-        make_parents=make_parents,
-        method=method,
-        exact=exact,
-    )
-
-
-def write_bytes_beneath(
-    root: str,
-    path: str,
-    data: bytes,
-    *,
-    max_bytes: int = DEFAULT_MAX_WRITE_BYTES,
-    make_parents: bool = True,
-    method: Method = "auto",
-    exact: bool = False,
-) -> None:
-    """`write_text_beneath` for bytes."""
+    data = text.encode("utf-8")
     if len(data) > max_bytes:
         raise FileTooLarge(path, len(data), max_bytes)
     dir_fd, name = open_parent_beneath(root, path, make_parents, method=method, exact=exact)
     try:
-        _replace_in(dir_fd, name, data)
+        replace_in(dir_fd, name, data)
     finally:
         os.close(dir_fd)
 
@@ -335,7 +314,9 @@ def _open_dir(root: str, rel: str, make_parents: bool, method: Method, exact: bo
     return open_beneath(root, rel, flags, method=method, exact=exact)
 
 
-def _replace_in(dir_fd: int, name: str, data: bytes) -> None:
+def replace_in(dir_fd: int, name: str, data: bytes) -> None:
+    """Atomically replace (or create) `name` in the directory `dir_fd` with `data`:
+    a temporary sibling renamed over it, so a symlink there is replaced, not followed."""
     mode = 0o644
     try:
         info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)

@@ -32,7 +32,7 @@ from loopd.policy.beneath import (
     open_beneath,
     open_parent_beneath,
     read_bytes_beneath,
-    write_bytes_beneath,
+    replace_in,
 )
 
 MAX_KEPT_BYTES = 32 * 1024 * 1024  # a bigger file is written by loopd, not handed over
@@ -112,19 +112,19 @@ class Handover:
         """Restore what the file held before the handover. False when the path no
         longer opens beneath the root (a link is still swapped in)."""
         try:
-            if self.before is None:
-                dir_fd, name = open_parent_beneath(self.root, self.path, False, exact=True)
-                try:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(name, dir_fd=dir_fd)
-                finally:
-                    os.close(dir_fd)
-            else:
-                write_bytes_beneath(
-                    self.root, self.path, self.before, max_bytes=MAX_KEPT_BYTES, exact=True
-                )
+            dir_fd, name = open_parent_beneath(self.root, self.path, False, exact=True)
         except OSError:
             return False
+        try:
+            if self.before is None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=dir_fd)
+            else:
+                replace_in(dir_fd, name, self.before)
+        except OSError:
+            return False
+        finally:
+            os.close(dir_fd)
         return True
 
     def _rel(self) -> str:
