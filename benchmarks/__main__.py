@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-ALL = ("turn", "startup", "acp_start", "context", "warm_start")
+ALL = ("turn", "startup", "acp_start", "context", "warm_start", "proxy", "idle", "load")
 
 
 def main(names: list[str]) -> int:

@@ -37,8 +37,10 @@ from loopd.daemon.place import place_of
 from loopd.engine.delegate import ChildRuntime
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig
+from loopd.home import home_path
 from loopd.instructions import read_chain, system_prompt
 from loopd.parts import GuardedParts, LazyProbe
+from loopd.policy.domains import DomainLists
 from loopd.policy.modes import DEFAULT_MODE
 from loopd.policy.reading import DiskReader
 from loopd.policy.rules import RuleSet
@@ -316,15 +318,24 @@ def _boundary(env: Mapping[str, str], config: Config) -> Boundary:
         private=_own_dirs(env),
         home_readable=config.sandbox.home_readable,
         unix_sockets=config.sandbox.allow_unix_sockets,
+        domains=_domains(config),
     )
+
+
+def _domains(config: Config) -> DomainLists | None:
+    """The parsed domain lists, when network by domain is configured (the parser
+    already refused a rule it cannot read)."""
+    settings = config.sandbox
+    if not settings.by_domain:
+        return None
+    return DomainLists.parse(settings.allowed_domains or (), settings.denied_domains)
 
 
 def _workspace_reader(env: Mapping[str, str]) -> DiskReader:
     """The rules of every read loopd makes of a workspace or a home on its own
     (instruction files, skills): the file tools' secrets, loopd's own folders
     included; each use gives its roots."""
-    home = os.path.realpath(env.get("HOME") or os.path.expanduser("~"))
-    return DiskReader((), home=home, secrets=_own_dirs(env))
+    return DiskReader((), home=os.path.realpath(home_path(env)), secrets=_own_dirs(env))
 
 
 def _own_dirs(env: Mapping[str, str]) -> tuple[str, ...]:

@@ -4,12 +4,18 @@ Standard library only, and light (no pathlib: the forwarder of `loopd acp`/`loop
 lsp` needs both paths before anything else loads, on every editor start): the
 `*_path` functions give strings; `data_dir` and `user_config_file` the same as
 `Path`s for the rest of loopd. platformdirs is loaded only when `LOOPD_HOME` is
-unset.
+unset, and not on Linux.
+
+Every path comes from the environment it is given, never from this process's:
+the daemon serves editors of different homes, and each connection's HOME and
+XDG_* variables are its own (`home_path`). `os.path.expanduser` and `Path.home()`
+read the process's HOME, so loopd does not call them on an editor's behalf.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -20,9 +26,12 @@ if TYPE_CHECKING:
 def data_path(env: Mapping[str, str]) -> str:
     """Where loopd keeps its data (the session store): `$LOOPD_HOME`, else the
     platform's user data dir for "loopd". An empty variable counts as unset."""
-    home = env.get("LOOPD_HOME")
-    if home:
-        return os.path.expanduser(home)
+    data = env.get("LOOPD_HOME")
+    if data:
+        return expand_home(data, home_path(env))
+    if sys.platform.startswith("linux"):  # platformdirs' answer, from `env`
+        base = env.get("XDG_DATA_HOME", "").strip()
+        return os.path.join(base or os.path.join(home_path(env), ".local", "share"), "loopd")
     import platformdirs
 
     return str(platformdirs.user_data_dir("loopd", appauthor=False))
@@ -34,8 +43,27 @@ def user_config_path(env: Mapping[str, str]) -> str:
     base = env.get("XDG_CONFIG_HOME")
     if base:
         return os.path.join(base, "loopd", "config.toml")
-    home = env.get("HOME") or os.path.expanduser("~")
-    return os.path.join(home, ".config", "loopd", "config.toml")
+    return os.path.join(home_path(env), ".config", "loopd", "config.toml")
+
+
+def home_path(env: Mapping[str, str]) -> str:
+    """The home directory of the editor whose environment is `env`: its HOME when
+    that is absolute, else this user's home in the password database (never this
+    process's HOME, which in the daemon is another editor's)."""
+    home = env.get("HOME", "")
+    if os.path.isabs(home):
+        return os.path.normpath(home)
+    import pwd
+
+    return pwd.getpwuid(os.geteuid()).pw_dir
+
+
+def expand_home(path: str, home: str) -> str:
+    """`path` with a leading `~` (alone or before a `/`) meaning `home`, and `~user`
+    that user's home."""
+    if path == "~" or path.startswith("~/"):
+        return home + path[1:]
+    return os.path.expanduser(path)  # `~user`: the password database, not HOME
 
 
 def data_dir(env: Mapping[str, str]) -> Path:

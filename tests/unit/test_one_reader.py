@@ -34,6 +34,8 @@ ALLOWED = {
     "loopd/cli/parser.py": "/dev/null",
     "loopd/cli/demo.py": "the demo's own file in the temporary folder it made",
     "loopd/store/lease.py": "/proc/<pid>/stat of a lease holder",
+    "loopd/sandbox/relay.py": "/dev/null, for the in-sandbox relay's own descriptors",
+    "loopd/sandbox/resolve.py": "the kernel's address tables, /proc/net/fib_trie and if_inet6",
     "loopd/tools/processes.py": "/proc of the session's own processes, and their log files",
     "loopd/tools/output.py": "writes a command's kept output",
     "loopd/testing/fake_llm.py": "a shipped fake: reads its own script",

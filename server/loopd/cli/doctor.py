@@ -3,8 +3,10 @@
 Shows the config files (found or not, and trusted or not), which credentials are set
 (never their values: a variable is `set` or `not set`; endpoints are shown without
 user info or query), the tools the native engine uses (ripgrep, bubblewrap), the
-runtime catalog and the sandbox tier. Exits 1 when no runtime works, 2 when a config
-file is wrong, so a script or a setup check can rely on it.
+shared daemon (running or not, and how it is started), the runtime catalog, the
+sandbox tier and network by domain (its lists, and whether this tier enforces them).
+Exits 1 when no runtime works, 2 when a config file is wrong, so a script or a setup
+check can rely on it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from loopd.cli.render import escape
 
 if TYPE_CHECKING:
     from loopd.config import Config
+    from loopd.sandbox.tiers import Tier
 
 KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 ENDPOINT_VARIABLES = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "OLLAMA_HOST")
@@ -50,9 +53,12 @@ def doctor(args: argparse.Namespace) -> int:
         print(f"  error: {escape(str(problem))}")
     print(credentials(env, config))
     print(tools())
+    print(daemon_state(env))
     build = discover_catalog(config, env)
     print(escape(catalog_to_text(build.catalog, build.skipped), multiline=True))
-    print(probe_sandbox(env=env).report())
+    probe = probe_sandbox(env=env)
+    print(probe.report())
+    print(network(config, probe.best))
     if problem is not None:
         return EXIT_USAGE
     return EXIT_OK if len(build.catalog.names) else EXIT_FAILED
@@ -94,9 +100,65 @@ def credentials(env: Mapping[str, str], config: Config) -> str:
     return "\n".join(lines)
 
 
+def daemon_state(env: Mapping[str, str]) -> str:
+    """The daemon editors share: whether it runs (pid, version, editors) and what
+    starts it (editors on demand, or the systemd unit of `loopd daemon enable`)."""
+    from loopd.cli.daemon import daemon_status
+    from loopd.daemon import unit
+
+    status = daemon_status()
+    if "refused" in status:
+        line = f"refused: {escape(status['refused'])}"
+    elif "error" in status:
+        line = f"not answering: {escape(status['error'])}"
+    elif status["running"]:
+        line = (
+            f"running, pid {status['pid']}, loopd {status['version']},"
+            f" {status['connections']} editor(s)"
+        )
+    else:
+        line = "not running"
+    found = unit.state(env)
+    if found.ours:
+        how = "enabled" if found.enabled else "not enabled"
+        started = f"by the systemd unit {escape(str(found.path))} ({how})"
+    else:
+        started = "on demand by editors; exits when idle (`loopd daemon enable` keeps it up)"
+    return f"daemon: {line}\n  started: {started}"
+
+
 def tools() -> str:
     lines = ["tools:"]
     for command, what in TOOLS:
         found = shutil.which(command)
         lines.append(f"  {command:<6} {escape(found) if found else 'not found'}  ({what})")
+    return "\n".join(lines)
+
+
+def network(config: Config, tier: Tier) -> str:
+    """Network by domain: off, on with its lists, or configured where this tier cannot
+    hold it (there the network stays off unless granted whole)."""
+    settings = config.sandbox
+    if not settings.by_domain:
+        return (
+            "network by domain: off (commands have no network unless it is granted whole; "
+            "set [sandbox] allowed_domains to allow hosts one by one)"
+        )
+    if tier.binds_proxy:
+        state = f"on ({tier} tier: loopd's proxy is commands' only way out)"
+    else:
+        state = (
+            f"configured, NOT enforced in the {tier} tier (it cannot confine commands to "
+            "the proxy): commands have no network unless it is granted whole"
+        )
+    lines = [f"network by domain: {state}"]
+    for label, rules in (
+        ("allowed", settings.allowed_domains or ()),
+        ("denied", settings.denied_domains),
+    ):
+        shown = ", ".join(escape(r) for r in rules) if rules else "(none)"
+        lines.append(f"  {label:<8} {shown}")
+    lines.append(
+        "  unknown hosts are asked about (refused with nobody to ask: `loopd run` without --yes)"
+    )
     return "\n".join(lines)

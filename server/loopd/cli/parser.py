@@ -68,7 +68,12 @@ def _no_daemon_argument(p: argparse.ArgumentParser) -> None:
 
 
 def _daemon_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=["status", "stop", "serve"], help="serve: what editors start")
+    p.add_argument(
+        "action",
+        choices=["status", "stop", "enable", "disable", "serve"],
+        help="enable/disable: a systemd user service keeping it up from login;"
+        " serve: what editors start",
+    )
     p.add_argument("--ready", type=int, metavar="FD", help=argparse.SUPPRESS)
     p.add_argument("--first", choices=["acp", "lsp"], help=argparse.SUPPRESS)
     _json_argument(p)
@@ -107,7 +112,8 @@ COMMANDS: tuple[Command, ...] = (
             "loopd.cli.commands:acp"),
     Command("lsp", "serve LSP with the loopd extension (VS Code, Neovim)", _lsp_arguments,
             "loopd.cli.commands:lsp"),
-    Command("daemon", "the loopd daemon editors share: status, stop", _daemon_arguments,
+    Command("daemon", "the loopd daemon editors share: status, stop, enable, disable",
+            _daemon_arguments,
             "loopd.cli.daemon:daemon"),
     Command("catalog", "list the runtimes this machine can use", _json_argument,
             "loopd.cli.commands:catalog"),

@@ -67,6 +67,11 @@ The file format (every key optional; unknown keys are errors):
     [sandbox]
     allow_unix_sockets = []    # socket paths commands may connect to (default: none)
     home_readable = []         # home entries shown to commands ("~/.m2"), read-only
+    allowed_domains = ["pypi.org", "*.pythonhosted.org", "registry.npmjs.org:443"]
+                               # set (even to []): commands reach the network only
+                               # through loopd's proxy, by domain; others are asked
+    denied_domains = []        # refused whatever else says so; deny wins (an
+                               # untrusted workspace file may add to it, never allow)
 
     [agents.explore]           # an agent role's part of the catalog: `main` is the
                                # session's agent, `explore` the explore tool's child

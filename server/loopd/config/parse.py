@@ -35,6 +35,7 @@ from loopd.config.schema import (
     SandboxSettings,
 )
 from loopd.config.table import NAME_RE, Table
+from loopd.policy.domains import parse_rule
 from loopd.policy.modes import Mode, parse_mode
 
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -217,7 +218,19 @@ def _sandbox(t: Table) -> SandboxSettings:
         parts = [p for p in entry.removeprefix("~/").split("/") if p not in ("", ".")]
         if entry.startswith("/") or not parts or ".." in parts:
             t.fail("home_readable", f"{entry!r} is not an entry inside the home directory")
-    return SandboxSettings(allow_unix_sockets=sockets, home_readable=readable)
+    allowed, denied = t.texts("allowed_domains"), t.texts("denied_domains") or ()
+    for key, rules in (("allowed_domains", allowed or ()), ("denied_domains", denied)):
+        for rule in rules:
+            try:
+                parse_rule(rule)
+            except ValueError as err:
+                t.fail(key, str(err))
+    return SandboxSettings(
+        allow_unix_sockets=sockets,
+        home_readable=readable,
+        allowed_domains=allowed,
+        denied_domains=denied,
+    )
 
 
 def _delegate(t: Table) -> Delegate:

@@ -214,10 +214,20 @@ class SandboxSettings:
     `allow_unix_sockets` names Unix socket paths commands may connect to (see the
     README's Safety section for what a non-empty list changes); `home_readable` names
     entries of the home directory shown (read-only) to commands besides the built-in
-    toolchain list."""
+    toolchain list. `allowed_domains` / `denied_domains` are network by domain
+    (`loopd.policy.domains`): with either set, a sandboxed command reaches the
+    network only through loopd's proxy; `allowed_domains = None` (unset) and no
+    denied entries keep the network on/off as before."""
 
     allow_unix_sockets: tuple[str, ...] = ()
     home_readable: tuple[str, ...] = ()
+    allowed_domains: tuple[str, ...] | None = None
+    denied_domains: tuple[str, ...] = field(default=(), metadata={UNTRUSTED: Gate.ADDS})
+
+    @property
+    def by_domain(self) -> bool:
+        """Whether commands' network goes through the proxy."""
+        return self.allowed_domains is not None or bool(self.denied_domains)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

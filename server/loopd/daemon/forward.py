@@ -31,7 +31,7 @@ from loopd.home import user_config_path
 
 START_TIMEOUT = 20.0  # seconds for a new daemon to listen
 CONFIG_MAX_BYTES = 1 << 20  # as `loopd.config.trust.MAX_BYTES` (not imported on this path)
-_INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "PYTHONPATH")
+_INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ")
 
 
 def forward(protocol: str) -> int | None:
@@ -155,9 +155,27 @@ def _connect_soon(place: Place) -> socket.socket | None:
 
 def daemon_env(env: Mapping[str, str]) -> dict[str, str]:
     """What the daemon itself runs with: where things are, never credentials. Each
-    connection brings its own environment for its sessions."""
+    connection brings its own environment for its sessions.
+
+    Nothing of the starting editor that would change what the daemon imports or
+    where it writes for every later editor: not its PYTHONPATH (the daemon imports
+    pygls, the ACP SDK and the providers for all of them), nor its TMPDIR. The
+    daemon's one import path is where this loopd itself was imported from."""
     keep = {k: v for k, v in env.items() if k in _INHERITED or k.startswith(("LC_", "XDG_"))}
-    return keep | {k: v for k, v in env.items() if k in ("LOOPD_HOME", "LOOPD_DAEMON_IDLE")}
+    keep |= {k: v for k, v in env.items() if k in ("LOOPD_HOME", "LOOPD_DAEMON_IDLE")}
+    return keep | _own_import_path()
+
+
+def _own_import_path() -> dict[str, str]:
+    """PYTHONPATH for the daemon: the folder this loopd package sits in, unless the
+    interpreter finds it there by itself (installed in its site-packages)."""
+    import site
+
+    import loopd
+
+    folder = os.path.dirname(os.path.dirname(os.path.realpath(loopd.__file__)))
+    sites = {os.path.realpath(p) for p in (*site.getsitepackages(), site.getusersitepackages())}
+    return {} if folder in sites else {"PYTHONPATH": folder}
 
 
 def stop(place: Place, timeout: float = 30.0) -> bool:

@@ -45,18 +45,9 @@ def receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
     or too long."""
     header, fds, _flags, _addr = socket.recv_fds(sock, _HEADER, MAX_FDS)
     try:
-        if not header:
-            raise EOFError("the peer closed the connection")
+        _begun(header)
         header += _exactly(sock, _HEADER - len(header))
-        size = int.from_bytes(header, "big")
-        if size > MAX_FRAME:
-            raise BadFrame(f"a frame of {size} bytes (at most {MAX_FRAME})")
-        try:
-            message = json.loads(_exactly(sock, size))
-        except ValueError as err:
-            raise BadFrame(f"a frame that is not JSON: {err}") from None
-        if not isinstance(message, dict):
-            raise BadFrame("a frame that is not a JSON object")
+        message = _message(_exactly(sock, _size(header)))
     except BaseException:
         for fd in fds:
             _close(fd)
@@ -64,14 +55,81 @@ def receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return message, fds
 
 
+async def receive_within(sock: socket.socket, seconds: float) -> tuple[dict[str, Any], list[int]]:
+    """`receive` on the running event loop, the whole frame within `seconds` (else
+    TimeoutError): a peer that sends slowly, or nothing, holds no thread and no
+    more than its deadline. The socket is left non-blocking."""
+    import asyncio  # the daemon's alone: the forwarder's fast path never loads it
+
+    loop = asyncio.get_running_loop()
+    sock.setblocking(False)
+    fds: list[int] = []
+    try:
+        async with asyncio.timeout(seconds):
+            while True:
+                try:
+                    header, fds, _flags, _addr = socket.recv_fds(sock, _HEADER, MAX_FDS)
+                    break
+                except BlockingIOError:
+                    readable = loop.create_future()
+                    loop.add_reader(sock.fileno(), readable.set_result, None)
+                    try:
+                        await readable
+                    finally:
+                        loop.remove_reader(sock.fileno())
+            _begun(header)
+            header += await _exactly_soon(loop, sock, _HEADER - len(header))
+            return _message(await _exactly_soon(loop, sock, _size(header))), fds
+    except BaseException:
+        for fd in fds:
+            _close(fd)
+        raise
+
+
+def _begun(header: bytes) -> None:
+    if not header:
+        raise EOFError("the peer closed the connection")
+
+
+def _size(header: bytes) -> int:
+    size = int.from_bytes(header, "big")
+    if size > MAX_FRAME:
+        raise BadFrame(f"a frame of {size} bytes (at most {MAX_FRAME})")
+    return size
+
+
+def _message(body: bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(body)
+    except ValueError as err:
+        raise BadFrame(f"a frame that is not JSON: {err}") from None
+    if not isinstance(message, dict):
+        raise BadFrame("a frame that is not a JSON object")
+    return message
+
+
 def _exactly(sock: socket.socket, size: int) -> bytes:
     data = bytearray()
     while len(data) < size:
         chunk = sock.recv(min(size - len(data), 1 << 20))
         if not chunk:
-            raise BadFrame("the peer closed the connection inside a frame")
+            raise _cut()
         data += chunk
     return bytes(data)
+
+
+async def _exactly_soon(loop: Any, sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = await loop.sock_recv(sock, min(size - len(data), 1 << 20))
+        if not chunk:
+            raise _cut()
+        data += chunk
+    return bytes(data)
+
+
+def _cut() -> BadFrame:
+    return BadFrame("the peer closed the connection inside a frame")
 
 
 def _close(fd: int) -> None:

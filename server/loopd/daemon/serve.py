@@ -4,10 +4,12 @@ It takes the data dir's lock (a second daemon exits at once), listens on the soc
 in the private folder (`loopd.daemon.place`), says so on the `--ready` pipe, and
 then loads what connections need. Every peer must run as this user (SO_PEERCRED).
 A peer sends one frame (`loopd.daemon.frames`): `status`, `stop`, or `connect` with
-the editor's descriptors. A forwarder of another version is refused, told whether
-the daemon is idle (it may then be stopped and replaced). Each connection is served
-until its editor hangs up or its forwarder goes away (the control socket closes),
-then the forwarder is told the exit status.
+the editor's descriptors, whole within `HELLO_TIMEOUT`, read on the event loop (a
+slow or silent peer holds no thread: it cannot keep others waiting). A forwarder
+of another version is refused, told whether the daemon is idle (it may then be
+stopped and replaced). Each connection is served until its editor hangs up or its
+forwarder goes away (the control socket closes), then the forwarder is told the
+exit status.
 
 With no connection for `LOOPD_DAEMON_IDLE` seconds (default 600), or on `stop`,
 the daemon closes its sessions (each is journaled as it goes: nothing is lost, and
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from loopd import __version__
-from loopd.daemon.frames import LISTENING, LOST, BadFrame, receive, send
+from loopd.daemon.frames import LISTENING, LOST, BadFrame, receive_within, send
 from loopd.daemon.place import Place, Unsafe, place_of, require_own_peer, short_path
 from loopd.daemon.stderr import RoutedStderr
 
@@ -42,7 +44,8 @@ if TYPE_CHECKING:  # loaded after the socket listens (see `_load_stack`)
 log = logging.getLogger(__name__)
 
 DEFAULT_IDLE = 600.0
-HELLO_TIMEOUT = 10.0
+HELLO_TIMEOUT = 10.0  # seconds for a peer's whole first frame, read on the event loop
+ACCEPT_PAUSE = 0.2  # seconds before accepting again when that failed (no descriptor left)
 
 
 def serve_daemon(ready_fd: int | None, first: str | None = None) -> int:
@@ -132,9 +135,17 @@ class Daemon:
             await self._close_all()
 
     async def _accept(self) -> None:
+        """Accept peers for as long as the daemon lives. Running out of descriptors
+        (peers holding them all) pauses accepting, never ends it: they are given
+        back as those peers go, at the latest at their hello's deadline."""
         loop = asyncio.get_running_loop()
         while True:
-            conn, _ = await loop.sock_accept(self.listener)
+            try:
+                conn, _ = await loop.sock_accept(self.listener)
+            except OSError as err:
+                log.warning("could not accept a connection (%s); trying again", err)
+                await asyncio.sleep(ACCEPT_PAUSE)
+                continue
             task = asyncio.create_task(self._handle(conn))
             self.connections.add(task)
             task.add_done_callback(self._ended)
@@ -158,8 +169,12 @@ class Daemon:
     async def _handle(self, conn: socket.socket) -> None:
         try:
             require_own_peer(conn)
-            conn.settimeout(HELLO_TIMEOUT)
-            message, fds = await asyncio.to_thread(receive, conn)
+            message, fds = await receive_within(conn, HELLO_TIMEOUT)
+            conn.settimeout(HELLO_TIMEOUT)  # for the small answers sent back
+        except TimeoutError:
+            log.warning("refused a peer that sent no request within %g s", HELLO_TIMEOUT)
+            conn.close()
+            return
         except (Unsafe, EOFError, BadFrame, OSError) as err:
             log.warning("refused a connection: %s", err)
             conn.close()

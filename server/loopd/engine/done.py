@@ -28,7 +28,7 @@ from typing import Protocol
 
 from loopd.engine.ports import Emitter
 from loopd.protocol.events import AgentMessageChunk, TextBlock, ToolCallStarted, ToolCallUpdated
-from loopd.protocol.verification import CriterionResult, Seal, Verification
+from loopd.protocol.verification import CriterionResult, ProtectedWrites, Seal, Verification
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +79,9 @@ class DoneChecks(Protocol):
         """A turn starts: what is protected now is what its writes are compared to."""
         ...
 
-    async def protected_writes(self) -> tuple[str, ...]:
-        """The protected paths written since the turn began, sorted."""
+    async def protected_writes(self) -> ProtectedWrites:
+        """The protected paths written since the turn began, sorted, and how far the
+        check looked."""
         ...
 
 
@@ -153,16 +154,17 @@ class DoneState:
         self.cycles += 1
         return Verdict(reenter=reentry_text(results, self.cycles, done))
 
-    def verification(self, seq: int, done: DoneSet, protected: tuple[str, ...]) -> Verification:
+    def verification(self, seq: int, done: DoneSet, protected: ProtectedWrites) -> Verification:
         """The seal now. With criteria, a write the last check did not see (or no check
         at all) is stale; without any, a write is unavailable."""
         stale = bool(done.criteria) and seq > (self.checked_seq or 0)
         return Verification(
             seal=seal_of(self.last, changed=seq > 0, stale=stale),
             criteria=self.last or (),
-            protected_writes=protected,
+            protected_writes=protected.paths,
             incomplete=self.incomplete,
             cycles=self.cycles,
+            watch=protected.watch,
         )
 
 

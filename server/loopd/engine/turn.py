@@ -93,6 +93,6 @@ async def sealed(
     seal = checks.state.verification(checks.write_seq(), checks.done, protected)
     await emitter.emit(VerificationUpdated(seal))
     defined = checks.done.criteria or checks.done.protected
-    if defined and (seal.seal != "clean" or protected):
+    if defined and (seal.seal != "clean" or protected.paths or protected.watch.capped):
         await say(seal.summary().capitalize(), "error" if seal.failed else "note")
     return replace(outcome, verification=seal)

@@ -13,7 +13,10 @@ A server may change its tools while the session lives: on its
 notice arrives in the transport's reader) and `on_change` hears which went and
 which came, under the same naming rules. A call whose answer followed such a notice
 returns only once the new list is in (`McpTool.run` awaits `settled`), as does the
-start of a turn: the model's next request offers the new set.
+start of a turn: the model's next request offers the new set. Notices coalesce: a
+server has at most one listing of a kind under way and one more pending (which
+sees every notice that came meanwhile), so a flood of them costs two listings, and
+`settled` waits for those two, never for notices still coming.
 
 Their resources are listed too, as context the person may @-mention
 (`loopd.mcp.resources`): `mentions()` for the editor, `resolve` to read the
@@ -26,8 +29,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from loopd.engine.ports import Clock
 from loopd.mcp.client import McpClient, McpTimeouts, McpToolInfo
@@ -44,6 +48,7 @@ log = logging.getLogger(__name__)
 LIST_CHANGED = "notifications/tools/list_changed"
 RESOURCES_CHANGED = "notifications/resources/list_changed"
 ToolsChanged = Callable[[Sequence[McpTool], Sequence[McpTool]], None]  # (gone, added)
+Relist = Callable[[], Coroutine[Any, Any, None]]  # one server's listing of one kind
 
 
 def _unheard(gone: Sequence[McpTool], added: Sequence[McpTool]) -> None:
@@ -60,6 +65,7 @@ class McpServers:
     reserved: frozenset[str] = frozenset()
     on_change: ToolsChanged = _unheard
     _relisting: dict[tuple[str, str], asyncio.Task[None]] = field(default_factory=dict)
+    _again: set[tuple[str, str]] = field(default_factory=set)  # a notice came meanwhile
 
     @classmethod
     async def connect(
@@ -102,8 +108,21 @@ class McpServers:
         if relist is None:
             return
         key = (client.name, method)  # lists of one kind run one after another
-        work = functools.partial(relist, client)
-        self._relisting[key] = asyncio.create_task(_after(self._relisting.get(key), work))
+        running = self._relisting.get(key)
+        if running is not None and not running.done():
+            self._again.add(key)  # one listing after this one sees all that came
+            return
+        self._start(key, functools.partial(relist, client))
+
+    def _start(self, key: tuple[str, str], work: Relist) -> None:
+        task = asyncio.create_task(work())
+        self._relisting[key] = task
+        task.add_done_callback(functools.partial(self._listed, key, work))
+
+    def _listed(self, key: tuple[str, str], work: Relist, task: asyncio.Task[None]) -> None:
+        if key in self._again and not task.cancelled():
+            self._again.discard(key)
+            self._start(key, work)
 
     async def _relist_tools(self, client: McpClient) -> None:
         try:
@@ -142,8 +161,12 @@ class McpServers:
         return await resolve(prompt, self.resources)
 
     async def settled(self) -> None:
-        """Returns once every re-listing under way (and any it led to) is done."""
-        while pending := [t for t in self._relisting.values() if not t.done()]:
+        """Returns once every re-listing under way is done, and the one a notice
+        during it asked for: at most two rounds, whatever still comes."""
+        for _ in range(2):
+            pending = [t for t in self._relisting.values() if not t.done()]
+            if not pending:
+                return
             await asyncio.gather(*pending, return_exceptions=True)
 
     def report(self) -> str:
@@ -154,6 +177,7 @@ class McpServers:
         return f"Some MCP servers or tools are not available in this session:\n{lines}\n"
 
     async def aclose(self) -> None:
+        self._again.clear()
         for task in self._relisting.values():
             task.cancel()
         await asyncio.gather(*self._relisting.values(), return_exceptions=True)
@@ -218,12 +242,6 @@ async def _start(
     except BaseException:  # the session's open was cancelled: leave nothing running
         await client.aclose()
         raise
-
-
-async def _after(before: asyncio.Task[None] | None, work: Callable[[], Awaitable[None]]) -> None:
-    if before is not None:
-        await asyncio.gather(before, return_exceptions=True)
-    await work()
 
 
 async def _resources(clients: Sequence[McpClient]) -> tuple[tuple[McpResource, ...], list[str]]:

@@ -23,6 +23,10 @@ Two escalations are never granted by a rule, a mode or a remembered answer:
 - a command or tool that declares it needs the network while the session's grant is
   off asks, even when an allow rule covers it (the rule speaks about the command,
   not about the network); "allow always" grants the network for the session.
+  With network by domain (`by_domain`: `[sandbox] allowed_domains` in a tier that
+  binds the proxy in) there is no whole network to grant: a command's connections
+  are decided one host at a time by the proxy (`loopd.sandbox.netgate`), which asks
+  the person about unknown hosts, so the declaration asks nothing here.
 
 Every allowed call gets a `Grant` (`loopd.policy.grants`) naming exactly the paths,
 network and unsandboxed run it was allowed, which the tools check when it runs.
@@ -69,20 +73,22 @@ class RulePolicy:
         network: NetworkGrant,
         rules: RuleSet = NO_RULES,
         remembered: RuleSet = NO_RULES,
-        home: str | None = None,
+        home: str,
         sandbox_mode: SandboxMode | None = None,
         extra_secrets: Sequence[str] = (),
         readable: Sequence[str] = (),
         grants: CallGrants | None = None,
+        by_domain: bool = False,
     ) -> None:
         self.mode = mode
+        self.by_domain = by_domain
         self.grants = grants or CallGrants()
         self.tier = tier
         self.network = network
         self.rules = rules
         self.remembered = remembered
         self.sandbox_override = sandbox_mode
-        home = os.path.realpath(home or os.path.expanduser("~"))
+        home = os.path.realpath(home)  # the editor's (`loopd.home.home_path`)
         canonical_roots = tuple(os.path.realpath(r) for r in roots)
         self.paths = PathPolicy(
             canonical_roots,
@@ -151,7 +157,7 @@ class RulePolicy:
             case RuleAction.ASK:
                 return self._ask(f"the rule {rule} asks first")
             case RuleAction.ALLOW:
-                if decl.network and not self._network_on():
+                if decl.network and not self._network_on(decl.command is not None):
                     return self._ask(f"{decl.title} needs network access, which is off")
                 return _allow(f"allowed by the rule {rule}")
 
@@ -164,8 +170,11 @@ class RulePolicy:
             "and network; asked every time"
         )
 
-    def _network_on(self) -> bool:
-        return self.network.granted or self.sandbox_mode is SandboxMode.FULL_ACCESS
+    def _network_on(self, command: bool = False) -> bool:
+        """Whether the network a call declares is there; by domain only for commands
+        (the proxy carries theirs; a tool's own network is loopd's)."""
+        full_access = self.sandbox_mode is SandboxMode.FULL_ACCESS
+        return (command and self.by_domain) or self.network.granted or full_access
 
     def _builtin_denial(self, decl: Declaration) -> PolicyDecision | None:
         for path in decl.reads:
@@ -191,7 +200,7 @@ class RulePolicy:
     def _command(self, command: str, network: bool) -> PolicyDecision:
         full_access = self.sandbox_mode is SandboxMode.FULL_ACCESS
         contained = self.tier.contains_writes and not full_access
-        if network and not self._network_on():
+        if network and not self._network_on(command=True):
             return self._ask("the command needs network access, which is off")
         if is_safe_command(command, sandboxed=contained):
             return _allow("a read-only command")

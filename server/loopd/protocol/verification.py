@@ -35,15 +35,35 @@ class CriterionResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Watch:
+    """How far the check for protected writes looked: `files` were compared;
+    `capped` says it stopped at its cap, so a write to a file past it went unseen
+    (said, never implied away)."""
+
+    files: int = 0
+    capped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ProtectedWrites:
+    """The protected paths a turn wrote (sorted, as shown), and how far it looked."""
+
+    paths: tuple[str, ...] = ()
+    watch: Watch = Watch()
+
+
+@dataclass(frozen=True, slots=True)
 class Verification:
     """The seal of one turn, with what it rests on. `protected_writes` are the
-    protected paths written during the turn: shown to the person, never hidden."""
+    protected paths written during the turn: shown to the person, never hidden;
+    `watch` is how far the check for them looked."""
 
     seal: Seal
     criteria: tuple[CriterionResult, ...] = ()
     protected_writes: tuple[str, ...] = ()
     incomplete: bool = False
     cycles: int = 0  # how many times the turn re-entered on unmet criteria
+    watch: Watch = Watch()
 
     def named(self, state: CriterionState) -> tuple[str, ...]:
         """The criteria in `state`, sorted: compared between cycles and read by people."""
@@ -71,6 +91,11 @@ class Verification:
             head += f"; could not check {', '.join(unavailable)}"
         if self.protected_writes:
             head += f"; protected files written: {', '.join(self.protected_writes)}"
+        if self.watch.capped:
+            head += (
+                f"; only the first {self.watch.files:,} files were checked for protected"
+                " writes (the rest were not)"
+            )
         return f"verification {head}"
 
     def to_wire(self) -> dict[str, Any]:
@@ -84,6 +109,7 @@ class Verification:
                 {"name": c.name, "state": c.state, "exitCode": c.exit_code} for c in self.criteria
             ],
             "protectedWrites": list(self.protected_writes),
+            "protectedWatched": {"files": self.watch.files, "capped": self.watch.capped},
             "cycles": self.cycles,
             "summary": self.summary(),
         }

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import uuid
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast, get_args
 
 from loopd.engine.ports import Emitter
+from loopd.home import home_path
 from loopd.policy.modes import Mode, parse_mode
 from loopd.policy.paths import PathIssue
 from loopd.policy.rules import RuleSet
@@ -42,6 +44,7 @@ from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import AgentMessageChunk, ConfigOption, Prompt
 from loopd.protocol.turns import Outcome, StopReason
+from loopd.runtimes.acp_bounds import ChildBounds, TurnBounds
 from loopd.runtimes.acp_gate import AcpGuard, command_of
 from loopd.runtimes.acp_terminals import AcpTerminals
 from loopd.runtimes.acp_wire import event_of, options_of, paths_of, prompt_blocks
@@ -70,7 +73,7 @@ class AcpSettings:
     """How to start the agent (its command, arguments and added environment) and the
     boundary its commands run in: loopd's rules, the sandbox's boundary and probe
     (called once a session opens; the default finds no sandbox, so every command that
-    is not read-only asks), the output limits."""
+    is not read-only asks), the output limits and the child's own bounds."""
 
     command: str
     args: tuple[str, ...] = ()
@@ -80,6 +83,7 @@ class AcpSettings:
     boundary: Boundary = NO_BOUNDARY
     probe: Callable[[], SandboxProbe] = _no_sandbox
     limits: ToolLimits = field(default_factory=ToolLimits)
+    bounds: ChildBounds = field(default_factory=ChildBounds)
 
 
 class AcpRuntimeFactory:
@@ -131,12 +135,21 @@ class AcpRuntime:
             boundary=settings.boundary,
             probe=probe,
             env=settings.base_env,
-            home=settings.base_env.get("HOME") or os.path.expanduser("~"),
+            home=home_path(settings.base_env),
         )
         self._paths = self._guard.policy.paths
         self._files = BeneathFiles(self._paths)
         self._terminals = self._new_terminals()
         self._watcher: asyncio.Task[None] | None = None
+        # The latest turn's account: its updates, and those after it until the next
+        # (the SDK may hand over a turn's last updates after its answer).
+        self._account = TurnBounds(settings.bounds.update_bytes)
+        self._turn: TurnBounds | None = None  # the running turn's
+        self._graces: set[asyncio.Task[None]] = set()
+
+    @property
+    def bounds(self) -> ChildBounds:
+        return self._settings.bounds
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -148,7 +161,7 @@ class AcpRuntime:
         terminals = self._terminals = self._new_terminals()
         child = await ChildConnection.spawn(
             s.command, s.args, env, self._ctx.cwd, self._on_update, self._on_question, self._files,
-            self._may_write, terminals,
+            self._may_write, terminals, s.bounds.message_bytes,
         )  # fmt: skip
         try:
             self._child_session, options = await child.open_session(
@@ -232,23 +245,64 @@ class AcpRuntime:
         turn_id = f"turn_{uuid.uuid4().hex[:12]}"
         self._granted.clear()
         self._guard.begin_turn()
+        turn = self._turn = self._account = TurnBounds(self.bounds.update_bytes)
         try:
             child = await self._running()
             stop = await child.prompt(self._child_session or "", prompt_blocks(prompt))
         except asyncio.CancelledError:
             raise
         except Exception as err:
-            log.warning("ACP agent turn failed", exc_info=True)
-            await self._say(f"The agent failed: {err}")
+            if turn.stopped is None:
+                log.warning("ACP agent turn failed", exc_info=True)
+                await self._say(f"The agent failed: {err}")
             await self.close()  # the next turn starts it again
-            return Outcome(turn_id, "refusal", error=str(err))
-        return Outcome(turn_id, stop_reason(stop))
+            return self._outcome(turn_id, turn, "refusal", str(err))
+        finally:
+            self._turn = None
+            for grace in self._graces:
+                grace.cancel()
+        return self._outcome(turn_id, turn, stop_reason(stop), None)
+
+    def _outcome(
+        self, turn_id: str, turn: TurnBounds, stop: StopReason, err: str | None
+    ) -> Outcome:
+        """How the turn ended: as loopd stopped it, if it did (a cancel past its grace
+        ends cancelled; a flood ends at its limit, saying so), else as it went."""
+        match turn.stopped:
+            case None:
+                return Outcome(turn_id, stop, error=err)
+            case "max_turn_requests":
+                return Outcome(turn_id, turn.stopped, error=self._flooded())
+            case stopped:
+                return Outcome(turn_id, stopped)
 
     async def cancel(self) -> None:
-        """Cancel the child's turn and stop every command its terminals run."""
-        if self._child is not None and self._child_session:
-            await self._child.cancel(self._child_session)
+        """Cancel the child's turn and stop every command its terminals run; a child
+        still in the turn `cancel_grace` seconds later is killed."""
+        await self._stop_turn("cancelled")
         await self._terminals.kill_all()
+
+    async def _stop_turn(self, why: StopReason) -> None:
+        child, turn = self._child, self._turn
+        if child is None or not self._child_session:
+            return
+        await child.cancel(self._child_session)
+        if turn is not None:
+            grace = asyncio.create_task(self._expire(child, turn, why))
+            self._graces.add(grace)
+            grace.add_done_callback(self._graces.discard)
+
+    async def _expire(self, child: ChildConnection, turn: TurnBounds, why: StopReason) -> None:
+        await asyncio.sleep(self.bounds.cancel_grace)
+        if self._turn is turn:
+            turn.stopped = turn.stopped or why
+            child.kill(f"the ACP agent kept its turn {self.bounds.cancel_grace:g} s after cancel")
+
+    def _flooded(self) -> str:
+        return (
+            f"The agent sent more than {self.bounds.update_bytes:,} bytes of updates in one"
+            " turn: loopd stopped the turn, and the rest was neither shown nor kept."
+        )
 
     async def _running(self) -> ChildConnection:
         if self._child is None or not self._child.alive:
@@ -268,11 +322,25 @@ class AcpRuntime:
     # -- what the child sends ---------------------------------------------------------
 
     async def _on_update(self, update: Mapping[str, Any]) -> None:
+        if not await self._within_budget(update):
+            return
         if update.get("sessionUpdate") == "config_option_update":
             self._child_options = tuple(options_of(update.get("configOptions") or ()))
         event = event_of(update)
         if event is not None:
             await self._emitter.emit(self._terminals.shown(event))
+
+    async def _within_budget(self, update: Mapping[str, Any]) -> bool:
+        """Whether `update` may still be journaled and relayed; the first one past
+        the turn's budget stops the turn (said once)."""
+        turn = self._account
+        if turn.take(len(json.dumps(update, separators=(",", ":")))):
+            return True
+        if turn.stopped is None:
+            turn.stopped = "max_turn_requests"
+            await self._say(self._flooded())
+            await self._stop_turn("max_turn_requests")
+        return False
 
     async def _on_question(self, question: Question) -> ApprovalDecision:
         """The child's permission request, decided by loopd's mode, then the person."""

@@ -5,7 +5,8 @@ client methods loopd serves it.
 updates and questions come back through two callbacks, files and terminals are
 served by plain objects (`FileAccess`, `AcpTerminals`) whose refusals become JSON-RPC
 errors here, and the process is watched so that a child that dies fails the request
-it was serving instead of hanging it.
+it was serving instead of hanging it. Its stdout is read through `BoundedReader`:
+a message longer than the bound stops the child, and fails that request too.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import signal
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +51,7 @@ from loopd import __version__
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.errors import RuntimeFailure
 from loopd.protocol.events import ConfigOption
+from loopd.runtimes.acp_bounds import READ_CHUNK, BoundedReader
 from loopd.runtimes.acp_terminals import AcpTerminals, TerminalRefused, UnknownTerminal
 from loopd.runtimes.acp_wire import options_of
 from loopd.runtimes.base import McpServerConfig
@@ -55,7 +59,6 @@ from loopd.tools.env import FileAccess
 
 log = logging.getLogger(__name__)
 
-STDIO_LIMIT = 50 * 1024 * 1024
 CLOSE_GRACE = 2.0
 REFUSED = -32600  # as loopd's own ACP agent refuses a request it will not serve
 
@@ -220,9 +223,14 @@ def _option(options: Sequence[Mapping[str, Any]], decision: ApprovalDecision) ->
 
 class ChildConnection:
     def __init__(
-        self, proc: asyncio.subprocess.Process, conn: ClientSideConnection, served: _Served
+        self,
+        proc: asyncio.subprocess.Process,
+        conn: ClientSideConnection,
+        served: _Served,
+        broken: list[str],
     ) -> None:
         self._proc, self._conn, self._served = proc, conn, served
+        self._broken = broken  # why loopd stopped the child, once it did
         self.load_session = False
 
     @classmethod
@@ -237,10 +245,12 @@ class ChildConnection:
         files: FileAccess,
         may_write: Callable[[str], bool],
         terminals: AcpTerminals,
+        message_bytes: int,
     ) -> ChildConnection:
+        """Start the child and initialize it; `message_bytes` bounds each message."""
         try:
             proc = await asyncio.create_subprocess_exec(
-                command, *args, env=dict(env), cwd=cwd, limit=STDIO_LIMIT,
+                command, *args, env=dict(env), cwd=cwd, limit=READ_CHUNK,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.DEVNULL, start_new_session=True,
             )  # fmt: skip
@@ -248,8 +258,15 @@ class ChildConnection:
             raise RuntimeFailure(f"cannot start the ACP agent {command!r}: {err}") from err
         served = _Served(on_update, on_question, files, may_write, terminals)
         assert proc.stdin is not None and proc.stdout is not None
-        conn = connect_to_agent(served, proc.stdin, proc.stdout)  # type: ignore[arg-type]
-        child = cls(proc, conn, served)
+        broken: list[str] = []
+
+        def too_long(size: int) -> None:
+            broken.append(f"the ACP agent sent a message of more than {message_bytes:,} bytes")
+            _kill(proc)
+
+        reader = BoundedReader(proc.stdout, message_bytes, too_long)
+        conn = connect_to_agent(served, proc.stdin, reader)  # type: ignore[arg-type]
+        child = cls(proc, conn, served, broken)
         caps = ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
         )
@@ -307,6 +324,12 @@ class ChildConnection:
         with contextlib.suppress(Exception):
             await self._conn.cancel(session_id=session)
 
+    def kill(self, why: str) -> None:
+        """Stop the child at once (and what it started in its process group): the
+        request it serves fails with `why`."""
+        self._broken.append(why)
+        _kill(self._proc)
+
     async def close(self) -> None:
         with contextlib.suppress(Exception):
             await self._conn.close()
@@ -326,10 +349,19 @@ class ChildConnection:
             done, _ = await asyncio.wait({answer, died}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             died.cancel()
-        if answer in done:
+        if answer in done and not self._broken:
             return answer.result()
+        if answer.done() and not answer.cancelled():
+            answer.exception()  # retrieved: the child's end says why it failed
         answer.cancel()
+        if self._broken:
+            raise RuntimeFailure(self._broken[0])
         raise RuntimeFailure(f"the ACP agent exited (code {self._proc.returncode})")
+
+
+def _kill(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # its own group (start_new_session)
 
 
 def _dump(options: Any) -> list[dict[str, Any]]:

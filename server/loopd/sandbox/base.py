@@ -15,12 +15,16 @@ from typing import Protocol
 
 @dataclass(frozen=True, slots=True)
 class CommandSpec:
-    """What a command may touch. Paths are absolute and canonical."""
+    """What a command may touch. Paths are absolute and canonical. `proxy` is the
+    host path of the network proxy's socket (`loopd.sandbox.netgate`): a tier that
+    can bind it in gives the command that network and no other; the others ignore
+    it, and their network stays `network`."""
 
     argv: tuple[str, ...]
     cwd: str
     writable_roots: tuple[str, ...] = ()
     network: bool = False
+    proxy: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

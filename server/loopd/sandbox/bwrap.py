@@ -14,10 +14,17 @@ cover earlier ones):
           --tmpfs D --remount-ro D ...          missing protected folders, empty, frozen
           --ro-bind /dev/null F ...             secret files read as nothing
           --tmpfs D --remount-ro D ...          secret folders read as empty
-          --unshare-pid --unshare-ipc --unshare-user[-try] [--disable-userns]
+          --unshare-pid --unshare-ipc --cap-drop ALL --unshare-user[-try] [--disable-userns]
           [--unshare-net]                       unless the network is granted
           [--seccomp 3]                         unless Unix sockets are listed
           --chdir CWD -- [HELPER CONFIG --] ARGV
+
+With a network proxy (`CommandSpec.proxy`, network by domain) the network is always
+unshared, the proxy's socket is bound in read-only (`relay.INSIDE_SOCKET`) and the
+helper runs: it starts the in-sandbox relay (`loopd.sandbox.relay`) on the private
+loopback, then installs the socket filter itself, and the proxy variables point
+clients at the relay. A granted network never applies then: the proxy is the only
+way out.
 
 `--unshare-pid` makes the command's process tree die with it: when the command exits,
 its pid namespace is torn down, so a background process cannot outlive it.
@@ -48,7 +55,7 @@ from dataclasses import dataclass, field
 
 from loopd.policy.network import NetworkGrant
 from loopd.policy.paths import contains
-from loopd.sandbox import landlock_syscalls
+from loopd.sandbox import landlock_syscalls, relay
 from loopd.sandbox.base import CommandSpec, PreparedCommand, sanitized_env
 from loopd.sandbox.hide import Hidden, covered_by, hidden_view
 from loopd.sandbox.protect import protection
@@ -95,35 +102,47 @@ class BwrapSandbox:
 
     def prepare(self, spec: CommandSpec) -> PreparedCommand:
         writable = () if self.read_only else tuple(dict.fromkeys(self.roots + spec.writable_roots))
-        network = spec.network or self.network.granted
+        network = (spec.network or self.network.granted) and spec.proxy is None
         masks = scan((*self.roots, spec.cwd), writable, self.home, self.extra_secrets)
         hidden = hidden_view(
             self.home, self.roots, self.extra_secrets, self.home_readable, self.unix_sockets
         )
-        mounts = self._mounts(writable, spec.cwd, masks, hidden)
+        helper = self.landlock or spec.proxy is not None
+        mounts = self._mounts(writable, spec, masks, hidden, helper)
         argv = [self.bwrap, *mounts, *self._namespaces(network)]
-        by_bwrap = not self.unix_sockets and not self.landlock  # else the helper filters
+        by_bwrap = not self.unix_sockets and not helper  # else the helper filters
         argv += ["--seccomp", "3"] if by_bwrap else []
-        argv += ["--chdir", spec.cwd, "--", *self._inner(spec.argv, writable, network)]
+        inner = self._inner(spec.argv, writable, network, spec.proxy) if helper else spec.argv
+        argv += ["--chdir", spec.cwd, "--", *inner]
         if by_bwrap:
             argv = [shutil.which("sh") or "/bin/sh", "-c", 'exec "$@" 3<"$0"', filter_file(), *argv]
         env = sanitized_env(self.base_env)
         env["TMPDIR"] = SANDBOX_TMP
+        if spec.proxy is not None:
+            env |= relay.proxy_env()
         return PreparedCommand(tuple(argv), env, spec.cwd, landlock_syscalls.die_with_parent)
 
     def _mounts(
-        self, writable: tuple[str, ...], cwd: str, masks: Masks, hidden: Hidden
+        self,
+        writable: tuple[str, ...],
+        spec: CommandSpec,
+        masks: Masks,
+        hidden: Hidden,
+        helper: bool,
     ) -> list[str]:
+        cwd = spec.cwd
         args = ["--new-session", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev"]
         args += ["--proc", "/proc"] if self.features.proc else []
         args += ["--tmpfs", SANDBOX_TMP]
+        if spec.proxy is not None:
+            args += ["--ro-bind", spec.proxy, relay.INSIDE_SOCKET]
         for path in hidden.tmpfs:
             args += ["--tmpfs", path]
         for source, target in hidden.shown:
             args += ["--ro-bind", source, target]
         for root in writable:
             args += ["--bind", root, root]
-        for path in dict.fromkeys((*self.roots, cwd, *(_helper_paths() if self.landlock else ()))):
+        for path in dict.fromkeys((*self.roots, cwd, *(_helper_paths() if helper else ()))):
             # Paths under /tmp or a hidden folder were covered: show them again, read-only.
             covered = contains(SANDBOX_TMP, path) or covered_by(hidden, path)
             if covered and not any(contains(w, path) for w in writable):
@@ -140,18 +159,26 @@ class BwrapSandbox:
         return args
 
     def _namespaces(self, network: bool) -> list[str]:
-        args = ["--unshare-pid", "--unshare-ipc"]
+        """`--cap-drop ALL`: run by root, bwrap would otherwise leave the command every
+        capability inside its user namespace (enough to ptrace the relay, or to
+        unmount what hides a secret); unprivileged, it already has none."""
+        args = ["--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
         args.append("--unshare-user" if self.features.unshare_user else "--unshare-user-try")
         args += ["--disable-userns"] if self.features.disable_userns else []
         return args + ([] if network else ["--unshare-net"])
 
-    def _inner(self, argv: tuple[str, ...], writable: tuple[str, ...], network: bool) -> list[str]:
-        if not self.landlock:
-            return list(argv)
+    def _inner(
+        self, argv: tuple[str, ...], writable: tuple[str, ...], network: bool, proxy: str | None
+    ) -> list[str]:
+        """The helper's argv: Landlock when stacked (TCP left to the namespace when the
+        relay must reach the loopback), the socket filter, the relay."""
         config = {
-            "writable": [*writable, SANDBOX_TMP, "/dev/null"],
-            "deny_network": not network,
+            "writable": [*writable, SANDBOX_TMP, "/dev/null"] if self.landlock else None,
+            "deny_network": not network and proxy is None,
             "seccomp": None if self.unix_sockets else _filter_text(),
+            "relay": None
+            if proxy is None
+            else {"socket": relay.INSIDE_SOCKET, "port": relay.PROXY_PORT},
         }
         python, helper = _helper_files()
         return [python, "-I", "-S", helper, json.dumps(config), "--", *argv]
@@ -166,7 +193,7 @@ def _helper_paths() -> tuple[str, ...]:
     """What the helper needs to be visible: the interpreter with its standard library
     (its prefix), and the script."""
     python, helper = _helper_files()
-    return python, os.path.realpath(sys.base_prefix), helper
+    return python, os.path.realpath(sys.base_prefix), helper, os.path.realpath(relay.__file__)
 
 
 def _filter_text() -> str:

@@ -23,7 +23,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1
@@ -143,13 +143,27 @@ def die_with_parent() -> None:
     _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0))
 
 
+def _relay() -> dict[str, Any]:
+    """`relay.py`, this file's sibling, loaded by path: loopd is not importable here,
+    and `runpy` would cost the command more start-up than the file itself."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "relay.py")
+    namespace: dict[str, Any] = {"__name__": "loopd_relay"}
+    with open(path, encoding="utf-8") as source:
+        exec(compile(source.read(), path, "exec"), namespace)  # loopd's own file, read-only
+    return namespace
+
+
 def main(argv: Sequence[str]) -> NoReturn:
     """`CONFIG -- ARGV...`: CONFIG is JSON {"writable": [...] or null (no Landlock),
-    "deny_network": bool, "seccomp": base64 filter program or null}."""
+    "deny_network": bool, "seccomp": base64 filter program or null, "relay":
+    {"socket": path, "port": n} or null}. The relay (`relay.py`, this file's
+    sibling) starts first: it needs the Unix sockets the filter then takes away."""
     if len(argv) < 3 or argv[1] != "--":
         sys.stderr.write("usage: landlock_syscalls.py CONFIG -- ARGV...\n")
         sys.exit(2)
     config = json.loads(argv[0])
+    if config.get("relay"):
+        _relay()["start"](config["relay"]["socket"], int(config["relay"]["port"]))
     if config.get("writable") is not None:
         restrict(config["writable"], bool(config["deny_network"]))
     if config.get("seccomp"):

@@ -19,6 +19,8 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from loopd.home import home_path
+from loopd.policy.domains import DomainLists
 from loopd.policy.modes import Mode, SandboxMode
 from loopd.policy.network import NetworkGrant
 from loopd.sandbox.base import CommandSandbox, CommandSpec, Unsandboxed
@@ -187,7 +189,8 @@ def select_sandbox(
 ) -> CommandSandbox:
     """The sandbox for a session: the probe's best tier, configured for the mode
     (plan mounts the roots read-only; full access runs commands unsandboxed). `env` is
-    only a source: each tier builds the command's environment from scratch."""
+    only a source: each tier builds the command's environment from scratch. The home
+    hidden is `home`, else `env`'s (the editor's, never this process's)."""
     sandbox_mode = mode.sandbox if isinstance(mode, Mode) else mode
     if sandbox_mode is SandboxMode.FULL_ACCESS:
         return Unsandboxed(dict(env))
@@ -200,7 +203,7 @@ def select_sandbox(
                 dict(env),
                 canonical,
                 network_grant,
-                os.path.realpath(home or os.path.expanduser("~")),
+                os.path.realpath(home or home_path(env)),
                 read_only=read_only,
                 bwrap=probe.bwrap_path or "bwrap",
                 features=probe.bwrap_features or BwrapFeatures(),
@@ -226,11 +229,13 @@ def select_sandbox(
 @dataclass(frozen=True, slots=True)
 class Boundary:
     """What a session's sandbox hides and lets through beyond its defaults: loopd's
-    own folders (`private`), home entries shown to commands, Unix sockets allowed."""
+    own folders (`private`), home entries shown to commands, Unix sockets allowed,
+    and the domain lists of network by domain (None: not configured)."""
 
     private: tuple[str, ...] = ()
     home_readable: tuple[str, ...] = ()
     unix_sockets: tuple[str, ...] = ()
+    domains: DomainLists | None = None
 
     def sandbox(
         self,

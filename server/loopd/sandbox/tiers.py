@@ -27,5 +27,13 @@ class Tier(StrEnum):
         """Secret files are unreadable inside this tier (not just to the file tools)."""
         return self in (Tier.BWRAP_LANDLOCK, Tier.BWRAP)
 
+    @property
+    def binds_proxy(self) -> bool:
+        """Network by domain holds here: the command has a network namespace of its
+        own, and the proxy's socket, bound in, is its only way out. Landlock rules
+        TCP by port, not by address, and the netns tier has no mount namespace to
+        bind the socket into, so neither can confine a command to the proxy."""
+        return self in (Tier.BWRAP_LANDLOCK, Tier.BWRAP)
+
 
 TIER_ORDER: tuple[Tier, ...] = tuple(Tier)

@@ -26,7 +26,10 @@ port 0, answers `tools/call` as an SSE stream (notices first, then the answer) a
 everything else as JSON, hands out an `Mcp-Session-Id` at `initialize`, refuses a
 request without one (400) or with one it no longer knows (404: `expire()` forgets
 the current one; with `forgetful` set, every one), and records every request's
-method and headers, and DELETEs.
+method and headers, and DELETEs. To attack a client: `padding` bytes are added to
+each `tools/call` answer's text, sent as JSON instead of SSE with `plain`;
+`failing` answers every request after `initialize` with an HTTP 500 of that many
+bytes; notices queued on `fake.notices` go out before the next answer.
 """
 
 from __future__ import annotations
@@ -249,6 +252,9 @@ class FakeMcpHttpServer:
         self.fake = Fake(version, resources)
         self.session: str | None = None  # the one it knows; a new one at each initialize
         self.forgetful = False
+        self.padding = 0
+        self.plain = False
+        self.failing = 0
         self.started = 0
         self.requests: list[tuple[str, dict[str, str]]] = []  # (method, lower headers)
         self.deleted: list[str] = []
@@ -300,12 +306,17 @@ def _handler_for(fake: FakeMcpHttpServer) -> type[BaseHTTPRequestHandler]:
                 status = 400 if given is None else 404
                 self._send(status, b'{"error": "no session"}', {"Content-Type": "application/json"})
                 return
+            elif fake.failing and "id" in message:
+                self._send_endlessly(500, fake.failing)
+                return
             reply = fake.fake.reply_to(message)
+            if reply is not None and method == "tools/call" and "result" in reply:
+                reply["result"]["content"][0]["text"] += "p" * fake.padding
             if reply is None and method == "tools/call":
                 fake.closing.wait(30)  # a hanging call: held until the test ends
             if reply is None:
                 self._send(202, b"", {})
-            elif method == "tools/call":
+            elif method == "tools/call" and not fake.plain:
                 notice = {"jsonrpc": "2.0", "method": "notifications/message", "params": {}}
                 out = (notice, *fake.fake.take_notices(), reply)
                 events = "".join(f"event: message\ndata: {json.dumps(m)}\n\n" for m in out)
@@ -315,6 +326,19 @@ def _handler_for(fake: FakeMcpHttpServer) -> type[BaseHTTPRequestHandler]:
                 extra = {"Mcp-Session-Id": session} if method == "initialize" else {}
                 headers = {"Content-Type": "application/json", **extra}
                 self._send(200, json.dumps(reply).encode(), headers)
+
+        def _send_endlessly(self, status: int, size: int) -> None:
+            """`size` bytes of body, in pieces, until sent or the client hangs up."""
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            piece = b"e" * 65536
+            try:
+                for _ in range(size // len(piece)):
+                    self.wfile.write(piece)
+            except OSError:
+                self.close_connection = True
 
         def _send(self, status: int, data: bytes, headers: dict[str, str]) -> None:
             self.send_response(status)

@@ -2,18 +2,22 @@
 
 Run as `python -m loopd.testing.scripted_acp SCRIPT.json`. The script is JSON:
 
-    {"log": "/path/log.jsonl", "turns": [[STEP, ...], ...]}
+    {"log": "/path/log.jsonl", "turns": [[STEP, ...], ...], "resume": false}
 
 Each prompt plays the next turn's steps in order (the last turn repeats), then ends
-with `end_turn`, or `cancelled` when a `session/cancel` came. A step is one of:
+with `end_turn`, or `cancelled` when a `session/cancel` came. A child started
+again plays from the first turn, or with `resume` from the turn after the last one
+any child of this script began (each beginning is logged, `{"turn": N}`). A step is one of:
 
 - `{"call": METHOD, "params": {...}, "as": NAME, "background": false}`: a request to
   the client (loopd), wire params without `sessionId`; a string `"$NAME"` anywhere in
   the params is the `terminalId` an earlier call saved `as` NAME. With `background`
   the request runs alongside the next steps; `{"join": true}` waits for those.
 - `{"update": {...}}`: a `session/update` (`"$NAME"` substituted too);
-- `{"say": TEXT}`: an agent message chunk;
+- `{"say": TEXT}`: an agent message chunk (with `"repeat": N`, TEXT N times in the
+  one chunk; with `"times": N`, N such chunks: a flood);
 - `{"wait_cancel": true}`: wait until the turn is cancelled;
+- `{"hang": true}`: never go on, cancelled or not (a child that ignores cancel);
 - `{"exit": CODE}`: the agent dies on the spot (a crash).
 
 Every answer is appended to the log as one JSON line, `{"call": METHOD, "result": ...}`
@@ -46,13 +50,18 @@ class ScriptedAgent(Agent):
     def __init__(self, script: dict[str, Any]) -> None:
         self.turns: list[list[dict[str, Any]]] = script["turns"]
         self.log = Path(script["log"])
-        self.played = 0
+        self.played = self._begun() if script.get("resume") else 0
         self.saved: dict[str, Any] = {}
         self.cancelled = asyncio.Event()
         self.background: list[asyncio.Task[None]] = []
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
+
+    def _begun(self) -> int:
+        """How many turns children of this script began."""
+        lines = self.log.read_text().splitlines() if self.log.exists() else []
+        return sum(1 for line in lines if line.startswith('{"turn"'))
 
     def _write(self, entry: dict[str, Any]) -> None:
         with self.log.open("a") as f:
@@ -87,6 +96,7 @@ class ScriptedAgent(Agent):
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         self.cancelled.clear()
         steps = self.turns[min(self.played, len(self.turns) - 1)]
+        self._write({"turn": self.played})
         self.played += 1
         for step in steps:
             await self._play(session_id, step)
@@ -107,13 +117,17 @@ class ScriptedAgent(Agent):
                 "session/update", {"sessionId": session_id, "update": update}
             )
         elif "say" in step:
+            text = step["say"] * int(step.get("repeat", 1))
             chunk = {"sessionUpdate": "agent_message_chunk",
-                     "content": {"type": "text", "text": step["say"]}}  # fmt: skip
-            await raw.send_notification(
-                "session/update", {"sessionId": session_id, "update": chunk}
-            )
+                     "content": {"type": "text", "text": text}}  # fmt: skip
+            for _ in range(int(step.get("times", 1))):
+                await raw.send_notification(
+                    "session/update", {"sessionId": session_id, "update": chunk}
+                )
         elif step.get("wait_cancel"):
             await self.cancelled.wait()
+        elif step.get("hang"):
+            await asyncio.Event().wait()
         elif step.get("join"):
             await self._join()
         elif "exit" in step:

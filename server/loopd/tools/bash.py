@@ -39,10 +39,12 @@ from loopd.policy.grants import Grant, current_grant
 from loopd.policy.paths import SECRET_DIR_NAMES, is_secret_name
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import TerminalContent, TextBlock, ToolKind
-from loopd.sandbox.base import CommandSpec, PreparedCommand
+from loopd.sandbox.base import CommandSandbox, CommandSpec, PreparedCommand
 from loopd.sandbox.landlock_syscalls import die_with_parent
+from loopd.sandbox.netgate import Lease
+from loopd.sandbox.tiers import Tier
 from loopd.tools.base import Args, failure
-from loopd.tools.env import EditorTerminals, ToolEnv
+from loopd.tools.env import RUNNING_CALL, EditorTerminals, ToolEnv
 from loopd.tools.output import HeadTail, LiveView, Spill
 from loopd.tools.processes import Finished, run_captured
 
@@ -93,34 +95,51 @@ class Bash:
         )
 
     async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
-        command: str = args["command"]
-        timeout = _timeout(args, env)
         grant = current_grant()
         unsandboxed = args.get("sandbox") is False
         if unsandboxed and not grant.unsandboxed:
             return failure("Running outside the sandbox was not approved for this call.")
         sandbox = env.outside if unsandboxed else env.sandbox
-        network = bool(args.get("network", False)) and grant.network
-        spec = CommandSpec(("bash", "-c", command), env.cwd, env.roots, network)
-        prepared = await asyncio.to_thread(sandbox.prepare, spec)  # walks the tree for masks
-        if not is_safe_command(command, sandboxed=sandbox.tier != "none"):
-            env.changes.ledger.note()  # it may write anything: a check before it is stale
+        gate = env.network if not unsandboxed and sandbox.tier in _PROXY_TIERS else None
+        if gate is None:
+            return await _command(args, env, progress, sandbox, None)
+        title = f"`{args['command']}`"
         if args.get("background", False):
-            return await _start_background(prepared, command, env)
-        terminals, argv = env.editor_terminals(), editor_argv(prepared)
-        terminal_id: str | None = None
-        kept = ""
-        if terminals is not None and argv is not None:
-            finished, output, terminal_id = await _run_in_editor(
-                terminals, argv, prepared.cwd, timeout, env, progress
-            )
-        else:
-            finished, output, kept = await _run_here(prepared, timeout, env, progress)
-        notes = _sandbox_notes(command, finished, output, sandbox.tier, grant)
-        result = _result(finished, output, timeout, env, notes, kept)
-        if terminal_id is not None:  # the editor keeps showing the terminal
-            result = replace(result, content=(TerminalContent(terminal_id),))
-        return result
+            lease = await gate.background_lease(RUNNING_CALL.get(), title)
+            return await _command(args, env, progress, sandbox, lease)
+        async with gate.lease(RUNNING_CALL.get(), title) as lease:
+            return await _command(args, env, progress, sandbox, lease)
+
+
+async def _command(
+    args: Args, env: ToolEnv, progress: ToolProgress, sandbox: CommandSandbox, lease: Lease | None
+) -> ToolResult:
+    """Run the command in `sandbox`; with a `lease`, its network is the lease's proxy."""
+    command: str = args["command"]
+    timeout = _timeout(args, env)
+    grant = current_grant()
+    network = bool(args.get("network", False)) and grant.network and lease is None
+    proxy = lease.socket if lease is not None else None
+    spec = CommandSpec(("bash", "-c", command), env.cwd, env.roots, network, proxy)
+    prepared = await asyncio.to_thread(sandbox.prepare, spec)  # walks the tree for masks
+    if not is_safe_command(command, sandboxed=sandbox.tier != "none"):
+        env.changes.ledger.note()  # it may write anything: a check before it is stale
+    if args.get("background", False):
+        return await _start_background(prepared, command, env)
+    terminals, argv = env.editor_terminals(), editor_argv(prepared)
+    terminal_id: str | None = None
+    kept = ""
+    if terminals is not None and argv is not None:
+        finished, output, terminal_id = await _run_in_editor(
+            terminals, argv, prepared.cwd, timeout, env, progress
+        )
+    else:
+        finished, output, kept = await _run_here(prepared, timeout, env, progress)
+    notes = _sandbox_notes(command, finished, output, sandbox.tier, grant, lease)
+    result = _result(finished, output, timeout, env, notes, kept, lease)
+    if terminal_id is not None:  # the editor keeps showing the terminal
+        result = replace(result, content=(TerminalContent(terminal_id),))
+    return result
 
 
 async def _run_here(
@@ -247,15 +266,22 @@ _NET_DENIALS = re.compile(
     re.I,
 )
 _SOCKETS = re.compile(r"\bsocket|\.sock\b|AF_UNIX", re.I)
+_PROXY_TIERS = frozenset(t.value for t in Tier if t.binds_proxy)
 _CONTAINING_TIERS = ("bwrap", "bwrap+landlock", "landlock", "netns")
 _MASKING_TIERS = ("bwrap", "bwrap+landlock")
 
 
 def _sandbox_notes(
-    command: str, finished: Finished, output: HeadTail, tier: str, grant: Grant
+    command: str,
+    finished: Finished,
+    output: HeadTail,
+    tier: str,
+    grant: Grant,
+    lease: Lease | None = None,
 ) -> str:
     """What the person and the model should know about the sandbox's part in this
-    result: a failure that looks like its refusal, and secrets it masked."""
+    result: a failure that looks like its refusal, the proxy's connections, and
+    secrets it masked."""
     if tier not in _CONTAINING_TIERS:
         return ""
     lines = output.render(64 * 1024).splitlines()
@@ -272,7 +298,7 @@ def _sandbox_notes(
             "work around it."
         )
     elif finished.exit_code not in (0, None):
-        if network and not grant.network:
+        if network and not grant.network and lease is None:
             notes.append(
                 f"The {tier} sandbox has the network off. If the command needs it, run it "
                 'again with "network": true; the user may be asked.'
@@ -286,6 +312,8 @@ def _sandbox_notes(
                 'Only if the command truly needs that, run it again with "sandbox": false; '
                 "the user is always asked."
             )
+    if lease is not None and lease.requests:
+        notes.append(_proxy_notes(lease))
     if tier in _MASKING_TIERS and _mentions_secret(command):
         notes.append(
             f"Secret files (.env, keys, ~/.ssh and other credentials) are hidden from "
@@ -293,6 +321,18 @@ def _sandbox_notes(
             "another way: ask the user for what you need."
         )
     return "\n".join(notes)
+
+
+def _proxy_notes(lease: Lease) -> str:
+    """Each connection with its verdict and rule; after a refusal, what to do."""
+    report = lease.report()
+    if any(r.verdict == "refused" for r in lease.requests):
+        report += (
+            "\nThe network is reachable only through loopd's proxy, host by host "
+            "([sandbox] allowed_domains); a refused host stays refused. If the task needs "
+            "it, tell the user which host to allow; do not work around the proxy."
+        )
+    return report
 
 
 def _mentions_secret(command: str) -> bool:
@@ -310,6 +350,7 @@ def _result(
     env: ToolEnv,
     notes: str = "",
     kept: str = "",
+    lease: Lease | None = None,
 ) -> ToolResult:
     """The model reads head and tail with a hint to narrow the command; the person
     sees a larger head and tail, and where the whole output is when it was cut."""
@@ -324,6 +365,8 @@ def _result(
     }
     if kept:
         raw_output["full_output"] = kept
+    if lease is not None:
+        raw_output["network"] = [r.to_json() for r in lease.requests]
     return ToolResult(
         output=f"{for_model}\n\n{status}",
         is_error=finished.exit_code != 0,

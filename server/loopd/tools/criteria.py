@@ -8,8 +8,12 @@ A criterion that cannot run at all (the shell cannot be spawned, the command is 
 found) is `unavailable`, which never sends the turn back.
 
 Protected writes are noticed two ways, because a shell command's writes have no
-path: the paths the file tools wrote, and a before/after snapshot (size, mtime) of
-the files the protected globs match, taken when the turn begins.
+path: the paths the file tools wrote, and a before/after snapshot of the files the
+protected globs match, taken when the turn begins. The snapshot keeps what a
+command cannot put back: the inode and the change time (ctime), which every write,
+rename over, `touch -r` or `chmod` moves and only the kernel's clock sets (size and
+mtime alone were faked by a same-size rewrite and `touch -r`). It compares at most
+`MAX_WATCHED` files, and says when it stopped there.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass, field
 from loopd.engine.done import Criterion, DoneSet, DoneState
 from loopd.policy.commands import is_safe_command
 from loopd.policy.rules import MatchContext, path_matches
-from loopd.protocol.verification import CriterionResult
+from loopd.protocol.verification import CriterionResult, ProtectedWrites, Watch
 from loopd.sandbox.base import CommandSpec
 from loopd.tools.env import ToolEnv
 from loopd.tools.output import HeadTail
@@ -33,16 +37,16 @@ NOT_FOUND = (126, 127)  # bash: not executable, command not found
 MAX_WATCHED = 20_000  # protected files snapshotted per turn, at most
 _SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__"})
 
-Snapshot = dict[str, tuple[int, int]]
+Snapshot = dict[str, tuple[int, ...]]  # path: (device, inode, mode, size, mtime, ctime)
 
 
 @dataclass(eq=False)
 class SandboxedDone:
     env: ToolEnv
     done: DoneSet
-    home: str = field(default_factory=lambda: os.path.expanduser("~"))
     state: DoneState = field(default_factory=DoneState)
     _before: Snapshot = field(default_factory=dict)
+    _watch: Watch = field(default_factory=Watch)
 
     async def run(self, criterion: Criterion) -> CriterionResult:
         env = self.env
@@ -86,32 +90,42 @@ class SandboxedDone:
     async def begin_turn(self) -> None:
         """Snapshot the protected files, to tell at the end what the turn changed."""
         if self.done.protected:
-            self._before = await asyncio.to_thread(self._snapshot)
+            self._before, self._watch = await asyncio.to_thread(self._snapshot)
 
-    async def protected_writes(self) -> tuple[str, ...]:
+    async def protected_writes(self) -> ProtectedWrites:
         if not self.done.protected:
-            return ()
-        after = await asyncio.to_thread(self._snapshot)
+            return ProtectedWrites()
+        after, watch = await asyncio.to_thread(self._snapshot)
         moved = {
             p for p in self._before.keys() | after.keys() if self._before.get(p) != after.get(p)
         }
         written = {p for p in self.env.changes.ledger.turn_paths if self._protected(p)}
-        return tuple(sorted(self.env.display(p) for p in moved | written))
+        capped = watch.capped or self._watch.capped
+        return ProtectedWrites(
+            tuple(sorted(self.env.display(p) for p in moved | written)),
+            Watch(max(watch.files, self._watch.files), capped),
+        )
 
     def _protected(self, path: str) -> bool:
-        ctx = MatchContext(self.env.roots, self.home)
+        ctx = MatchContext(self.env.roots, self.env.home)
         return any(path_matches(g, path, ctx, fold=False) for g in self.done.protected)
 
-    def _snapshot(self) -> Snapshot:
+    def _snapshot(self) -> tuple[Snapshot, Watch]:
+        """The protected files' identities, and how many files were looked at (the
+        candidates stop at `MAX_WATCHED`: reaching it counts as stopped there)."""
         found: Snapshot = {}
+        seen = 0
         for path in self._candidates():
+            seen += 1
             if self._protected(path):
                 try:
-                    st = os.stat(path)
+                    st = os.lstat(path)  # a link swapped in is another file
                 except OSError:
                     continue
-                found[path] = (st.st_size, st.st_mtime_ns)
-        return found
+                found[path] = (
+                    st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+                )  # fmt: skip
+        return found, Watch(seen, seen >= MAX_WATCHED)
 
     def _candidates(self) -> Iterator[str]:
         """Files under the protected globs' fixed prefixes (the root for a glob that

@@ -26,6 +26,7 @@ from typing import Protocol, runtime_checkable
 
 from loopd.context.freshness import FileLog
 from loopd.engine.ports import Clock
+from loopd.home import expand_home, home_path
 from loopd.policy.beneath import PathEscapeError, check_regular
 from loopd.policy.grants import CallGrants
 from loopd.policy.reading import DiskReader
@@ -34,6 +35,7 @@ from loopd.protocol.events import PlanEntry
 from loopd.protocol.questions import UserQuestions
 from loopd.protocol.reading import FileReader, ReadRefused
 from loopd.sandbox.base import CommandSandbox, Unsandboxed
+from loopd.sandbox.netgate import NetworkGate
 from loopd.tools.changes import ChangeLog
 from loopd.tools.processes import BackgroundProcesses
 
@@ -262,7 +264,9 @@ class ToolEnv:
     bookmarks `write` and `edit` check (see `loopd.context.freshness`). `grants` carries what the
     policy allowed each call beyond the defaults (see `loopd.policy.grants`). `reader`
     reads what the tools read besides the files they are asked for (ignore files, the
-    files a search looks through), beneath the roots, with the session's secrets."""
+    files a search looks through), beneath the roots, with the session's secrets.
+    `network` is network by domain, when configured and the sandbox can bind its
+    proxy in."""
 
     roots: tuple[str, ...]
     files: FileAccess = field(default_factory=LocalFiles)
@@ -281,9 +285,13 @@ class ToolEnv:
     # Where a command's full output is written when what is shown was cut (the
     # session's dir under the data dir); None: nowhere.
     outputs_dir: str | None = None
+    network: NetworkGate | None = None
     plan: tuple[PlanEntry, ...] = ()
     changes: ChangeLog = field(default_factory=ChangeLog)
     reads: FileLog = field(default_factory=FileLog)  # what the agent saw of each file
+    # The editor's home (`loopd.home.home_path` of its environment): what `~` means
+    # and where home secrets are. The default is this process's, for one editor.
+    home: str = field(default_factory=lambda: home_path(os.environ))
     processes: BackgroundProcesses = field(init=False)
     _scratch: _Scratch = field(default_factory=_Scratch, init=False)
 
@@ -305,7 +313,7 @@ class ToolEnv:
             raise ToolInputError("the path is empty; give a file path relative to the cwd")
         if "\0" in path:
             raise ToolInputError("the path contains a NUL character")
-        return os.path.realpath(os.path.join(self.cwd, os.path.expanduser(path)))
+        return os.path.realpath(os.path.join(self.cwd, expand_home(path, self.home)))
 
     def display(self, path: str) -> str:
         """A canonical path as people and the model read it: relative to the cwd when
@@ -348,6 +356,8 @@ class ToolEnv:
 
     async def aclose(self) -> None:
         await self.processes.aclose()
+        if self.network is not None:
+            await self.network.aclose()
         if self._scratch.path is not None:
             shutil.rmtree(self._scratch.path, ignore_errors=True)
             self._scratch.path = None

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
+from loopd.home import home_path
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import TextBlock, ToolKind
 from loopd.protocol.reading import FileReader, ReadRefused
@@ -92,7 +93,7 @@ def skill_dirs(cwd: str, env: Mapping[str, str]) -> tuple[Path, ...]:
 
 
 def _user_skills(env: Mapping[str, str]) -> Path:
-    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    home = Path(home_path(env))
     config = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
     return config / "loopd" / "skills"
 

@@ -108,3 +108,19 @@ def test_doctor_into_a_closed_pipe_stops_quietly(tmp_path: Path) -> None:
     errors = proc.stderr.read()
     assert proc.wait(timeout=60) == 1
     assert "Traceback" not in errors and "BrokenPipe" not in errors
+
+
+def test_doctor_shows_network_by_domain_and_whether_the_tier_holds_it(tmp_path: Path) -> None:
+    assert "network by domain: off" in doctor(tmp_path, ANTHROPIC_API_KEY="x")
+    (tmp_path / "config" / "loopd").mkdir(parents=True)
+    (tmp_path / "config" / "loopd" / "config.toml").write_text(
+        '[sandbox]\nallowed_domains = ["pypi.org", "*.pythonhosted.org:443"]\n'
+        'denied_domains = ["evil.pypi.org"]\n'
+    )
+    out = doctor(tmp_path, ANTHROPIC_API_KEY="x")
+    best = re.search(r"^sandbox: (\S+)$", out, re.M)
+    assert best is not None
+    state = "on" if Tier(best.group(1)).binds_proxy else "configured, NOT enforced"
+    assert f"network by domain: {state}" in out
+    assert "  allowed  pypi.org, *.pythonhosted.org:443\n" in out
+    assert "  denied   evil.pypi.org\n" in out

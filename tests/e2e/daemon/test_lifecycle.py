@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+import shutil
 import signal
 from pathlib import Path
 from typing import Any
@@ -23,12 +25,16 @@ pytestmark = pytest.mark.e2e
 
 
 def newer_path(home: Home) -> str:
-    """A PYTHONPATH on which loopd is version 9.9.9 (a `sitecustomize` says so, in
-    the forwarder and in any daemon that forwarder starts)."""
-    shim = home.root / "shim"
-    shim.mkdir(exist_ok=True)
-    (shim / "sitecustomize.py").write_text("import loopd\nloopd.__version__ = '9.9.9'\n")
-    return f"{shim}:{ROOT / 'server'}"
+    """A PYTHONPATH on which loopd is version 9.9.9: a copy of this loopd that says
+    so, as another install would be. The forwarder imports it, and any daemon that
+    forwarder starts imports the same copy (never the editor's PYTHONPATH)."""
+    newer = home.root / "newer"
+    if not newer.exists():
+        ignored = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(ROOT / "server" / "loopd", newer / "loopd", ignore=ignored)
+        init = newer / "loopd" / "__init__.py"
+        init.write_text(re.sub(r'__version__ = ".*"', '__version__ = "9.9.9"', init.read_text()))
+    return str(newer)
 
 
 def other_version(home: Home) -> dict[str, str]:

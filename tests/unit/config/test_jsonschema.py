@@ -79,6 +79,8 @@ timeout_seconds = 600
 [sandbox]
 allow_unix_sockets = ["/run/postgresql/.s.PGSQL.5432"]
 home_readable = ["~/.m2"]
+allowed_domains = ["pypi.org", "*.pythonhosted.org", "registry.npmjs.org:443", "[fd00::1]:8080"]
+denied_domains = ["evil.pypi.org"]
 
 [delegate]
 runtime = "fast"

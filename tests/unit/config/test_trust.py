@@ -19,6 +19,7 @@ from loopd.config import (
     data_dir,
     load_config,
 )
+from loopd.protocol.errors import ConfigError
 
 USER = """
 [defaults]
@@ -274,6 +275,30 @@ def test_what_widens_the_sandbox_or_runs_commands_needs_trust(
         "done.enabled",
         "done.criteria",
     }
+
+
+def test_an_untrusted_file_may_deny_domains_but_never_allow_one(
+    env: dict[str, str], ws: Path
+) -> None:
+    user = Path(env["XDG_CONFIG_HOME"]) / "loopd" / "config.toml"
+    user.write_text(user.read_text() + '\n[sandbox]\nallowed_domains = ["pypi.org"]\n')
+    (ws / ".loopd" / "config.toml").write_text(
+        '[sandbox]\nallowed_domains = ["*", "evil.example"]\ndenied_domains = ["pypi.org"]\n'
+    )
+    config = load_config(env, ws)
+    assert config.sandbox.allowed_domains == ("pypi.org",)
+    assert config.sandbox.denied_domains == ("pypi.org",)  # deny wins: tightened
+    assert config.workspace is not None
+    assert config.workspace.ignored == ("sandbox.allowed_domains",)
+    trust(env, ws)
+    assert load_config(env, ws).sandbox.allowed_domains == ("*", "evil.example")
+
+
+def test_a_bad_domain_rule_is_named_with_its_file(env: dict[str, str], ws: Path) -> None:
+    user = Path(env["XDG_CONFIG_HOME"]) / "loopd" / "config.toml"
+    user.write_text(user.read_text() + '\n[sandbox]\nallowed_domains = ["pypi.*"]\n')
+    with pytest.raises(ConfigError, match=r"config.toml: sandbox.allowed_domains.*pypi\.\*"):
+        load_config(env, ws)
 
 
 def test_trust_records_or_the_user_file_planted_as_fifos_block_nothing(

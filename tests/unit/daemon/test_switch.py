@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import loopd
 from loopd.daemon.forward import daemon_env, daemon_idle
 from loopd.home import user_config_path
 from tests.unit.fifos import released
@@ -47,8 +48,22 @@ def test_the_daemon_gets_no_credentials() -> None:
     }  # fmt: skip
     assert daemon_env(editor) == {
         "PATH": "/bin", "HOME": "/h", "LOOPD_HOME": "/d", "LOOPD_DAEMON_IDLE": "5",
-        "XDG_RUNTIME_DIR": "/run/user/1", "LC_ALL": "C",
+        "XDG_RUNTIME_DIR": "/run/user/1", "LC_ALL": "C", **LOOPD_ITSELF,
     }  # fmt: skip
+
+
+def test_the_daemon_imports_and_writes_nothing_an_editor_points_it_to() -> None:
+    """The first editor's import path and temporary folder would be every later
+    editor's: the daemon's import path is where this loopd comes from, alone."""
+    editor = {
+        "HOME": "/h", "PYTHONPATH": "/editor/a/lib", "PYTHONHOME": "/editor/a",
+        "PYTHONSTARTUP": "/editor/a/start.py", "PYTHONUSERBASE": "/editor/a/user",
+        "TMPDIR": "/editor/a/tmp", "LD_PRELOAD": "/editor/a/hook.so",
+    }  # fmt: skip
+    assert daemon_env(editor) == {"HOME": "/h", **LOOPD_ITSELF}
+
+
+LOOPD_ITSELF = {"PYTHONPATH": str(Path(loopd.__file__).resolve().parents[1])}
 
 
 def test_a_fifo_as_the_config_does_not_block_an_editors_start(tmp_path: Path) -> None:

@@ -21,9 +21,9 @@ from loopd.protocol.events import (
     to_wire,
 )
 from loopd.protocol.turns import Outcome
-from loopd.protocol.verification import CriterionResult, Verification
+from loopd.protocol.verification import CriterionResult, Verification, Watch
 from loopd.testing.fakes import RecordingEmitter, Reply, ScriptedProvider
-from loopd.tools.criteria import SandboxedDone
+from loopd.tools.criteria import MAX_WATCHED, SandboxedDone
 from loopd.tools.env import ToolEnv
 from loopd.tools.registry import ToolRegistry
 from tests.unit.engine.test_loop import Rig
@@ -252,6 +252,58 @@ async def test_protected_writes_are_reported_from_tools_and_commands(ws: Workspa
     assert verification.protected_writes == ("tests/test_new.py", "tests/test_old.py")
     assert verification.to_wire()["protectedWrites"] == list(verification.protected_writes)
     assert "protected files written: tests/test_new.py, tests/test_old.py" in ws.emitter.text
+
+
+PROTECT_TESTS = DoneSet((Criterion("t", "true"),), protected=("tests/**",))
+FAKED = {
+    "a same-size rewrite, its times put back": (
+        "touch -r tests/test_old.py times && printf 'assert Fals\\n' > tests/test_old.py"
+        " && touch -r times tests/test_old.py"
+    ),
+    "a rename over it, of a file with its size and times": (
+        "printf 'assert Fals\\n' > new && touch -r tests/test_old.py new"
+        " && mv new tests/test_old.py"
+    ),
+    "a hard link swapped in, its times put back": (
+        "printf 'assert Fals\\n' > elsewhere && touch -r tests/test_old.py elsewhere"
+        " && ln -f elsewhere tests/test_old.py"
+    ),
+}
+
+
+@pytest.mark.parametrize("command", FAKED.values(), ids=FAKED.keys())
+async def test_a_protected_write_with_its_traces_put_back_is_still_seen(
+    ws: Workspace, command: str
+) -> None:
+    """Size and mtime are the command's to set; the inode and ctime are not."""
+    (ws.root / "tests").mkdir()
+    (ws.root / "tests" / "test_old.py").write_text("assert True\n")  # as long as "assert Fals"
+    outcome = await ws.turn(PROTECT_TESTS, bash("b1", command), Reply(text="done"))
+    assert (ws.root / "tests" / "test_old.py").read_text() == "assert Fals\n"
+    verification = seal(outcome)
+    assert verification.protected_writes == ("tests/test_old.py",)
+    assert "protected files written: tests/test_old.py" in ws.emitter.text
+
+
+async def test_the_check_for_protected_writes_says_where_it_stopped(ws: Workspace) -> None:
+    (ws.root / "tests").mkdir()
+    for n in range(MAX_WATCHED):
+        (ws.root / "tests" / f"t{n}.py").touch()
+    outcome = await ws.turn(PROTECT_TESTS, write("w1", "a.txt", "x"), Reply(text="done"))
+    verification = seal(outcome)
+    assert verification.watch == Watch(MAX_WATCHED, capped=True)
+    assert verification.to_wire()["protectedWatched"] == {"files": MAX_WATCHED, "capped": True}
+    assert f"only the first {MAX_WATCHED:,} files were checked" in ws.emitter.text
+
+
+async def test_an_uncapped_check_says_how_much_it_compared(ws: Workspace) -> None:
+    (ws.root / "tests").mkdir()
+    (ws.root / "tests" / "test_old.py").write_text("assert True\n")
+    outcome = await ws.turn(PROTECT_TESTS, write("w1", "a.txt", "x"), Reply(text="done"))
+    verification = seal(outcome)
+    assert verification.watch == Watch(1, capped=False)  # tests/test_old.py alone
+    assert verification.protected_writes == ()
+    assert "were checked" not in ws.emitter.text
 
 
 async def test_a_write_after_the_last_check_is_stale(ws: Workspace) -> None:

@@ -172,6 +172,16 @@ def test_network_needs_the_grant_and_the_grant_applies_mid_turn(ws: Path) -> Non
     assert policy.decide(call(), bash("npm install", network=True)).verdict is A
 
 
+def test_by_domain_a_command_needs_no_grant_but_a_tool_still_does(ws: Path) -> None:
+    """The proxy decides a command's connections host by host; a tool's own network
+    does not go through it."""
+    policy = make(ws, Mode.ACCEPT_EDITS, by_domain=True)
+    assert policy.decide(call(), bash("pip install x", network=True)).verdict is A
+    fetch = Declaration(title="fetch", kind="fetch", network=True)
+    assert policy.decide(call("fetch"), fetch).verdict is Q
+    assert not policy.network.granted
+
+
 def test_unknown_effects_ask_and_harmless_tools_run(ws: Path) -> None:
     policy = make(ws)
     assert policy.decide(call("mcp_x"), Declaration(title="x", kind="other")).verdict is Q

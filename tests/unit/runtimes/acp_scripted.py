@@ -60,14 +60,20 @@ async def scripted(
     approver: Approver | None = None,
     limits: ToolLimits | None = None,
     state: dict[str, Any] | None = None,
+    home: Path | None = None,
+    resume: bool = False,
 ) -> AsyncIterator[Scripted]:
+    """The runtime on a scripted child, for an editor whose HOME is `home` (default
+    a folder beside the workspace)."""
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
-    (tmp_path / "home").mkdir(exist_ok=True)
+    home = home or tmp_path / "home"
+    home.mkdir(exist_ok=True)
     log = tmp_path / "child.jsonl"
     script = tmp_path / "script.json"
-    script.write_text(json.dumps({"log": str(log), "turns": [list(t) for t in turns]}))
-    base_env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"),
+    turns_played = [list(t) for t in turns]
+    script.write_text(json.dumps({"log": str(log), "turns": turns_played, "resume": resume}))
+    base_env = {"PATH": os.environ["PATH"], "HOME": str(home),
                 "ANTHROPIC_API_KEY": SECRET}  # fmt: skip
     settings = AcpSettings(
         sys.executable,

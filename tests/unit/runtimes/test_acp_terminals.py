@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -347,3 +349,24 @@ async def test_the_childs_variables_reach_the_command_but_no_secret(tmp_path: Pa
         await s.runtime.prompt(GO)
     [output] = results(s, "terminal/output")
     assert output["result"]["output"] == "hi none none\n"
+
+
+async def test_the_home_hidden_is_the_editor_s_not_this_process_s(tmp_path: Path) -> None:
+    """In the daemon, this process's HOME is another editor's: the child's commands
+    run for the editor whose environment the session has."""
+    sandboxed()
+    editor_home = Path(tempfile.mkdtemp(prefix="loopd-editor-home-", dir="/var/tmp"))
+    try:
+        (editor_home / ".ssh").mkdir()
+        (editor_home / ".ssh" / "id_ed25519").write_text("EDITOR-PRIVATE-KEY")
+        (editor_home / "notes.txt").write_text("EDITOR-NOTES")
+        line = f'cat "$HOME/.ssh/id_ed25519" {editor_home}/notes.txt; true'
+        turn = [create(line), on("wait_for_exit"), on("output"), on("release")]
+        async with scripted(tmp_path, [turn], home=editor_home) as s:
+            await s.runtime.prompt(GO)
+        [output] = results(s, "terminal/output")
+        shown = output["result"]["output"]
+        assert "No such file" in shown
+        assert "EDITOR-PRIVATE-KEY" not in shown and "EDITOR-NOTES" not in shown
+    finally:
+        shutil.rmtree(editor_home, ignore_errors=True)

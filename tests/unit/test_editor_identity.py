@@ -1,0 +1,47 @@
+"""loopd works on an editor's behalf from that editor's environment, never from
+its own process's: in the daemon, the process's HOME, XDG_* and PATH are the first
+editor's, so `os.environ`, `os.path.expanduser`, `Path.home()` and `os.getenv`
+there would give editor B editor A's home to hide, secrets to withhold and config
+to read. A lint over the sources: a module that consults them must be one of
+those below, each for a stated reason."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+from pathlib import Path
+
+from loopd.home import data_path, home_path, user_config_path
+
+SERVER = Path(__file__).resolve().parents[2] / "server" / "loopd"
+PROCESS_ENV = re.compile(r"os\.environ|os\.getenv|expanduser|Path\.home\(|os\.putenv")
+ALLOWED = {
+    "cli": "commands run in the person's own process, for that person",
+    "testing": "fakes for tests",
+    "daemon/forward.py": "the forwarder runs in the editor's process and reads its own",
+    "daemon/serve.py": "the daemon's own place and idle time, set when it started",
+    "home.py": "`~user` goes through the password database, never HOME",
+    "tools/env.py": "ToolEnv's defaults, for one editor in its own process",
+    "sandbox/probe.py": "the probe's default environment, for `loopd doctor`",
+    "runtimes/foreign.py": "a foreign CLI's default environment (the app always sets it)",
+}
+
+
+def test_only_the_listed_modules_consult_the_process_environment() -> None:
+    found = {
+        str(path.relative_to(SERVER))
+        for path in SERVER.rglob("*.py")
+        if PROCESS_ENV.search(path.read_text())
+    }
+    unlisted = {f for f in found if not any(f == a or f.startswith(a + "/") for a in ALLOWED)}
+    assert unlisted == set(), "read the editor's environment (`loopd.home.home_path`)"
+
+
+def test_where_loopd_keeps_things_follows_the_editor_s_environment() -> None:
+    editor = {"HOME": "/home/b"}
+    assert data_path(editor) == "/home/b/.local/share/loopd"
+    assert data_path(editor | {"XDG_DATA_HOME": "/b/data"}) == "/b/data/loopd"
+    assert data_path(editor | {"LOOPD_HOME": "~/loopd"}) == "/home/b/loopd"
+    assert user_config_path(editor) == "/home/b/.config/loopd/config.toml"
+    assert home_path({"HOME": "relative"}) == pwd.getpwuid(os.geteuid()).pw_dir
