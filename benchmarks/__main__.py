@@ -5,7 +5,17 @@ from __future__ import annotations
 import importlib
 import sys
 
-ALL = ("turn", "startup", "acp_start", "context", "warm_start", "proxy", "idle", "load")
+ALL = (
+    "turn",
+    "startup",
+    "acp_start",
+    "context",
+    "warm_start",
+    "proxy",
+    "idle",
+    "load",
+    "checkpoints",
+)
 
 
 def main(names: list[str]) -> int:

@@ -30,9 +30,11 @@ from loopd.catalog import (
 from loopd.catalog.errors import NO_RUNTIME_HELP
 from loopd.catalog.listing import listing_for, lists_models, no_model_help
 from loopd.catalog.roles import roles_of
+from loopd.checkpoints.service import CheckpointLimits, Checkpoints, blob_folder
 from loopd.config import Config, TrustStore, data_dir, load_config, user_config_file
 from loopd.config.login import LoginFileError, forget_login, read_login, with_login
-from loopd.config.schema import EXPLORE_AGENT, MAIN_AGENT, Harness
+from loopd.config.pins import Pins
+from loopd.config.schema import EXPLORE_AGENT, MAIN_AGENT, Harness, TrustState
 from loopd.daemon.place import place_of
 from loopd.engine.delegate import ChildRuntime
 from loopd.engine.limits import Limits
@@ -107,7 +109,7 @@ class App:
         (after `loopd login` ran in a terminal, or the workspace file was trusted).
         Open sessions keep their runtime."""
         env, config = await asyncio.to_thread(_configure, self.env, self.cwd)
-        catalog = await asyncio.to_thread(discover_catalog, config, env)
+        catalog = await asyncio.to_thread(discover_catalog, config, env, self.cwd)
         probe = self._probe or LazyProbe(env)
         factories = _factories(catalog, env, config, self.store, self._providers, probe)
         self.config, self.catalog = config, catalog
@@ -131,7 +133,7 @@ def build_app(
     probe = LazyProbe(effective)
     if editor:  # an editor opens a session next: probe beside the rest of the build
         probe.start()
-    catalog = discover_catalog(config, effective)
+    catalog = discover_catalog(config, effective, cwd)
     store = table.store if table else SqliteStore(data_dir(env) / "sessions.db")
     providers: list[ClosableProvider] = []
     manager = SessionManager(
@@ -144,6 +146,7 @@ def build_app(
         no_default_help=_no_default_help(config, catalog),
         identify=functools.partial(_identity, catalog.catalog),
         table=table,
+        checkpoints=_checkpoints(env, config, store),
     )
     app = App(env, cwd, config, catalog, store, manager, providers, probe, table is not None)
     manager.credentials = app
@@ -219,9 +222,11 @@ def _factory(
             wiring = _native_wiring(entry, env, config, providers, probe, catalog)
             return NativeRuntimeFactory(entry.name, wiring, store)
         case Harness.CLAUDE:
-            return ClaudeRuntimeFactory(ClaudeSettings(**_cli_fields(entry, env)))
+            return ClaudeRuntimeFactory(
+                ClaudeSettings(**_cli_fields(entry, env), pins=_pins(config))
+            )
         case Harness.CODEX:
-            return CodexRuntimeFactory(CodexSettings(**_cli_fields(entry, env)))
+            return CodexRuntimeFactory(CodexSettings(**_cli_fields(entry, env), pins=_pins(config)))
         case Harness.ACP:
             settings = AcpSettings(
                 entry.command or "",
@@ -232,8 +237,16 @@ def _factory(
                 boundary=_boundary(env, config),
                 probe=probe.get,
                 limits=_tool_limits(config),
+                pins=_pins(config),
             )
             return AcpRuntimeFactory(entry.name, settings)
+
+
+def _pins(config: Config) -> Pins:
+    """What the trusted workspace file runs, as it was trusted: a runtime does not
+    start once one moved (`loopd.config.pins`)."""
+    workspace = config.workspace
+    return workspace.runs if workspace and workspace.state is TrustState.TRUSTED else ()
 
 
 def _cli_fields(entry: RuntimeEntry, env: Mapping[str, str]) -> dict[str, Any]:
@@ -320,6 +333,17 @@ def _boundary(env: Mapping[str, str], config: Config) -> Boundary:
         unix_sockets=config.sandbox.allow_unix_sockets,
         domains=_domains(config),
     )
+
+
+def _checkpoints(env: Mapping[str, str], config: Config, store: SqliteStore) -> Checkpoints | None:
+    """The checkpoint store under the data dir, as `[checkpoints]` bounds it."""
+    settings = config.checkpoints
+    if not settings.enabled:
+        return None
+    limits = CheckpointLimits(settings.max_bytes, settings.max_file_bytes)
+    reader = _workspace_reader(env)
+    folder = blob_folder(str(data_dir(env)))
+    return Checkpoints(store, folder, reader, reader.home, _own_dirs(env), limits)
 
 
 def _domains(config: Config) -> DomainLists | None:

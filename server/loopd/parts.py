@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from loopd.config import data_dir, load_config
+from loopd.context.freshness import FileLog
 from loopd.engine.delegate import ChildRuntime
 from loopd.engine.done import Criterion, DoneSet
 from loopd.engine.loop import random_id
@@ -236,6 +237,12 @@ class GuardedParts:
 
     async def undo(self) -> UndoReport:
         return await self.tool_env.changes.undo(self.tool_env.files)
+
+    def writes(self) -> int:
+        return self.tool_env.changes.ledger.seq
+
+    def forget_reads(self) -> None:
+        self.tool_env.reads = FileLog()
 
     async def changed_files(self) -> list[str]:
         """Each file the agent read, read again through the session's file access

@@ -75,7 +75,8 @@ def test_a_claude_entry_hands_its_small_model_to_the_cli(tmp_path: Path) -> None
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "LOOPD_HOME": str(tmp_path / "data"),
     }
-    app = build_app(env, str(tmp_path))
+    (tmp_path / "ws").mkdir()  # the CLI is never found inside the workspace
+    app = build_app(env, str(tmp_path / "ws"))
     factory = app.manager.runtimes["claude"]
     assert isinstance(factory, ClaudeRuntimeFactory)
     assert factory.settings.env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == "haiku"

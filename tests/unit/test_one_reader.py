@@ -34,10 +34,18 @@ ALLOWED = {
     "loopd/cli/parser.py": "/dev/null",
     "loopd/cli/demo.py": "the demo's own file in the temporary folder it made",
     "loopd/store/lease.py": "/proc/<pid>/stat of a lease holder",
+    "loopd/walk.py": "opens folders (O_DIRECTORY) to list them, never a file's bytes",
+    "loopd/config/pins.py": "hashes, never shows, what a trusted config runs: non-blocking, "
+    "regular files only, bounded",
+    "loopd/daemon/unit.py": "its own systemd unit, in the person's config folder",
     "loopd/sandbox/relay.py": "/dev/null, for the in-sandbox relay's own descriptors",
     "loopd/sandbox/resolve.py": "the kernel's address tables, /proc/net/fib_trie and if_inet6",
     "loopd/tools/processes.py": "/proc of the session's own processes, and their log files",
     "loopd/tools/output.py": "writes a command's kept output",
+    "loopd/checkpoints/blobs.py": "loopd's own checkpoint blobs in its data dir, written by it",
+    "loopd/checkpoints/restore.py": "creates restored files (a fresh temporary) beneath a root",
+    "loopd/checkpoints/scan.py": "directory descriptors to list a walk (O_NOFOLLOW); file "
+    "contents go through the reader",
     "loopd/testing/fake_llm.py": "a shipped fake: reads its own script",
     "loopd/testing/scripted_acp.py": "a shipped fake: its own script and log",
     "loopd/testing/processes.py": "a shipped test helper: /proc/<pid>/cmdline",

@@ -41,7 +41,13 @@ from acp.schema import (
 from loopd import __version__
 from loopd.acp.auth import LOGIN_METHOD, auth_methods, auth_required
 from loopd.acp.errors import mapped_errors, refuse_unimplemented
-from loopd.acp.extensions import MENTIONS_METHOD, STEER_METHOD, Extensions
+from loopd.acp.extensions import (
+    CHECKPOINTS_METHOD,
+    MENTIONS_METHOD,
+    RESTORE_METHOD,
+    STEER_METHOD,
+    Extensions,
+)
 from loopd.acp.lifecycle import SessionLifecycle
 from loopd.acp.turns import Turns
 
@@ -62,6 +68,9 @@ CAPABILITIES = AgentCapabilities(
         "loopd": {
             "steer": f"_{STEER_METHOD}",
             "mentions": f"_{MENTIONS_METHOD}",
+            "checkpoints": f"_{CHECKPOINTS_METHOD}",
+            "restore": f"_{RESTORE_METHOD}",
+            "forkBeforePrompt": True,
             "verification": True,
         }
     },

@@ -91,17 +91,18 @@ class SessionLifecycle(AgentBase):
         **kwargs: Any,
     ) -> ForkSessionResponse:
         """A new session with the history so far, on the same runtime; the two then
-        continue independently. A runtime with a history of its own refuses."""
+        continue independently. A runtime with a history of its own refuses. With
+        `_meta.loopd.beforePrompt` N the fork's conversation is the one before prompt
+        N (a checkpoint of the session: `loopd.sessions.rewind`)."""
         _require_absolute(cwd, additional_directories)
         manager = await self.manager()
+        point = _before_prompt(kwargs)
+        dirs, servers = additional_directories or (), mcp_configs(mcp_servers)
         with mapped_errors(session_id, self._link().capabilities):
-            view = await manager.fork_session(
-                session_id,
-                cwd,
-                self._link(),
-                additional_directories or (),
-                mcp_configs(mcp_servers),
-            )
+            if point is None:
+                view = await manager.fork_session(session_id, cwd, self._link(), dirs, servers)
+            else:
+                view = await manager.fork_at(session_id, point, cwd, self._link(), dirs, servers)
         self._after_open[view.id] = view.commands
         return ForkSession(session_id=view.id, **_options(view))
 
@@ -186,3 +187,14 @@ def _options(view: SessionView) -> dict[str, Any]:
         "models": model_state(options),
         "config_options": config_options(options),
     }
+
+
+def _before_prompt(meta: dict[str, Any]) -> int | None:
+    """`_meta.loopd.beforePrompt` of a fork request: a prompt number, or None."""
+    ours = meta.get("loopd")
+    point = ours.get("beforePrompt") if isinstance(ours, dict) else None
+    if point is None:
+        return None
+    if not isinstance(point, int) or isinstance(point, bool):
+        raise RequestError.invalid_params({"details": "_meta.loopd.beforePrompt is a number"})
+    return point

@@ -11,14 +11,13 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import subprocess
 import threading
-from pathlib import Path
 
 from loopd.catalog.build import CatalogBuild, Which, build_catalog
 from loopd.config.load import Env
 from loopd.config.schema import Config
+from loopd.executables import find_program
 
 log = logging.getLogger(__name__)
 
@@ -26,18 +25,13 @@ VERSION_TIMEOUT = 10.0
 _VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-+.][0-9A-Za-z.-]+)?")
 
 
-def path_which(search_path: str | None) -> Which:
-    """A `which` over `search_path` (a PATH string), not the process's own PATH.
-    A command with a slash is checked as a path, as shells do. No PATH at all means
-    the system default (`os.defpath`), never the process's PATH. Relative entries
-    (`.`, or the empty one a stray `:` makes) are dropped: they would find a program
-    in whatever folder loopd starts in, and a cloned repository can hold a `claude`."""
-    given = search_path if search_path is not None else os.defpath
-    search = os.pathsep.join(p for p in given.split(os.pathsep) if os.path.isabs(p))
+def path_which(search_path: str | None, outside: tuple[str, ...] = ()) -> Which:
+    """`find_program` over `search_path` (a PATH string), not the process's own
+    PATH: absolute entries only, never a program beneath `outside` (the workspace: a
+    cloned repository can hold a `claude`)."""
 
     def which(command: str) -> str | None:
-        found = shutil.which(command, path=search)
-        return str(Path(found).absolute()) if found else None
+        return find_program(command, search_path, outside=outside)
 
     return which
 
@@ -106,8 +100,9 @@ def probed_version(command: str) -> str | None:
         return _probed[key]
 
 
-def discover_catalog(config: Config, env: Env) -> CatalogBuild:
-    """`build_catalog` against this machine: PATH from `env`, version probes (each
-    binary's once per process, see `probed_version`)."""
-    which = path_which(env.get("PATH"))
+def discover_catalog(config: Config, env: Env, workspace: str | None = None) -> CatalogBuild:
+    """`build_catalog` against this machine: PATH from `env` (no program beneath
+    `workspace`), version probes (each binary's once per process, see
+    `probed_version`)."""
+    which = path_which(env.get("PATH"), (workspace,) if workspace else ())
     return build_catalog(config, env, which=which, version_of=probed_version)

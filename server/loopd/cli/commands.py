@@ -144,7 +144,7 @@ def catalog(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     config = load_config(env, Path.cwd())
     tell_workspace(config)
-    build = discover_catalog(config, env)
+    build = discover_catalog(config, env, os.getcwd())
     listed = asyncio.run(listed_models(build.catalog, env))  # what model servers serve
     if args.json:
         print(json.dumps(catalog_to_json(build.catalog, build.skipped, listed), indent=2))
@@ -166,6 +166,10 @@ def sessions(args: argparse.Namespace) -> int:
             return _list_sessions(store, args.cwd, args.json)
         if args.session_id is None:
             raise ConfigError(f"`loopd sessions {args.action}` needs a session id")
+        if args.action == "rewind":
+            from loopd.cli.rewind import rewind
+
+            return rewind(args)
         if args.action == "delete":
             holder = Leases(store).holder(args.session_id)
             if holder is not None:

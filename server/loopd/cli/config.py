@@ -52,6 +52,8 @@ def _shown(parsed: object) -> object:
             return value.value
         if isinstance(value, Path):
             return str(value)
+        if isinstance(value, bytes):  # the workspace file's own bytes: not repeated
+            return f"({len(value)} bytes)"
         return value
 
     return plain(parsed)

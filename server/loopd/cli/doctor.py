@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from loopd.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from loopd.cli.render import escape
+from loopd.executables import find_program, process_path
 
 if TYPE_CHECKING:
     from loopd.config import Config
@@ -54,7 +54,7 @@ def doctor(args: argparse.Namespace) -> int:
     print(credentials(env, config))
     print(tools())
     print(daemon_state(env))
-    build = discover_catalog(config, env)
+    build = discover_catalog(config, env, os.getcwd())
     print(escape(catalog_to_text(build.catalog, build.skipped), multiline=True))
     probe = probe_sandbox(env=env)
     print(probe.report())
@@ -130,7 +130,7 @@ def daemon_state(env: Mapping[str, str]) -> str:
 def tools() -> str:
     lines = ["tools:"]
     for command, what in TOOLS:
-        found = shutil.which(command)
+        found = find_program(command, process_path(), outside=(os.getcwd(),))
         lines.append(f"  {command:<6} {escape(found) if found else 'not found'}  ({what})")
     return "\n".join(lines)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
-import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import TextIO
 
 from loopd.config import data_dir
 from loopd.config.login import Login, forget_login, write_login
+from loopd.executables import find_program
 from loopd.protocol.errors import AuthError, ConfigError, ProviderError
 from loopd.providers import anthropic, openai_chat
 from loopd.providers.factory import ProviderKind, ollama_base_url
@@ -97,7 +97,7 @@ def ask_login(env: Mapping[str, str], ask: Ask, ask_secret: Ask, out: TextIO) ->
     choice = _pick(ask, out, "Which model provider?", [c.label for c in CHOICES])
     chosen = CHOICES[choice]
     if chosen.cli is not None:
-        if shutil.which(chosen.cli, path=env.get("PATH", os.defpath)) is None:
+        if find_program(chosen.cli, env.get("PATH", os.defpath), outside=(os.getcwd(),)) is None:
             raise ConfigError(f"`{chosen.cli}` is not on PATH: install it and log in there first")
         return Login(defaults={"runtime": chosen.runtime})
     assert chosen.kind is not None

@@ -84,9 +84,18 @@ def _json_argument(p: argparse.ArgumentParser) -> None:
 
 
 def _sessions_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", nargs="?", default="list", choices=["list", "show", "delete"])
-    p.add_argument("session_id", nargs="?", help="for show and delete")
+    actions = ["list", "show", "delete", "rewind"]
+    p.add_argument("action", nargs="?", default="list", choices=actions)
+    p.add_argument("session_id", nargs="?", help="for show, delete and rewind")
+    p.add_argument("point", nargs="?", help="rewind: to before prompt N, or `redo`")
     p.add_argument("--cwd", help="only sessions of this workspace")
+    p.add_argument(
+        "--scope",
+        choices=["both", "code", "conversation"],
+        default="both",
+        help="rewind: what to put back (default both)",
+    )
+    p.add_argument("--force", action="store_true", help="rewind: overwrite files changed since")
     _json_argument(p)
 
 
@@ -117,7 +126,7 @@ COMMANDS: tuple[Command, ...] = (
             "loopd.cli.daemon:daemon"),
     Command("catalog", "list the runtimes this machine can use", _json_argument,
             "loopd.cli.commands:catalog"),
-    Command("sessions", "list, show or delete stored sessions", _sessions_arguments,
+    Command("sessions", "list, show, delete or rewind stored sessions", _sessions_arguments,
             "loopd.cli.commands:sessions"),
     Command("login", "set up a model provider and its key (asks in the terminal)",
             _no_arguments, "loopd.cli.login:login_command"),

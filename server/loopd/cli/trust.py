@@ -43,7 +43,10 @@ def trust(args: argparse.Namespace) -> int:
     )
     if before is not None and before.ignored:
         print(f"Settings that now apply: {escape(', '.join(before.ignored))}.")
-    print("If the file changes, loopd ignores it again until you trust it again.")
+    if found.runs:
+        pinned = ", ".join(escape(path) for path, _ in found.runs)
+        print(f"Files of the folder its runtimes name, pinned as they are now: {pinned}.")
+    print("If the file or a pinned file changes, loopd ignores it again until you trust it again.")
     return EXIT_OK
 
 

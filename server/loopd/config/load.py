@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,26 +49,44 @@ def load_config(
     defaults `loopd login` stored). The workspace file applies whole only when its
     folder is trusted with exactly these bytes (`loopd.config.trust`, records under
     `data_dir(env)`); otherwise only the keys that tighten apply, and
-    `Config.workspace` names the rest. Raises `ConfigFileError`."""
+    `Config.workspace` names the rest. An untrusted file that cannot be read or
+    used is ignored whole (`WorkspaceStatus.problem`): it never stops loopd.
+    Raises `ConfigFileError` for the user file and a trusted workspace file."""
     user_path = user_file if user_file is not None else user_config_file(env)
     ws_path = workspace_file if workspace_file is not None else workspace_config_file(cwd)
     below: list[tuple[Path | None, Mapping[str, Any]]] = [(None, base or {})]
     if user_path.is_file():
         below.append((user_path, _read_toml(user_path)))
     read = tuple(path for path, _ in below if path is not None)
-    found = WorkspaceFile.read(cwd, ws_path)
+    user = parse_config(merge_layers(below), read)
+    try:
+        found = WorkspaceFile.read(cwd, ws_path)
+    except ConfigFileError as err:  # no bytes, so nothing that could be trusted
+        status = WorkspaceStatus(
+            folder=str(cwd), file=ws_path, state=TrustState.UNTRUSTED, sha256="", problem=_why(err)
+        )
+        return dataclasses.replace(user, workspace=status)
     if found is None:
-        return parse_config(merge_layers(below), read)
-    document = _parse_toml(ws_path, found.content)
-    state = TrustStore(data_dir(env)).state(found)
-    ignored: tuple[str, ...] = ()
-    if state is not TrustState.TRUSTED:
-        document, ignored = gate_untrusted(document, parse_config(merge_layers(below)))
-    config = parse_config(merge_layers([*below, (ws_path, document)]), (*read, ws_path))
+        return user
     status = WorkspaceStatus(
-        folder=found.folder, file=ws_path, state=state, sha256=found.sha256, ignored=ignored
+        folder=found.folder,
+        file=ws_path,
+        state=TrustStore(data_dir(env)).state(found),
+        sha256=found.sha256,
+        content=found.content,
+        runs=found.runs,
+        fingerprint=found.fingerprint,
     )
-    return dataclasses.replace(config, workspace=status)
+    if status.state is TrustState.TRUSTED:  # the person's own: its errors are theirs
+        document = _parse_toml(ws_path, found.content)
+        config = parse_config(merge_layers([*below, (ws_path, document)]), (*read, ws_path))
+        return dataclasses.replace(config, workspace=status)
+    try:
+        document, ignored = gate_untrusted(_parse_toml(ws_path, found.content), user)
+        config = parse_config(merge_layers([*below, (ws_path, document)]), (*read, ws_path))
+    except ConfigFileError as err:  # an untrusted file never stops loopd: ignored whole
+        return dataclasses.replace(user, workspace=replace(status, problem=_why(err)))
+    return dataclasses.replace(config, workspace=replace(status, ignored=ignored))
 
 
 def read_env(env: Env) -> EnvSettings:
@@ -84,6 +103,10 @@ def read_env(env: Env) -> EnvSettings:
         ollama_host=get("OLLAMA_HOST"),
         loopd_home=get("LOOPD_HOME"),
     )
+
+
+def _why(err: ConfigFileError) -> str:
+    return err.problem if err.key == "(file)" else f"{err.key}: {err.problem}"
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from loopd.config.schema import (
     CREDENTIALS,
     AgentConfig,
     Approvals,
+    CheckpointSettings,
     Choices,
     Config,
     DaemonSettings,
@@ -58,6 +59,7 @@ def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
         delegate=_delegate(root.table("delegate")),
         agents={name: _agent(name, t) for name, t in root.table("agents").tables()},
         daemon=_daemon(root.table("daemon")),
+        checkpoints=_checkpoints(root.table("checkpoints")),
         sources=sources,
         origins={".".join(k): v for k, v in merged.origins.items() if v is not None},
     )
@@ -319,4 +321,14 @@ def _daemon(t: Table) -> DaemonSettings:
     return DaemonSettings(
         enabled=True if enabled is None else enabled,
         idle_seconds=t.number("idle_seconds", DaemonSettings().idle_seconds),
+    )
+
+
+def _checkpoints(t: Table) -> CheckpointSettings:
+    t.only(toml_keys(CheckpointSettings))
+    enabled, default = t.flag("enabled"), CheckpointSettings()
+    return CheckpointSettings(
+        enabled=True if enabled is None else enabled,
+        max_bytes=t.number("max_bytes", default.max_bytes),
+        max_file_bytes=t.number("max_file_bytes", default.max_file_bytes),
     )

@@ -312,6 +312,22 @@ class DaemonSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointSettings:
+    """`[checkpoints]`: the workspace kept before each prompt, to rewind to
+    (`loopd.checkpoints`). An untrusted workspace file cannot set these."""
+
+    enabled: bool = field(default=True, metadata={"doc": "false: no checkpoints, no /rewind."})
+    max_bytes: int = field(
+        default=2 * 1024**3,
+        metadata={"doc": "The checkpoint store's bound; past it a checkpoint is skipped."},
+    )
+    max_file_bytes: int = field(
+        default=4 * 1024**2,
+        metadata={"doc": "A larger file is left out of checkpoints (and named)."},
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EnvSettings:
     """The environment variables loopd reads itself. Keys stay out of `repr`."""
 
@@ -326,18 +342,25 @@ class EnvSettings:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkspaceStatus:
     """The workspace file behind a config: whether it is trusted and, when it is not,
-    which of its keys were ignored (dotted, as written in the file)."""
+    which of its keys were ignored (dotted, as written in the file), or the
+    `problem` that had the whole file ignored (an untrusted file never stops loopd).
+    `content` is exactly the bytes `sha256` covers: what a trust question shows,
+    with `runs`."""
 
     folder: str
     file: Path
     state: TrustState
     sha256: str
     ignored: tuple[str, ...] = ()
+    problem: str = ""
+    content: bytes = field(default=b"", repr=False)
+    runs: tuple[tuple[str, str], ...] = ()  # what it runs, pinned (`loopd.config.pins`)
+    fingerprint: str = ""  # of the bytes and the pins: what a yes must still find
 
     @property
     def notice(self) -> str:
         """What to tell the person, once; empty when nothing was ignored."""
-        if not self.ignored:
+        if not self.ignored and not self.problem:
             return ""
         keys = ", ".join(self.ignored)
         match self.state:
@@ -349,6 +372,8 @@ class WorkspaceStatus:
             case TrustState.CHANGED:
                 why = "changed since you trusted it"
                 then = "Review it; to trust it as it is now, run"
+        if self.problem:
+            return f"{self.file} {why} and cannot be used ({self.problem}), so it was ignored."
         return (
             f"{self.file} {why}, so these of its settings were ignored: {keys}. "
             f"{then} `loopd trust {self.folder}`."
@@ -371,6 +396,7 @@ class Config:
     delegate: Delegate = field(default_factory=Delegate)
     agents: Mapping[str, AgentConfig] = field(default_factory=lambda: MappingProxyType({}))
     daemon: DaemonSettings = field(default_factory=DaemonSettings)
+    checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
     sources: tuple[Path, ...] = ()
     origins: Mapping[str, Path] = field(default_factory=dict, repr=False, compare=False)
     workspace: WorkspaceStatus | None = None

@@ -9,6 +9,16 @@ Claude Code and Codex, trust belongs to the person's machine, never to the folde
 
 The hash covers exactly the bytes that are then parsed (`WorkspaceFile.read` reads
 once), so the file cannot be swapped between the check and the use.
+
+What a trusted file runs is pinned with it (`loopd.config.pins`): its runtimes run
+outside the sandbox, with the person's keys, and a sandboxed command may write the
+workspace. So trust also records the sha256 of every file beneath the folder that
+the runtimes' commands, arguments and environment name (or that the name is
+absent), and a change to any of them is a change to the file: asked again. A
+program inside the workspace is never run at all (`loopd.executables`); what is
+pinned is a script a program outside runs (`python3 tools/agent.py`). What such a
+script loads in turn is not pinned: trust a folder whose runtimes run code from it
+only as far as you trust every file of that code.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from loopd.config.pins import Pins, fingerprint, pinned_runs
 from loopd.config.schema import ConfigFileError, TrustState
 from loopd.policy.reading import DiskReader
 from loopd.protocol.reading import FileRead, Over, ReadRefused
@@ -41,6 +52,12 @@ class WorkspaceFile:
     path: Path
     content: bytes
     sha256: str
+    runs: Pins = ()
+
+    @property
+    def fingerprint(self) -> str:
+        """One digest of the bytes and of what they run, as pinned now."""
+        return fingerprint(self.sha256, self.runs)
 
     @classmethod
     def read(cls, folder: Path, path: Path) -> WorkspaceFile | None:
@@ -54,7 +71,8 @@ class WorkspaceFile:
                 raise ConfigFileError(path, "(file)", f"cannot be read: {reason}")
             case FileRead(data=content):
                 digest = hashlib.sha256(content).hexdigest()
-                return cls(os.path.realpath(folder), path, content, digest)
+                real = os.path.realpath(folder)
+                return cls(real, path, content, digest, pinned_runs(real, content))
 
 
 def read_workspace_file(
@@ -80,13 +98,19 @@ class TrustStore:
         record = self._records().get(file.folder)
         if record is None:
             return TrustState.UNTRUSTED
-        return TrustState.TRUSTED if record.get("sha256") == file.sha256 else TrustState.CHANGED
+        same = record.get("sha256") == file.sha256 and record.get("runs", {}) == dict(file.runs)
+        return TrustState.TRUSTED if same else TrustState.CHANGED
 
     def trust(self, file: WorkspaceFile) -> None:
         """Trust this folder's file as it is now."""
         records = self._records()
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        records[file.folder] = {"sha256": file.sha256, "file": str(file.path), "trusted_at": now}
+        records[file.folder] = {
+            "sha256": file.sha256,
+            "file": str(file.path),
+            "runs": dict(file.runs),
+            "trusted_at": now,
+        }
         self._write(records)
 
     def untrust(self, folder: Path) -> bool:

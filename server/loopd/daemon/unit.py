@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from loopd.home import data_path
+from loopd.home import data_path, expand_home, home_path
 
 NAME = "loopd.service"
 MARK = "# Written by `loopd daemon enable`; `loopd daemon disable` removes it.\n"
@@ -50,8 +50,9 @@ class UnitState(NamedTuple):
 
 
 def unit_dir(env: Mapping[str, str]) -> Path:
-    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or "~", ".config")
-    return Path(os.path.expanduser(base)) / "systemd" / "user"
+    home = home_path(env)
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    return Path(expand_home(base, home)) / "systemd" / "user"
 
 
 def unit_text(env: Mapping[str, str]) -> str:

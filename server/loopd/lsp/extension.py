@@ -19,6 +19,7 @@ from loopd.lsp.wire import (
     view_to_wire,
 )
 from loopd.protocol.mentions import mention_to_wire
+from loopd.sessions.rewind_wire import checkpoints_to_wire, restore_from_wire
 
 
 @rpc
@@ -102,6 +103,21 @@ async def session_mentions(ls: LoopdServer, params: Any) -> dict[str, Any]:
 
 
 @rpc
+async def session_checkpoints(ls: LoopdServer, params: Any) -> dict[str, Any]:
+    """The session's checkpoints, one per prompt (`loopd.sessions.rewind_wire`)."""
+    session_id = ls.require_open(field(params, "sessionId"))
+    return checkpoints_to_wire(ls.manager.checkpoints_of(session_id))
+
+
+@rpc
+async def session_restore(ls: LoopdServer, params: Any) -> dict[str, Any]:
+    """Back to before a prompt, or redo: the code, the conversation or both; files
+    changed outside the agent since are named and kept unless `force`."""
+    session_id = ls.require_open(field(params, "sessionId"))
+    return await restore_from_wire(ls.manager, session_id, params)
+
+
+@rpc
 async def session_cancel(ls: LoopdServer, params: Any) -> None:
     await ls.manager.cancel(ls.require_open(field(params, "sessionId")))
 
@@ -117,6 +133,8 @@ def register(server: LoopdServer) -> None:
         ("loopd/session/setConfigOption", session_set_config_option),
         ("loopd/session/steer", session_steer),
         ("loopd/session/mentions", session_mentions),
+        ("loopd/session/checkpoints", session_checkpoints),
+        ("loopd/session/restore", session_restore),
         ("loopd/session/cancel", session_cancel),
     ):
         server.feature(method)(handler)

@@ -59,6 +59,8 @@ SESSION_REQUESTS = (
     "setConfigOption",
     "steer",
     "mentions",
+    "checkpoints",
+    "restore",
 )
 R = TypeVar("R")
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from loopd.engine.ports import Clock
+from loopd.executables import find_program
 from loopd.mcp.rpc import McpClosed, McpError, RpcPeer
 from loopd.runtimes.base import McpServerConfig
 from loopd.sandbox.base import sanitized_env
@@ -58,14 +59,21 @@ class StdioTransport:
         """Raises `McpError` when the command cannot be started. `grace`: seconds
         the server gets to exit on close before its group is killed."""
         command = config.command or ""
+        env = {**sanitized_env(base_env), **config.env}
+        program = find_program(command, env.get("PATH"), outside=(cwd,))
+        if program is None:  # it runs outside the sandbox: never the workspace's
+            raise McpError(
+                f"could not start `{command}`: not found on PATH's absolute entries "
+                "outside the workspace"
+            )
         try:
             proc = await asyncio.create_subprocess_exec(
-                command,
+                program,
                 *config.args,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                env={**sanitized_env(base_env), **config.env},
+                env=env,
                 cwd=cwd,
                 start_new_session=True,
                 limit=LINE_LIMIT,

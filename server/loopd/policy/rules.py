@@ -24,7 +24,6 @@ status:*)` never allows `git status && rm -rf ~`, and `deny` always wins.
 
 from __future__ import annotations
 
-import functools
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,6 +33,7 @@ from typing import Any
 
 from loopd.engine.ports import Declaration
 from loopd.policy.commands import Segment, loose_segments, split_command
+from loopd.policy.globs import path_glob
 from loopd.protocol.errors import ConfigError
 
 _RULE = re.compile(r"^\s*(?P<tool>\*|[A-Za-z_][A-Za-z0-9_.-]*)\s*(?:\((?P<spec>.*)\))?\s*$", re.S)
@@ -108,32 +108,6 @@ def command_matches(spec: str, segment: Segment) -> bool:
     return segment == _words(spec)
 
 
-@functools.lru_cache(maxsize=512)
-def _glob_regex(pattern: str, fold: bool) -> re.Pattern[str]:
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out), re.S | (re.I if fold else 0))
-
-
 def _anchored(pattern: str, ctx: MatchContext) -> tuple[str, ...]:
     if pattern.startswith("/"):
         return (pattern,)
@@ -145,7 +119,7 @@ def _anchored(pattern: str, ctx: MatchContext) -> tuple[str, ...]:
 
 def path_matches(spec: str, path: str, ctx: MatchContext, fold: bool) -> bool:
     """Whether an absolute canonical path matches a rule's glob."""
-    return any(_glob_regex(p, fold).fullmatch(path) for p in _anchored(spec, ctx))
+    return any(path_glob(p, fold).match(path) for p in _anchored(spec, ctx))
 
 
 def escape_glob(path: str) -> str:

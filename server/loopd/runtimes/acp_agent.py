@@ -35,20 +35,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast, get_args
 
+from loopd.config.pins import Pins
 from loopd.engine.ports import Emitter
+from loopd.executables import find_program
 from loopd.home import home_path
 from loopd.policy.modes import Mode, parse_mode
 from loopd.policy.paths import PathIssue
 from loopd.policy.rules import RuleSet
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
-from loopd.protocol.errors import ConfigError
+from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import AgentMessageChunk, ConfigOption, Prompt
 from loopd.protocol.turns import Outcome, StopReason
 from loopd.runtimes.acp_bounds import ChildBounds, TurnBounds
 from loopd.runtimes.acp_gate import AcpGuard, command_of
 from loopd.runtimes.acp_terminals import AcpTerminals
 from loopd.runtimes.acp_wire import event_of, options_of, paths_of, prompt_blocks
-from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.base import RuntimeContext, refuse_moved
 from loopd.runtimes.options import DEFAULT_MODE, mode_option
 from loopd.sandbox.probe import NO_BOUNDARY, Boundary, SandboxProbe, probe_sandbox
 from loopd.tools.env import SystemClock, ToolLimits
@@ -84,6 +86,7 @@ class AcpSettings:
     probe: Callable[[], SandboxProbe] = _no_sandbox
     limits: ToolLimits = field(default_factory=ToolLimits)
     bounds: ChildBounds = field(default_factory=ChildBounds)
+    pins: Pins = ()  # what the trusted workspace file runs, as trusted
 
 
 class AcpRuntimeFactory:
@@ -157,10 +160,17 @@ class AcpRuntime:
         from loopd.runtimes.acp_child import ChildConnection
 
         s = self._settings
+        refuse_moved(s.pins)
         env = {**s.base_env, **s.env}
+        command = find_program(s.command, env.get("PATH"), outside=self._ctx.roots)
+        if command is None:
+            raise RuntimeFailure(
+                f"cannot start the ACP agent {s.command!r}: not found on PATH's absolute "
+                "entries outside the workspace (it would run outside the sandbox)"
+            )
         terminals = self._terminals = self._new_terminals()
         child = await ChildConnection.spawn(
-            s.command, s.args, env, self._ctx.cwd, self._on_update, self._on_question, self._files,
+            command, s.args, env, self._ctx.cwd, self._on_update, self._on_question, self._files,
             self._may_write, terminals, s.bounds.message_bytes,
         )  # fmt: skip
         try:

@@ -13,7 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from loopd.config.pins import Pins, moved
 from loopd.engine.ports import Approver, Emitter
+from loopd.protocol.errors import RuntimeFailure
 from loopd.protocol.events import ConfigOption, Prompt
 from loopd.protocol.questions import UserQuestions
 from loopd.protocol.turns import Outcome
@@ -30,6 +32,18 @@ class McpServerConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def refuse_moved(pins: Pins) -> None:
+    """Raise `RuntimeFailure` when a file the trusted workspace config runs is no
+    longer what was trusted: it runs outside the sandbox, and a command may have
+    rewritten it since."""
+    changed = moved(pins)
+    if changed:
+        raise RuntimeFailure(
+            f"{', '.join(changed)} changed since the folder was trusted, and the runtime "
+            "runs it outside the sandbox: review it, then trust the folder again"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,18 +26,19 @@ import contextlib
 import itertools
 import logging
 import os
-import shutil
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from loopd.config.pins import Pins
+from loopd.executables import find_program
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import AgentMessageChunk, ConfigOption, Notice, Prompt
 from loopd.protocol.turns import Outcome
-from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.base import RuntimeContext, refuse_moved
 from loopd.runtimes.jsonl import JsonlProcess, wait_while_active
 from loopd.runtimes.options import (
     CLI_DEFAULT_EFFORT,
@@ -58,7 +59,8 @@ class ForeignSettings:
     inherited environment: `inherit`, the environment of the editor the session
     came from (a daemon serves many, and one's keys never reach another's CLI), or
     this process's when None. `extra_args` follow loopd's own flags. `models` and
-    `efforts` (with their defaults) are what the catalog entry offers."""
+    `efforts` (with their defaults) are what the catalog entry offers. `pins`: the
+    CLI does not start once one of them moved (`loopd.config.pins`)."""
 
     binary: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
@@ -70,6 +72,7 @@ class ForeignSettings:
     default_effort: str | None = None
     stall_timeout: float = 300.0
     cancel_timeout: float = 10.0
+    pins: Pins = ()  # what the trusted workspace file runs, as trusted
 
     def inherited(self) -> dict[str, str]:
         """The environment the CLI starts from, before loopd's own variables."""
@@ -216,14 +219,18 @@ class ForeignRuntime(ABC):
         await self._stop_process()
         self._stale = False
         cli = self.CLI
-        binary = self._settings.binary or shutil.which(cli.command)
+        refuse_moved(self._settings.pins)
+        env = self._env()
+        command = self._settings.binary or cli.command
+        binary = find_program(command, env.get("PATH"), outside=self._ctx.roots)
         if binary is None:
             raise RuntimeFailure(
-                f"{cli.product} is not installed: no `{cli.command}` on PATH. Install it "
-                f"({cli.install}) or configure its path."
+                f"{cli.product} is not installed: no `{command}` on PATH's absolute "
+                f"entries outside the workspace. Install it ({cli.install}) or configure "
+                "its path."
             )
         self._proc = await JsonlProcess.spawn(
-            self._argv(binary), cwd=self._ctx.cwd, env=self._env(), name=cli.product
+            self._argv(binary), cwd=self._ctx.cwd, env=env, name=cli.product
         )
         self._reader = asyncio.create_task(self._read(self._proc))
         await self._started()

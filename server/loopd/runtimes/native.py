@@ -96,6 +96,16 @@ class SessionParts(Protocol):
         """Reminders for files the agent read that changed since (each told once)."""
         ...
 
+    def writes(self) -> int:
+        """How many writes the session's tools have made (file tools, and commands
+        that may write), ever increasing: unchanged over a turn, it wrote nothing."""
+        ...
+
+    def forget_reads(self) -> None:
+        """The model's context went back to an earlier point (a restore): what it had
+        read since is unknown to it again, so each file must be read before an edit."""
+        ...
+
     def prompt_commands(self) -> tuple[Command, ...]:
         """Commands that fill in a prompt (the MCP servers' prompts)."""
         ...
@@ -354,6 +364,21 @@ class NativeRuntime:
         if isinstance(result, Rejected):
             return compacted_note("", result.reason)
         return compacted_note(result.summary)
+
+    def writes(self) -> int:
+        return self.parts.writes()
+
+    async def reload_context(self) -> None:
+        """A restore put the store's model context back (`loopd.sessions.rewind`): the
+        engine starts again from it, exactly as it was then; what the session has spent
+        stays (a rewound context is not a fresh budget)."""
+        sid, store = self.context.session_id, self.journal.store
+        history = reconcile_messages(store.messages(sid))
+        record = store.context(sid)
+        self.told = dict(record.instructions)
+        self.parts.forget_reads()
+        config, ports, spent = self._engine_config(), self._ports(), self.engine.spending
+        self.engine = Engine(sid, config, ports, history, record.start, record.summary, spent)
 
     def _replace_history(self, history: Sequence[Message]) -> None:
         session_id = self.context.session_id

@@ -8,9 +8,12 @@ Protocol, chosen once per process by probing.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from loopd.executables import clean_path, find_program
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +50,21 @@ class CommandSandbox(Protocol):
 SAFE_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER")
 
 
+def outside_roots(program: str, spec: CommandSpec, env: Mapping[str, str]) -> str:
+    """`program` as `find_program` finds it on `env`'s PATH, never beneath the
+    command's roots, for what runs where files are not contained: what the person
+    approved as `bash -c ...` is the machine's bash, not a repository's. A program
+    not found there gets a path that cannot run, so it fails as not found."""
+    found = find_program(program, env.get("PATH"), outside=(spec.cwd, *spec.writable_roots))
+    return found or os.path.join("/nonexistent", os.path.basename(program))
+
+
 def sanitized_env(base: Mapping[str, str], keep: Sequence[str] = SAFE_ENV_KEYS) -> dict[str, str]:
     """An environment built from scratch: only harmless variables survive, so provider
-    keys and other secrets never reach a command."""
+    keys and other secrets never reach a command; its PATH keeps absolute entries
+    only (`clean_path`: a relative one finds programs in the command's folder)."""
     env = {k: base[k] for k in keep if k in base}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env["PATH"] = clean_path(env.get("PATH", "/usr/local/bin:/usr/bin:/bin"))
     return env
 
 
@@ -67,4 +80,6 @@ class Unsandboxed:
         return "none"
 
     def prepare(self, spec: CommandSpec) -> PreparedCommand:
-        return PreparedCommand(spec.argv, sanitized_env(self.base_env), spec.cwd)
+        env = sanitized_env(self.base_env)
+        argv = (outside_roots(spec.argv[0], spec, env), *spec.argv[1:])
+        return PreparedCommand(argv, env, spec.cwd)

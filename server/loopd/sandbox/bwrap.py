@@ -48,11 +48,11 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from loopd.executables import find_program
 from loopd.policy.network import NetworkGrant
 from loopd.policy.paths import contains
 from loopd.sandbox import landlock_syscalls, relay
@@ -115,7 +115,8 @@ class BwrapSandbox:
         inner = self._inner(spec.argv, writable, network, spec.proxy) if helper else spec.argv
         argv += ["--chdir", spec.cwd, "--", *inner]
         if by_bwrap:
-            argv = [shutil.which("sh") or "/bin/sh", "-c", 'exec "$@" 3<"$0"', filter_file(), *argv]
+            sh = find_program("sh", self.base_env.get("PATH"), outside=writable) or "/bin/sh"
+            argv = [sh, "-c", 'exec "$@" 3<"$0"', filter_file(), *argv]
         env = sanitized_env(self.base_env)
         env["TMPDIR"] = SANDBOX_TMP
         if spec.proxy is not None:

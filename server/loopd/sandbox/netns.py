@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from loopd.policy.network import NetworkGrant
-from loopd.sandbox.base import CommandSpec, PreparedCommand, sanitized_env
+from loopd.sandbox.base import CommandSpec, PreparedCommand, outside_roots, sanitized_env
 from loopd.sandbox.landlock_syscalls import die_with_parent
 from loopd.sandbox.tiers import Tier
 
@@ -41,6 +41,10 @@ class NetnsSandbox:
         return Tier.NETNS
 
     def prepare(self, spec: CommandSpec) -> PreparedCommand:
+        """`unshare` and the command itself are found outside the roots (files are
+        not confined here, so a repository's `bash` would run as the machine's)."""
         network = spec.network or self.network.granted
-        argv = (*unshare_argv(network, self.unshare), *spec.argv)
-        return PreparedCommand(argv, sanitized_env(self.base_env), spec.cwd, die_with_parent)
+        env = sanitized_env(self.base_env)
+        unshare = unshare_argv(network, outside_roots(self.unshare, spec, env))
+        argv = (*unshare, outside_roots(spec.argv[0], spec, env), *spec.argv[1:])
+        return PreparedCommand(argv, env, spec.cwd, die_with_parent)

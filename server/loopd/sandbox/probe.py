@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from loopd.executables import find_program
 from loopd.home import home_path
 from loopd.policy.domains import DomainLists
 from loopd.policy.modes import Mode, SandboxMode
@@ -81,7 +81,7 @@ def probe_sandbox(
     wanted = set(TIER_ORDER if which is None else which)
     base_env = dict(os.environ if env is None else env)
     reports: list[TierReport] = []
-    bwrap_path = bwrap or shutil.which("bwrap")
+    bwrap_path = bwrap or find_program("bwrap", base_env.get("PATH"))
     features: BwrapFeatures | None = None
     abi = abi_version()
     with tempfile.TemporaryDirectory(prefix="loopd-probe-") as scratch:

@@ -26,6 +26,7 @@ from loopd.policy.paths import (
     is_secret_name,
     outermost,
 )
+from loopd.walk import walk
 
 MAX_ENTRIES = 5_000_000
 
@@ -96,7 +97,8 @@ def _add_protected(found: _Found, path: str, writable: tuple[str, ...]) -> None:
 def _walk(found: _Found, root: str, writable: tuple[str, ...], limit: int) -> None:
     guarded = any(contains(w, root) for w in writable)
     seen = 0
-    for current, dirs, files in os.walk(root):
+    for folder in walk(root):  # iterative: a tree of any depth is scanned whole
+        current, dirs, files = folder.path, folder.dirs, folder.files
         seen += len(dirs) + len(files)
         if seen > limit:
             raise TreeTooLarge(

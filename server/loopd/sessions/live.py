@@ -82,6 +82,7 @@ class LiveSession:
     mcp_servers: tuple[McpServerConfig, ...] = ()  # the editor's, for a runtime switch
     greeted: bool = False  # the first turn's workspace-trust step is done
     owner: object = None  # the manager whose runtimes made `runtime` (see SessionTable)
+    rewinds: bool = False  # checkpoints are taken: `/rewind` is offered
 
     @property
     def id(self) -> str:

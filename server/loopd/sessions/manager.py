@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from loopd.catalog.identity import entry_changes
+from loopd.checkpoints.service import Checkpoints
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import (
     AgentMessageChunk,
@@ -51,6 +52,8 @@ from loopd.sessions.live import (
 )
 from loopd.sessions.options import RUNTIME_OPTION, Options, SessionView, carried
 from loopd.sessions.queue import say_entry_changed, steer_turn
+from loopd.sessions.rewind import Rewinds
+from loopd.sessions.rewinding import Rewinding
 from loopd.sessions.table import SessionTable
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.sessions.turns import MAX_QUEUED, Turns
@@ -76,7 +79,7 @@ class Credentials(Protocol):
 
 
 @dataclass(slots=True)
-class SessionManager:
+class SessionManager(Rewinding):
     store: SqliteStore
     runtimes: Mapping[str, RuntimeFactory]
     default_runtime: str
@@ -99,6 +102,8 @@ class SessionManager:
     table: SessionTable | None = None
     """The live sessions, shared with the process's other managers (the daemon's,
     one per editor connection); None: this manager's own."""
+    checkpoints: Checkpoints | None = None
+    """Where each prompt's checkpoint is kept (`loopd.sessions.rewind`); None: none."""
     _live: dict[str, LiveSession] = field(init=False)
     _leases: Leases = field(init=False)
 
@@ -302,8 +307,9 @@ class SessionManager:
     ) -> LiveSession:
         factory = self._factory(str(record.runtime.get("name", self.default_runtime)))
         live = LiveSession(
-            record, runtime=Unopened(), links=[link], mcp_servers=tuple(mcp), owner=self
-        )
+            record, runtime=Unopened(), links=[link], mcp_servers=tuple(mcp), owner=self,
+            rewinds=self.checkpoints is not None,
+        )  # fmt: skip
         self._hold(record.id)
         self._live[record.id] = live
         try:
@@ -345,9 +351,10 @@ class SessionManager:
         return self._turns().emitter(live)
 
     def _turns(self) -> Turns:
+        rewinds = None if self.checkpoints is None else Rewinds(self.checkpoints, self.now)
         return Turns(
             self.store, self.now, self.approval_timeout, self.workspace, self._hold,
-            self._save_after_turn,
+            self._save_after_turn, rewinds,
         )  # fmt: skip
 
     def use_runtimes(

@@ -29,6 +29,7 @@ from loopd.runtimes.options import check_mode
 from loopd.sessions.commands import commands_for
 from loopd.sessions.errors import SessionBusy
 from loopd.sessions.live import LiveSession, SessionEmitter
+from loopd.sessions.rewind import REWIND
 from loopd.sessions.transcript import HANDOVER, transcript
 from loopd.store.sqlite import SqliteStore
 
@@ -97,7 +98,7 @@ class Options:
         self.store.update(live.id, runtime=identity, runtime_state=state, config=config)
         live.runtime = await factory.open(self.context(live))
         live.owner = self.owner
-        commands = commands_for(live.runtime)
+        commands = offered(live)
         await self.emitter(live).show(to_wire(AvailableCommandsUpdated(commands)))
 
     def view(self, live: LiveSession) -> SessionView:
@@ -111,7 +112,12 @@ class Options:
             "Who runs this session's turns",
         )
         options = (*live.runtime.config_options(), runtime_option)
-        return SessionView(live.id, options, commands_for(live.runtime))
+        return SessionView(live.id, options, offered(live))
+
+
+def offered(live: LiveSession) -> tuple[Command, ...]:
+    """The session commands `live` offers: its runtime's, and `/rewind`."""
+    return commands_for(live.runtime) + ((REWIND,) if live.rewinds else ())
 
 
 def carried(state: Mapping[str, Any]) -> dict[str, Any]:

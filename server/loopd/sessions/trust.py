@@ -11,9 +11,12 @@ asked once per version of the file in a process; later sessions, and clients ask
 already, are told in the first reply which settings were ignored. No answer, a
 rejection or a file that changed since it was read leave the file inert.
 
-A yes records trust for exactly the bytes that were read (the hash `Config.workspace`
-carries), then `reconfigure` rebuilds the catalog: sessions opened afterwards get
-the file's settings; the open ones keep the runtime they started with.
+A yes records trust for exactly the bytes that were read and shown (the question
+shows `WorkspaceStatus.content`, whose hash `Config.workspace` carries; a file that
+changed since is not trusted), then `reconfigure` rebuilds the catalog: sessions
+opened afterwards get the file's settings; the open ones keep the runtime they
+started with. A file that cannot be used, or too long to show whole, is not asked
+about: the person is told it was ignored.
 """
 
 from __future__ import annotations
@@ -30,14 +33,12 @@ from loopd.config import (
     TrustStore,
     WorkspaceFile,
     WorkspaceStatus,
-    read_workspace_file,
     workspace_config_file,
 )
 from loopd.engine.ports import Approver, Emitter
 from loopd.protocol.approvals import ApprovalRequest
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import AgentMessageChunk, TextBlock, ToolCallStarted, ToolCallUpdated
-from loopd.protocol.reading import FileRead, ReadRefused
 
 SHOWN_BYTES = 8_000  # of the file, in the question
 TRUSTED = (
@@ -66,10 +67,10 @@ class WorkspaceTrust:
             return
         if await self._trusted_meanwhile(status):
             return
-        if status.sha256 in self._asked:
-            await emitter.emit(AgentMessageChunk(status.notice, _id("msg")))
+        if status.fingerprint in self._asked or not _askable(status):
+            await emitter.emit(AgentMessageChunk(_told(status), _id("msg")))
             return
-        self._asked.add(status.sha256)
+        self._asked.add(status.fingerprint)
         call_id = _id("trust")
         title = f"Trust the settings in {status.file}?"
         shown = (TextBlock(_question(status)),)
@@ -86,7 +87,7 @@ class WorkspaceTrust:
         )
         decision = await approver.approve(request)
         try:
-            trusted = decision.allowed and await self.trust(status.folder, expect=status.sha256)
+            trusted = decision.allowed and await self.trust(status.folder, status.fingerprint)
         except ConfigError as err:  # recorded, but the settings are not usable as they are
             text = f"Trusted, but its settings cannot be used, so nothing changed: {err}"
         else:
@@ -109,13 +110,17 @@ class WorkspaceTrust:
         return True
 
     async def trust(self, folder: str, expect: str | None = None) -> bool:
-        """Trust `folder`'s workspace file as it is now (and only if its hash is
-        `expect`, when given), then reconfigure. False when there is nothing to
-        trust or the file changed. Raises `ConfigError` when the trusted settings
-        cannot be used (the runtimes stay as they were)."""
+        """Trust `folder`'s workspace file as it is now (and only if it and what it
+        runs still have the fingerprint `expect`, when given), then reconfigure.
+        False when there is nothing to trust or the file changed. Raises
+        `ConfigError` when the trusted settings cannot be used (the runtimes stay as
+        they were)."""
         path = Path(folder)
-        found = WorkspaceFile.read(path, workspace_config_file(path))
-        if found is None or (expect is not None and found.sha256 != expect):
+        try:
+            found = WorkspaceFile.read(path, workspace_config_file(path))
+        except ConfigFileError:  # now a FIFO, a link out...: not what was shown
+            return False
+        if found is None or (expect is not None and found.fingerprint != expect):
             return False
         self.store.trust(found)
         await self.reconfigure()
@@ -128,16 +133,32 @@ class WorkspaceTrust:
         return withdrawn
 
 
+def _askable(status: WorkspaceStatus) -> bool:
+    """A file is asked about only when it can be used and shown whole: trust goes to
+    exactly the bytes shown, never to a tail the question cut off."""
+    return not status.problem and len(status.content) <= SHOWN_BYTES
+
+
+def _told(status: WorkspaceStatus) -> str:
+    if _askable(status) or status.problem:
+        return status.notice
+    return (
+        f"{status.notice} It is over {SHOWN_BYTES} bytes, too long to show here, so it is "
+        "not asked about."
+    )
+
+
 def _question(status: WorkspaceStatus) -> str:
-    match read_workspace_file(Path(status.folder), status.file, SHOWN_BYTES):
-        case FileRead() as read:
-            text = read.text()
-        case ReadRefused(reason=reason):
-            text = f"(the file cannot be read now: {reason})"
+    """The notice and the file as read once: the very bytes whose sha256 a yes
+    records (the file is never read again for the question)."""
+    text = status.content.decode("utf-8", "replace")
+    pinned = "".join(f"\n  {path}: {digest[:12]}" for path, digest in status.runs)
+    pins = f"\n\nThe files of the folder its runtimes name are pinned:{pinned}" if pinned else ""
     return (
         f"{status.notice}\n\nTrusting the folder lets every setting in the file apply, "
         f"including commands it names (they run on this machine, outside the sandbox). "
-        f"It is asked again if the file changes.\n\n{status.file}:\n{text}"
+        f"It is asked again if the file or a pinned file changes.{pins}\n\n"
+        f"{status.file}:\n{text}"
     )
 
 

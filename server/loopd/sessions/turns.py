@@ -11,7 +11,9 @@ must not write into a session another process took over.
 
 The person's prompt is journaled before anything of the turn is shown, and shown
 in the other editors attached to the session; approvals and questions go to the
-editor whose prompt runs (`LiveSession.asker`).
+editor whose prompt runs (`LiveSession.asker`). With checkpoints on, a turn records
+one before it runs and, when it wrote (or cannot say), one after
+(`loopd.sessions.rewind`); `/rewind` is run here like a session command.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from loopd.checkpoints.book import Kind
 from loopd.protocol.errors import LoopdError
 from loopd.protocol.events import (
     AgentMessageChunk,
@@ -41,6 +44,7 @@ from loopd.sessions.commands import (
 )
 from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
 from loopd.sessions.queue import say_queued, title_of
+from loopd.sessions.rewind import REWIND, Rewinds, listing, parse_rewind, writes_of
 from loopd.sessions.transcript import HANDOVER, with_handover
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.sqlite import SqliteStore
@@ -60,6 +64,7 @@ class Turns:
     workspace: WorkspaceTrust | None
     hold: Callable[[str], None]
     save: Callable[[LiveSession], None]
+    rewinds: Rewinds | None = None  # None: no checkpoints are taken
 
     async def run(
         self,
@@ -77,6 +82,8 @@ class Turns:
             self.hold(live.id)  # still ours (not taken over while this process stalled)
             if on_start is not None:
                 on_start()
+            if self.rewinds is not None and _names(prompt, REWIND.name):
+                return await self._rewind(live, self.rewinds, prompt, link)
             command = slash_command(prompt, live.runtime)
             if command is not None and fills_in(live.runtime, command):
                 return await self._prompt_command(live, command, prompt, link)
@@ -96,11 +103,14 @@ class Turns:
         if handed:  # the first turn after a runtime switch
             prompt = with_handover(prompt, handed)
         turn: asyncio.Task[Outcome] | None = None
+        wrote: int | None = None
         try:
             if self.workspace is not None and not live.greeted:
                 live.greeted = True
                 approver = SessionApprover(lambda: live, self.approval_timeout)
                 await self.workspace.first_turn(live.id, emitter, approver)
+            await self._checkpoint(live, "prompt", title_of(prompt.text))
+            wrote = writes_of(live.runtime)
             turn = live.turn = asyncio.create_task(live.runtime.prompt(prompt))
             return await asyncio.shield(turn)
         except asyncio.CancelledError:
@@ -115,6 +125,33 @@ class Turns:
             live.asker = None
             live.turn = None
             self.save(live)
+            if turn is not None and (wrote is None or writes_of(live.runtime) != wrote):
+                await self._checkpoint(live, "after")
+
+    async def _checkpoint(self, live: LiveSession, kind: Kind, label: str = "") -> None:
+        """Record a checkpoint, saying why when one is skipped or a file left out."""
+        if self.rewinds is None:
+            return
+        note = await self.rewinds.record(live, kind, label)
+        if note:
+            await self.emitter(live).emit(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}"))
+
+    async def _rewind(
+        self, live: LiveSession, rewinds: Rewinds, prompt: Prompt, link: ClientLink
+    ) -> Outcome:
+        """`/rewind`, journaled like a command: the prompt, then what it did. Files
+        changed outside the agent since are put to the person (`Rewinds.asking`)."""
+        await self._journal_prompt(live, prompt, link)
+        try:
+            args = parse_rewind(command_text(prompt).split())
+            if args is None:
+                note = listing(rewinds.points(live.id))
+            else:
+                approver = SessionApprover(lambda: live, self.approval_timeout)
+                note = await rewinds.asking(live, args, link, approver, self.emitter(live))
+        except LoopdError as err:
+            note = f"/rewind failed: {err}"
+        return await self._said(live, note)
 
     async def _command(
         self, live: LiveSession, name: str, prompt: Prompt, link: ClientLink
@@ -145,6 +182,9 @@ class Turns:
         self, live: LiveSession, prompt: Prompt, note: str, link: ClientLink
     ) -> Outcome:
         await self._journal_prompt(live, prompt, link)
+        return await self._said(live, note)
+
+    async def _said(self, live: LiveSession, note: str) -> Outcome:
         await self.emitter(live).emit(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}"))
         self.store.update(live.id, updated_at=self.now())
         return Outcome(turn_id="", stop_reason="end_turn")
@@ -164,6 +204,11 @@ class Turns:
     def emitter(self, live: LiveSession) -> SessionEmitter:
         """Journals, then shows on every editor attached to `live`."""
         return SessionEmitter(self.store, live.id, lambda: live.links, self.now)
+
+
+def _names(prompt: Prompt, name: str) -> bool:
+    words = prompt.text.strip().split(maxsplit=1)
+    return bool(words) and words[0] == f"/{name}"
 
 
 def _user_chunk(block: ContentBlock, message_id: str) -> dict[str, Any]:

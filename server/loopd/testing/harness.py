@@ -97,6 +97,12 @@ class ScriptedParts:
     async def changed_files(self) -> list[str]:
         return []
 
+    def forget_reads(self) -> None:
+        return None
+
+    def writes(self) -> int:
+        return 0  # the scripted tools write nothing loopd counts
+
     async def aclose(self) -> None:
         return None
 

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import re
-import shutil
 import signal
 from dataclasses import replace
 from typing import Any, ClassVar
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
+from loopd.executables import find_program
 from loopd.policy.commands import is_safe_command
 from loopd.policy.grants import Grant, current_grant
 from loopd.policy.paths import SECRET_DIR_NAMES, is_secret_name
@@ -189,7 +189,7 @@ def editor_argv(prepared: PreparedCommand) -> tuple[str, ...] | None:
     sandbox's scrubbed variables."""
     if prepared.preexec is not None and prepared.preexec is not die_with_parent:
         return None
-    env_binary = shutil.which("env")
+    env_binary = find_program("env", prepared.env.get("PATH"), outside=(prepared.cwd,))
     if env_binary is None:
         return None
     assignments = (f"{k}={v}" for k, v in prepared.env.items())

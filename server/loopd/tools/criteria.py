@@ -31,6 +31,7 @@ from loopd.sandbox.base import CommandSpec
 from loopd.tools.env import ToolEnv
 from loopd.tools.output import HeadTail
 from loopd.tools.processes import run_captured
+from loopd.walk import walk
 
 OUTPUT_CHARS = 8_000  # of a criterion's output, for the model and the person
 NOT_FOUND = (126, 127)  # bash: not executable, command not found
@@ -132,13 +133,13 @@ class SandboxedDone:
         matches at any depth), at most `MAX_WATCHED`."""
         seen = 0
         for base in sorted({_base(g, self.env.cwd) for g in self.done.protected}):
-            for folder, dirs, files in os.walk(base):
-                dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
-                for name in files:
+            for folder in walk(base):  # iterative: any depth
+                folder.dirs[:] = [d for d in folder.dirs if d not in _SKIP_DIRS]
+                for name in folder.files:
                     seen += 1
                     if seen > MAX_WATCHED:
                         return
-                    yield os.path.join(folder, name)
+                    yield os.path.join(folder.path, name)
 
 
 def _base(glob: str, cwd: str) -> str:

@@ -13,6 +13,9 @@ anchoring the pattern to its file's directory, `*` `?` `[...]` within one compon
 `**/`, `/**` and `/**/` across components, and backslash escapes. The last matching
 pattern wins, deeper files after shallower ones, as in git. A directory that is
 ignored is not entered, so nothing inside can be re-included (git's rule too).
+Patterns are matched by `loopd.tools.wildmatch`, linear by construction (a
+repository's pattern cannot freeze the process); one it cannot use is skipped with
+a warning in the log, never an error for the walk.
 
 An ignore file is read through the session's `FileReader`: only a regular file
 beneath the roots (not a link out, a FIFO or a device: a file planted to block or
@@ -21,11 +24,14 @@ leak is skipped), and only its first `MAX_BYTES`.
 
 from __future__ import annotations
 
+import logging
 import os
-import re
 from dataclasses import dataclass
 
 from loopd.protocol.reading import FileRead, FileReader
+from loopd.tools.wildmatch import BadPattern, PathPattern, path_pattern
+
+log = logging.getLogger(__name__)
 
 MAX_BYTES = 256 * 1024
 
@@ -35,10 +41,10 @@ class Rule:
     """One pattern line, compiled against paths relative to its file's directory."""
 
     base: tuple[str, ...]
-    regex: re.Pattern[str]
+    pattern: PathPattern
     negated: bool
     dir_only: bool
-    lead: str = ""  # for a file above the walk's root: the root's path below it, "a/b/"
+    lead: tuple[str, ...] = ()  # for a file above the walk's root: the root's path below it
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +65,7 @@ class Ignore:
                 continue
             if path[: len(rule.base)] != rule.base or len(path) == len(rule.base):
                 continue
-            if rule.regex.fullmatch(rule.lead + "/".join(path[len(rule.base) :])):
+            if rule.pattern.match((*rule.lead, *path[len(rule.base) :])):
                 return not rule.negated
         return False
 
@@ -76,10 +82,17 @@ def parse(line: str, base: tuple[str, ...]) -> Rule | None:
     line = line.rstrip("/")
     if not line:
         return None
-    anchored = "/" in line
-    body = _translate(line.lstrip("/"))
-    regex = body if anchored else f"(?:.*/)?{body}"
-    return Rule(base, re.compile(regex, re.DOTALL), negated, dir_only)
+    parts = line.lstrip("/").split("/")
+    if parts[-1] == "**":  # `a/**`: everything inside `a`, not `a` itself
+        parts[-1:] = ["*", "**"]
+    if "/" not in line:  # no slash: a name at any depth
+        parts.insert(0, "**")
+    try:
+        pattern = path_pattern(parts)
+    except BadPattern as err:
+        log.warning("ignored .gitignore pattern %r: %s", line, err)
+        return None
+    return Rule(base, pattern, negated, dir_only)
 
 
 def _strip_trailing_spaces(line: str) -> str:
@@ -88,60 +101,6 @@ def _strip_trailing_spaces(line: str) -> str:
     if stripped.endswith("\\") and len(stripped) < len(line):
         return stripped[:-1] + " "
     return stripped
-
-
-def _translate(pattern: str) -> str:
-    """A regular expression for a slash-separated wildmatch pattern."""
-    parts = pattern.split("/")
-    out: list[str] = []
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if part == "**":
-            out.append(".*" if last else "(?:.*/)?")
-            continue
-        out.append(_component(part) + ("" if last else "/"))
-    return "".join(out)
-
-
-def _component(part: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(part):
-        c = part[i]
-        if c == "\\" and i + 1 < len(part):
-            out.append(re.escape(part[i + 1]))
-            i += 2
-            continue
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[" and (end := _class_end(part, i)) > 0:
-            out.append(_char_class(part[i + 1 : end]))
-            i = end
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
-
-
-def _class_end(part: str, start: int) -> int:
-    """Index of the `]` closing the class opened at `start`, or -1 if unclosed."""
-    i = start + 1
-    if i < len(part) and part[i] in "!^":
-        i += 1
-    if i < len(part) and part[i] == "]":
-        i += 1
-    while i < len(part) and part[i] != "]":
-        i += 1
-    return i if i < len(part) else -1
-
-
-def _char_class(inner: str) -> str:
-    negate = inner[:1] in ("!", "^")
-    body = inner[1:] if negate else inner
-    escaped = "".join("\\" + c if c in "\\^[]" else c for c in body)
-    return f"[^/{escaped}]" if negate else f"[{escaped}]"
 
 
 def read_ignore_file(reader: FileReader, path: str) -> str:
@@ -173,7 +132,8 @@ def inherited(root: str, top: str, reader: FileReader) -> Ignore:
     sources += [os.path.join(d, ".gitignore") for d in reversed(chain[1:])]
     for source in sources:
         origin = repo if source.endswith("exclude") else os.path.dirname(source)
-        prefix = os.path.relpath(root, origin).split("/")
+        rel = os.path.relpath(root, origin)
+        prefix = [] if rel == "." else rel.split("/")
         for line in read_ignore_file(reader, source).splitlines():
             if (rule := parse(line, ())) is not None:
                 rules.append(_rebased(rule, prefix))
@@ -188,4 +148,4 @@ def is_within(path: str, directory: str) -> bool:
 def _rebased(rule: Rule, prefix: list[str]) -> Rule:
     """A rule of a directory above the walk's root: the path it sees is the root's
     path below that directory followed by the walked path."""
-    return Rule((), rule.regex, rule.negated, rule.dir_only, "/".join(prefix) + "/")
+    return Rule((), rule.pattern, rule.negated, rule.dir_only, tuple(prefix))

@@ -9,15 +9,15 @@ are never what the model is looking for. What `.gitignore` ignores is not listed
 The search stays beneath the declared directory, which is what the policy judged: a
 pattern may not climb with `..` (the directory to search is `path`, declared and
 decided like any other read), and the walk never enters a symlinked directory. It
-walks with directory descriptors (`os.fwalk`), so a directory swapped for a symlink
-while it runs is not followed either. A symlink inside is listed by its own name.
+walks iteratively (`loopd.walk`: any depth) and checks each directory is the one its
+parent listed, so a directory swapped for a symlink while it runs is not followed
+either. A symlink inside is listed by its own name. Patterns are git's wildmatch
+(`loopd.tools.wildmatch`), matched in bounded time whatever the model sends.
 """
 
 from __future__ import annotations
 
 import asyncio
-import fnmatch
-import functools
 import os
 from typing import Any, ClassVar
 
@@ -28,6 +28,8 @@ from loopd.protocol.reading import FileReader
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
 from loopd.tools.gitignore import Ignore, inherited, is_within, read_ignore_file
+from loopd.tools.wildmatch import BadPattern, path_pattern
+from loopd.walk import walk
 
 SEARCH_ROOT = {
     "type": "string",
@@ -95,6 +97,10 @@ def _pattern(args: Args) -> str:
         raise ToolInputError(
             "`pattern` may not climb with `..`; pass the directory to search as `path`"
         )
+    try:
+        path_pattern(pattern.split("/"))
+    except BadPattern as err:
+        raise ToolInputError(f"`pattern` cannot be used: {err}") from None
     return pattern
 
 
@@ -102,51 +108,28 @@ def _glob(root: str, pattern: str, top: str, reader: FileReader) -> list[tuple[s
     """(path, is a directory) for every entry under `root` whose relative path
     matches `pattern` and that `.gitignore` does not ignore (files up to `top`
     count), without following a symlink to a directory."""
-    parts: tuple[str, ...] = ()
+    parts: list[str] = []
     for part in (p for p in pattern.split("/") if p not in ("", ".")):
-        if not (part == "**" and parts[-1:] == ("**",)):
-            parts += (part,)
+        if not (part == "**" and parts[-1:] == ["**"]):
+            parts.append(part)
+    wanted = path_pattern(parts)  # `_pattern` checked it compiles
     found: list[tuple[str, bool]] = []
     ignores: dict[tuple[str, ...], Ignore] = {(): inherited(root, top, reader)}
-    for current, dirs, files, _ in os.fwalk(root, follow_symlinks=False):
-        rel = os.path.relpath(current, root)
-        here = () if rel == "." else tuple(rel.split("/"))
-        text = read_ignore_file(reader, os.path.join(current, ".gitignore"))
+    for folder in walk(root):
+        here = folder.rel
+        text = read_ignore_file(reader, os.path.join(folder.path, ".gitignore"))
         ignore = ignores.pop(here).extended(here, text)
-        dirs[:] = [
+        folder.dirs[:] = [
             d
-            for d in dirs
+            for d in folder.dirs
             if d != ".git"
-            and _may_hold(parts, (*here, d))
+            and wanted.may_hold((*here, d))
             and not ignore.ignored((*here, d), is_dir=True)
         ]
-        ignores.update({(*here, d): ignore for d in dirs})
-        entries = [(d, True) for d in dirs]
-        entries += [(f, False) for f in files if not ignore.ignored((*here, f), is_dir=False)]
+        ignores.update({(*here, d): ignore for d in folder.dirs})
+        entries = [(d, True) for d in folder.dirs]
+        entries += [(f, False) for f in folder.files if not ignore.ignored((*here, f), False)]
         for name, is_dir in entries:
-            if _matches(parts, (*here, name)):
-                found.append((os.path.join(current, name), is_dir))
+            if wanted.match((*here, name)):
+                found.append((os.path.join(folder.path, name), is_dir))
     return sorted(found)
-
-
-@functools.lru_cache(maxsize=4096)
-def _matches(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
-    """Whether path components match pattern components (`**` spans any number)."""
-    if not pattern:
-        return not path
-    if pattern[0] == "**":
-        return any(_matches(pattern[1:], path[i:]) for i in range(len(path) + 1))
-    return (
-        bool(path) and fnmatch.fnmatchcase(path[0], pattern[0]) and _matches(pattern[1:], path[1:])
-    )
-
-
-def _may_hold(pattern: tuple[str, ...], directory: tuple[str, ...]) -> bool:
-    """Whether something below `directory` could still match (prunes the walk)."""
-    if not directory:
-        return True
-    if not pattern:
-        return False
-    if pattern[0] == "**":
-        return True
-    return fnmatch.fnmatchcase(directory[0], pattern[0]) and _may_hold(pattern[1:], directory[1:])

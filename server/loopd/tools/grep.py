@@ -24,10 +24,12 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
+from loopd.executables import find_program, process_path
 from loopd.policy.beneath import file_kind
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import Location, ToolKind
 from loopd.protocol.reading import FileReader, ReadRefused
+from loopd.sandbox.base import sanitized_env
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
 from loopd.tools.gitignore import Ignore, inherited, is_within, read_ignore_file
@@ -84,6 +86,9 @@ class Grep:
     }
 
     def __init__(self, rg: str | None) -> None:
+        """`rg`: the ripgrep to run (a name on loopd's PATH or a path), None for the
+        pure-Python search. It is looked up at each call (`find_program`), never in
+        the workspace: it runs outside the sandbox."""
         self.rg = rg
 
     async def declare(self, args: Args, env: ToolEnv) -> Declaration:
@@ -111,11 +116,12 @@ class Grep:
         want = env.limits.grep_max_matches + 1
         folder = query.root if kind == "directory" else os.path.dirname(query.root)
         reader = env.reader.within((*env.roots, folder))  # an approved folder outside too
+        rg = None if self.rg is None else find_program(self.rg, process_path(), outside=env.roots)
         try:
-            if self.rg is None:
+            if rg is None:
                 found, unread = await asyncio.to_thread(_python_search, query, want, reader)
             else:
-                found, unread = await _rg_search(self.rg, query, want), set()
+                found, unread = await _rg_search(rg, query, want), set()
         except GrepFailed as e:
             return failure(f"grep failed: {e}")
         shown = [m for m in found if reader.withheld(m.path) is None]
@@ -169,6 +175,7 @@ async def _rg_search(rg: str, query: Query, want: int) -> list[Match]:
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env=sanitized_env({"PATH": process_path()}),  # no key reaches it, nor a config
         limit=2 * LINE_CAP,  # one JSON line per matching line; longer ones are dropped
     )
     assert proc.stdout is not None and proc.stderr is not None
@@ -252,18 +259,28 @@ def _python_search(query: Query, want: int, reader: FileReader) -> tuple[list[Ma
 
 
 def _walk(query: Query, reader: FileReader) -> Iterator[str]:
-    """Files under the root in `rg --sort path` order; the root itself if a file."""
-    if os.path.isdir(query.root):
-        top = inherited(query.root, query.top or query.root, reader)
-        yield from _walk_dir(query.root, query, reader, top, ())
-    else:
+    """Files under the root in `rg --sort path` order; the root itself if a file.
+    Iterative (a stack of entries still to visit): a tree of any depth is walked."""
+    if not os.path.isdir(query.root):
         yield query.root
+        return
+    top = inherited(query.root, query.top or query.root, reader)
+    pending: list[tuple[str, tuple[str, ...], Ignore | None]] = [(query.root, (), top)]
+    while pending:
+        path, here, ignore = pending.pop()
+        if ignore is None:  # a file, already checked
+            yield path
+            continue
+        text = read_ignore_file(reader, os.path.join(path, ".gitignore"))
+        inner = ignore.extended(here, text)
+        pending.extend(reversed(list(_entries(path, here, inner, query))))
 
 
-def _walk_dir(
-    directory: str, query: Query, reader: FileReader, ignore: Ignore, here: tuple[str, ...]
-) -> Iterator[str]:
-    ignore = ignore.extended(here, read_ignore_file(reader, os.path.join(directory, ".gitignore")))
+def _entries(
+    directory: str, here: tuple[str, ...], ignore: Ignore, query: Query
+) -> Iterator[tuple[str, tuple[str, ...], Ignore | None]]:
+    """A directory's entries to visit, by name: folders with the rules inside them,
+    files with None."""
     try:
         with os.scandir(directory) as it:
             entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
@@ -273,12 +290,13 @@ def _walk_dir(
         if entry.is_symlink():
             continue
         is_dir = entry.is_dir()
-        if ignore.ignored((*here, entry.name), is_dir):
+        rel = (*here, entry.name)
+        if ignore.ignored(rel, is_dir):
             continue
         if is_dir:
-            yield from _walk_dir(entry.path, query, reader, ignore, (*here, entry.name))
+            yield entry.path, rel, ignore
         elif entry.is_file(follow_symlinks=False) and _selected(entry.path, query):
-            yield entry.path
+            yield entry.path, rel, None
 
 
 def _text_lines(path: str, reader: FileReader) -> Iterator[str]:

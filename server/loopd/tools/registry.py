@@ -11,7 +11,6 @@ the call's policy grant current while the tool runs (`loopd.policy.grants`).
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Sequence
 
 from loopd.engine.ports import Declaration, ToolCall, ToolProgress, ToolResult
@@ -34,7 +33,7 @@ log = logging.getLogger(__name__)
 
 def builtin_tools() -> tuple[Tool, ...]:
     """The core tools, in the order they are offered to the model."""
-    return (Read(), Write(), Edit(), Bash(), Glob(), Grep(shutil.which("rg")), Plan(), AskUser())
+    return (Read(), Write(), Edit(), Bash(), Glob(), Grep("rg"), Plan(), AskUser())
 
 
 class ToolRegistry:

@@ -12,6 +12,7 @@ import pytest
 from acp.schema import ClientCapabilities, FileSystemCapabilities
 
 from loopd.sessions.commands import CLEAR, COMPACT, UNDO
+from loopd.sessions.rewind import REWIND
 from loopd.testing.llm_script import Reply, ScriptedCall
 from tests.e2e.acp.conftest import Home, loopd_acp, text
 from tests.e2e.acp.editor import EDITOR_SECRET, EditorClient
@@ -42,7 +43,7 @@ async def test_a_text_turn_streams_and_the_commands_follow_the_new_session(home:
     assert client.text() == "Hello from the model, in words."
     commands = client.of("available_commands_update")[0]["availableCommands"]
     assert commands == [
-        {"name": c.name, "description": c.description} for c in (CLEAR, COMPACT, UNDO)
+        {"name": c.name, "description": c.description} for c in (CLEAR, COMPACT, UNDO, REWIND)
     ]
     assert "hi" in sent_to_model(home, 0)
 

@@ -88,11 +88,19 @@ def test_doctor_shows_config_files_credentials_and_tools_never_values(tmp_path: 
 
 
 def test_a_bad_config_file_is_shown_and_exits_2(tmp_path: Path) -> None:
-    config = tmp_path / ".loopd" / "config.toml"
-    config.parent.mkdir()
+    config = tmp_path / "config" / "loopd" / "config.toml"  # the user's own file
+    config.parent.mkdir(parents=True)
     config.write_text('[defaults]\nmode = "yolo"\n')
     out = doctor(tmp_path, code=2, ANTHROPIC_API_KEY="x")
     assert f"error: {config}: defaults.mode: unknown mode 'yolo'" in out
+
+
+def test_a_bad_untrusted_workspace_file_is_said_ignored(tmp_path: Path) -> None:
+    config = tmp_path / ".loopd" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[defaults]\nmode = "yolo"\n')
+    out = doctor(tmp_path, code=0, ANTHROPIC_API_KEY="x")  # ignored, said on stderr
+    assert f"{config}  (found, untrusted)" in out
 
 
 def test_doctor_into_a_closed_pipe_stops_quietly(tmp_path: Path) -> None:

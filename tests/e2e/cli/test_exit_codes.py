@@ -107,8 +107,9 @@ def test_cwd_must_be_an_existing_folder(
 @pytest.mark.parametrize(
     ("line", "message", "trusted"),
     [
-        ('mode = "yolo"', "defaults.mode: unknown mode 'yolo' (expected one of: plan, ask,", False),
-        ('mode = "default"', "defaults.mode: unknown mode 'default'", False),
+        # a trusted file's errors stop loopd; an untrusted one's never do (below)
+        ('mode = "yolo"', "defaults.mode: unknown mode 'yolo' (expected one of: plan, ask,", True),
+        ('mode = "default"', "defaults.mode: unknown mode 'default'", True),
         # `defaults.runtime` applies only in a trusted folder (it is ignored otherwise)
         (
             'runtime = "nope"',
@@ -136,6 +137,20 @@ def test_config_errors_name_the_file_and_key_and_exit_2(
     assert f"loopd: {config}: {message}" in done.stderr
     assert "Traceback" not in done.stderr
     assert fake_llm.requests == []
+
+
+@pytest.mark.parametrize("text", ["[defaults\n", '[defaults]\nmode = "yolo"\n'])
+def test_an_untrusted_file_that_cannot_be_used_is_ignored_and_the_run_goes_on(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path, text: str
+) -> None:
+    config = workspace / ".loopd" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(text)
+    fake_llm.script("*", Reply(text="ran anyway"))
+    done = loopd(["run", "hi"], isolated_env(tmp_path, fake_llm), workspace)
+    assert done.returncode == 0, done.stderr
+    assert "ran anyway" in done.stdout
+    assert f"loopd: {config} is not trusted and cannot be used" in done.stderr
 
 
 def test_an_unknown_mode_on_the_command_line_is_a_usage_error(

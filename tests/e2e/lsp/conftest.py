@@ -195,10 +195,13 @@ Start = Callable[..., Awaitable[Editor]]
 
 
 @pytest.fixture
-async def start(tmp_path: Path) -> AsyncIterator[Start]:
+async def start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Start]:
     """`await start(script, profile="extension"|"plain", answer_dialogs=True)`; with
-    `server=(argv, env)` that server instead of the launcher (`script` unused)."""
+    `server=(argv, env)` that server instead of the launcher (`script` unused). The
+    server starts in the workspace folder, as an editor starts it (not in this
+    checkout, whose `node_modules` CLIs it would then rightly never run)."""
     editors: list[Editor] = []
+    monkeypatch.chdir(tmp_path)
 
     async def _start(
         script: dict[str, Any],

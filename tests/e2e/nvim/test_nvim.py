@@ -141,3 +141,21 @@ def test_log_in_from_neovim_in_a_terminal_split(tmp_path: Path) -> None:
         run_scenario("login.lua", env, work, work / "notes.md")
     stored = json.loads((data_dir(env) / "login.json").read_text())
     assert stored["defaults"] == {"runtime": "ollama", "model": "fake-model"}, stored
+
+
+def test_rewind_from_neovim(tmp_path: Path) -> None:
+    """See rewind.lua: :Loopd rewind picks a checkpoint and what to put back."""
+    from tests.e2e.rewind.test_session_rewind import THREE_TURNS
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("original\n")
+    (work / "keep.txt").write_text("kept\n")
+    with FakeLLMServer() as fake:
+        fake.script("*", *THREE_TURNS[:4])
+        env = isolated_env(tmp_path, fake, LOOPD_WORK=str(work))
+        config = Path(env["XDG_CONFIG_HOME"]) / "loopd" / "config.toml"
+        config.parent.mkdir(parents=True)
+        config.write_text('[defaults]\nmode = "full_auto"\n')
+        run_scenario("rewind.lua", env, work, work / "a.txt")
+    assert (work / "a.txt").read_text() == "original\nmore\n"  # redone

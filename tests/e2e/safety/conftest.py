@@ -128,9 +128,11 @@ class Run:
 
 def plant(box: Box) -> Path:
     """The issue's reproducer, as a cloned repository would hold it. Returns the
-    marker the planted command writes when run."""
+    marker the planted command writes when run. The command lies beside the
+    workspace, not in it: one inside is never run, trusted or not
+    (`loopd.executables`), and these tests are about what trust lets run."""
     marker = box.base / "pwned"
-    tool = box.ws / "tool.sh"
+    tool = box.base / "tool.sh"
     tool.write_text(f"#!/bin/sh\nenv > {marker}\necho 1.0.0\n")
     tool.chmod(0o755)
     (box.ws / ".loopd").mkdir(exist_ok=True)

@@ -61,7 +61,8 @@ async def test_a_fifo_in_place_of_the_config_does_not_block_the_trust_question(
             )
     assert blocked == [] and result.stop_reason == "end_turn"
     assert not marker.exists()  # nothing was trusted: the file is not the one read
-    assert "named pipe (FIFO)" in json.dumps(client.updates)
+    shown = json.dumps(client.updates)  # the bytes read at start, never the FIFO
+    assert "runtimes.helper" in shown and "Trusted." not in shown
 
 
 async def test_a_fifo_mentioned_in_a_prompt_is_not_read(tmp_path: Path) -> None:

@@ -90,6 +90,11 @@ model = "qwen"
 enabled = true
 idle_seconds = 600
 
+[checkpoints]
+enabled = true
+max_bytes = 1073741824
+max_file_bytes = 1048576
+
 [agents.explore]
 runtimes = ["fast", "groq"]
 default = "groq"
@@ -144,7 +149,7 @@ def test_every_key_the_schema_names_is_used_above() -> None:
     used = set(re.findall(r"^(\w+) =", EVERY_KEY, re.M)) | {"aliases", "id", "providers"}
     used |= {"context_window", "credential", "targets"}  # inline in a model table
     used |= {"runtimes", "defaults", "limits", "approvals", "delegate", "done", "criteria"}
-    used |= {"sandbox", "agents", "daemon"}
+    used |= {"sandbox", "agents", "daemon", "checkpoints"}
     assert named <= used
 
 

@@ -288,7 +288,7 @@ def test_error_names_the_file_that_set_the_bad_value(env: dict[str, str], cwd: P
 
 
 def test_invalid_toml_names_the_file(env: dict[str, str], cwd: Path) -> None:
-    path = write(cwd / ".loopd" / "config.toml", "[defaults\n")
+    path = write(user_file(env), "[defaults\n")  # an untrusted workspace file: ignored
     with pytest.raises(ConfigFileError, match="not valid TOML") as caught:
         load_config(env, cwd)
     assert caught.value.path == path

@@ -234,26 +234,25 @@ def test_every_key_declared_as_tightening_exists_in_the_schema() -> None:
         assert hasattr(getattr(config, table), key), (table, key)
 
 
-def test_a_fifo_or_a_huge_file_is_refused_without_blocking(env: dict[str, str], ws: Path) -> None:
-    from loopd.config import ConfigFileError
-
+def test_a_fifo_or_a_huge_file_is_ignored_without_blocking(env: dict[str, str], ws: Path) -> None:
     file = ws / ".loopd" / "config.toml"
     file.unlink()
     os.mkfifo(file)
-    with pytest.raises(ConfigFileError, match="not a regular file"):
-        load_config(env, ws)
+    status = load_config(env, ws).workspace
+    assert status is not None and "not a regular file" in status.problem
+    assert "so it was ignored" in status.notice
     file.unlink()
     file.write_bytes(b"#" * (2 << 20))
-    with pytest.raises(ConfigFileError, match="bytes"):
-        load_config(env, ws)
+    status = load_config(env, ws).workspace
+    assert status is not None and "bytes" in status.problem
 
 
 def test_an_invalid_value_of_a_tightening_key_is_still_named(env: dict[str, str], ws: Path) -> None:
-    from loopd.config import ConfigFileError
-
     (ws / ".loopd" / "config.toml").write_text('[defaults]\nmode = "yolo"\n')
-    with pytest.raises(ConfigFileError, match=r"defaults\.mode: unknown mode 'yolo'"):
-        load_config(env, ws)
+    config = load_config(env, ws)
+    assert config.defaults.mode != "yolo"
+    assert config.workspace is not None
+    assert "defaults.mode: unknown mode 'yolo'" in config.workspace.notice
 
 
 def test_what_widens_the_sandbox_or_runs_commands_needs_trust(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -69,7 +70,7 @@ async def connected(
     servers = await McpServers.connect(
         configs,
         reserved=reserved,
-        cwd=os.getcwd(),
+        cwd=tempfile.gettempdir(),  # not the checkout: its .venv's python would be refused
         base_env=base_env if base_env is not None else {"PATH": os.environ["PATH"]},
         clock=clock or SystemClock(),
         timeouts=McpTimeouts(startup=20, call=20, close=0.05),

@@ -104,7 +104,8 @@ async def test_a_fifo_in_place_of_the_file_neither_blocks_the_question_nor_is_tr
         await ws.gate.first_turn("s1", emitter, ScriptedApprover.of(ALLOW))
     assert blocked == []
     started = str(emitter.events[0])
-    assert "the file cannot be read now" in started and "named pipe (FIFO)" in started
+    assert "runtimes.helper" in started  # what was read and is asked about, not re-read
+    assert "Trusted" not in str(emitter.events[-1])
     assert ws.reloads == 0 and not TrustStore(tmp_path / "data").path.exists()
 
 
@@ -118,5 +119,4 @@ async def test_a_file_turned_into_a_link_out_is_not_shown(tmp_path: Path) -> Non
     emitter = RecordingEmitter()
     await ws.gate.first_turn("s1", emitter, ScriptedApprover.of(ALLOW))
     assert "not-for-the-question" not in str(emitter.events)
-    assert "leads outside" in str(emitter.events[0])
     assert ws.reloads == 0 and not TrustStore(tmp_path / "data").path.exists()

@@ -315,6 +315,12 @@ function M.login(project)
   end)
 end
 
+function M.rewind(project)
+  project = project or M.project()
+  if not project.session then return notify('no session yet in this project') end
+  require('loopd.rewind').pick(request, notify, project, project.session)
+end
+
 function M.undo()
   local client = M.client()
   if not client then return end
@@ -335,6 +341,7 @@ local subcommands = {
   mode = function(args) set_option('mode', args) end,
   model = function(args) set_option('model', args) end,
   undo = function() M.undo() end,
+  rewind = function() M.rewind() end,
   login = function() M.login() end,
   chat = function() M.project().chat:open({ focus = true }) end,
 }

@@ -1,0 +1,126 @@
+"""Nothing from the workspace runs outside the sandbox: every program loopd runs
+itself is found by `loopd.executables.find_program`, from absolute PATH entries
+only and never beneath a workspace root. Each attack plants a program that leaves a
+mark when it runs."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from tooltest import RecordingProgress
+
+import loopd
+from loopd.engine.ports import ToolCall
+from loopd.executables import clean_path, find_program
+from loopd.mcp.rpc import McpError
+from loopd.mcp.stdio import StdioTransport
+from loopd.runtimes.base import McpServerConfig
+from loopd.sandbox.base import CommandSpec, Unsandboxed
+from loopd.tools import ToolEnv, ToolRegistry
+from loopd.tools.env import SystemClock
+
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def plant(folder: Path, name: str) -> Path:
+    """An executable `name` in `folder` that leaves `folder/ran-<name>` when run."""
+    folder.mkdir(parents=True, exist_ok=True)
+    program = folder / name
+    program.write_text(f"#!/bin/sh\necho ran > '{folder}/ran-{name}'\n")
+    program.chmod(0o755)
+    return folder / f"ran-{name}"
+
+
+def test_no_module_but_the_resolver_looks_programs_up() -> None:
+    root = Path(loopd.__file__).parent
+    offenders = []
+    for source in root.rglob("*.py"):
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            named = isinstance(node, ast.Attribute) and node.attr == "which"
+            named = named and isinstance(node.value, ast.Name) and node.value.id == "shutil"
+            imported = isinstance(node, ast.ImportFrom) and node.module == "shutil"
+            imported = imported and any(a.name == "which" for a in node.names)
+            if named or imported:
+                offenders.append(f"{source.relative_to(root)}:{node.lineno}")
+    assert offenders == [], "look programs up with loopd.executables.find_program"
+
+
+@pytest.mark.parametrize("entry", ["", ".", "bin", "{ws}/bin", "{ws}/link"])
+def test_a_program_is_never_found_in_the_workspace(tmp_path: Path, entry: str) -> None:
+    ws = tmp_path / "ws"
+    plant(ws, "rg")
+    plant(ws / "bin", "rg")
+    (ws / "link").symlink_to(ws / "bin")
+    search = f"{entry.format(ws=ws)}:{SYSTEM_PATH}"
+    cwd = os.getcwd()
+    os.chdir(ws)
+    try:
+        found = find_program("rg", search, outside=(str(ws),))
+    finally:
+        os.chdir(cwd)
+    assert found is None or not found.startswith(str(ws))
+    assert not any(
+        p.startswith(str(ws)) or not os.path.isabs(p)
+        for p in clean_path(search, (str(ws),)).split(":")
+    )
+
+
+def test_a_program_given_by_path_must_be_absolute_and_outside(tmp_path: Path) -> None:
+    plant(tmp_path, "agent")
+    assert find_program("./agent", SYSTEM_PATH) is None
+    assert find_program(str(tmp_path / "agent"), SYSTEM_PATH, outside=(str(tmp_path),)) is None
+    assert find_program(str(tmp_path / "agent"), SYSTEM_PATH) == str(tmp_path / "agent")
+
+
+async def test_grep_never_runs_the_repositorys_rg(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The instance: a plan-mode read ran ./rg outside the sandbox, key in its env.
+    ws = tmp_path / "ws"
+    mark = plant(ws, "rg")
+    (ws / "notes.txt").write_text("needle\n")
+    monkeypatch.chdir(ws)
+    monkeypatch.setenv("PATH", f":{ws}:{SYSTEM_PATH}")
+    env = ToolEnv(roots=(str(ws),), clock=SystemClock())
+    try:
+        result = await ToolRegistry(env).run(
+            ToolCall("c1", "grep", {"pattern": "needle"}), RecordingProgress()
+        )
+    finally:
+        await env.aclose()
+    assert not mark.exists()
+    assert "notes.txt:1: needle" in result.output
+
+
+def test_the_none_tier_runs_the_machines_shell_not_the_repositorys(tmp_path: Path) -> None:
+    # Not named in the issue: another executable (bash) in another tier (none),
+    # where an approved `bash -c` runs uncontained.
+    ws = tmp_path / "ws"
+    mark = plant(ws, "bash")
+    prepared = Unsandboxed({"PATH": f".:{SYSTEM_PATH}"}).prepare(
+        CommandSpec(("bash", "-c", "echo hi"), str(ws), (str(ws),))
+    )
+    done = subprocess.run(
+        prepared.argv, env=dict(prepared.env), cwd=prepared.cwd, capture_output=True, check=False
+    )
+    assert not mark.exists()
+    assert done.stdout == b"hi\n"
+
+
+async def test_an_mcp_server_is_never_started_from_the_workspace(tmp_path: Path) -> None:
+    # Not named in the issue: an editor's MCP stdio server found on a PATH entry
+    # inside the workspace.
+    ws = tmp_path / "ws"
+    mark = plant(ws / "node_modules" / ".bin", "mcp-server")
+    config = McpServerConfig("srv", command="mcp-server")
+    base = {"PATH": f"{ws}/node_modules/.bin:{SYSTEM_PATH}"}
+    with pytest.raises(McpError, match="outside the workspace"):
+        await StdioTransport.spawn(None, config, base, str(ws), SystemClock(), 0.1)  # type: ignore[arg-type]
+    await asyncio.sleep(0)
+    assert not mark.exists()
