@@ -18,6 +18,8 @@ from tests.unit.acp.swapping import SWAP_LOOP, plant_link
 
 pytestmark = pytest.mark.e2e
 
+ESCAPED = ("outside the session's folders", "leaves the", "through a symlink")
+
 
 async def test_edits_arrive_through_the_editors_write_text_file(home: Home) -> None:
     target, new = home.work / "a.py", home.work / "pkg" / "new.py"
@@ -79,6 +81,8 @@ async def test_the_models_racing_swapper_leaks_nothing_through_the_editor(home: 
     landed = [u for u in ended[2:] if u["status"] == "completed"]
     refused = [json.dumps(u) for u in ended[2:] if u["status"] == "failed"]
     assert len(landed) + len(refused) == 12
-    assert all("outside" in r for r in refused), refused
+    # refused by the policy (the path led outside) or by the beneath-open (it did by
+    # the time loopd opened it): never by anything the editor did
+    assert all(any(w in r for w in ESCAPED) for r in refused), refused
     folder = real if not real.is_symlink() else home.work / "swap-link"
     assert len(list(folder.glob("new*.txt"))) == len(landed)
