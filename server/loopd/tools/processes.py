@@ -107,14 +107,25 @@ MAX_QUEUED = 64  # chunks of output waiting for the consumer before reading paus
 
 
 _SPAWNED: weakref.WeakSet[Spawned] = weakref.WeakSet()
+_UNCONTAINED: list[bool] = []  # set once for good: a command ran whose tree may outlive it
+
+
+def started(prepared: PreparedCommand) -> None:
+    """Note a command loopd starts, here or in the editor's terminal. One that is not
+    `contained` may leave a process behind (`setsid swapper &`) in a session and
+    process group of its own, which no later look can find: from then on this
+    process counts as having a command alive, for good (fail-closed)."""
+    if not prepared.contained and not _UNCONTAINED:
+        _UNCONTAINED.append(True)
 
 
 def commands_alive() -> bool:
-    """Whether a command loopd spawned (for any session: a tool's, a background one,
-    a child agent's terminal) may still be running: its leader has not exited, or its
-    process group still has members. What `loopd.acp.client_io` asks before it hands
-    a path to the editor: such a command could swap the path meanwhile."""
-    return any(_group_alive(child) for child in list(_SPAWNED))
+    """Whether a command loopd started (for any session: a tool's, a background one,
+    a child agent's terminal) may still be running: its leader has not exited, its
+    process group still has members, or some command ran uncontained (`started`).
+    What `loopd.acp.client_io` asks before it hands a path to the editor: such a
+    command could swap the path meanwhile."""
+    return bool(_UNCONTAINED) or any(_group_alive(child) for child in list(_SPAWNED))
 
 
 def _group_alive(child: Spawned) -> bool:
@@ -134,6 +145,7 @@ async def spawn(prepared: PreparedCommand, stdout: int) -> Spawned:
     stderr merged into `stdout` (a pipe or a file descriptor). It counts in
     `commands_alive` until its group is empty."""
     child = Spawned()
+    started(prepared)
     _SPAWNED.add(child)  # before it starts: counted from its first instant
     try:
         await asyncio.get_running_loop().subprocess_exec(

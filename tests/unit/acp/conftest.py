@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from acp import PROTOCOL_VERSION, Client, RequestError, connect_to_agent
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
@@ -36,6 +37,7 @@ from loopd.acp.agent import LoopdAgent
 from loopd.acp.server import serve
 from loopd.policy.paths import PathPolicy
 from loopd.sessions.manager import SessionManager
+from loopd.tools import processes
 from loopd.tools.files import BeneathFiles
 
 EDITOR = ClientCapabilities(
@@ -47,6 +49,13 @@ def gate(*roots: Path, home: Path | None = None) -> BeneathFiles:
     """The local files a session's tools get: the path policy, then beneath-opens."""
     canonical = tuple(os.path.realpath(r) for r in roots)
     return BeneathFiles(PathPolicy(canonical, os.path.realpath(home or roots[0])))
+
+
+@pytest.fixture(autouse=True)
+def no_command_ran_uncontained(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts as a fresh loopd would: no command has run outside a pid
+    namespace yet (`processes.started`, sticky for the process's life)."""
+    monkeypatch.setattr(processes, "_UNCONTAINED", [])
 
 
 @dataclass

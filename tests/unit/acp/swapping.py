@@ -62,7 +62,8 @@ while True:
 
 def swapper_command(real: Path, target: Path, period: float = PERIOD) -> PreparedCommand:
     """The swapper as a command: exchanges `real` with a symlink to `target` until
-    it is stopped."""
+    it is stopped. Contained, as bubblewrap runs it (its tree ends with it)."""
     link = plant_link(real, target)
     argv = (sys.executable, "-c", SWAP_LOOP, str(real), str(link), str(period))
-    return PreparedCommand(argv, {"PATH": os.environ.get("PATH", "")}, str(real.parent))
+    env = {"PATH": os.environ.get("PATH", "")}
+    return PreparedCommand(argv, env, str(real.parent), contained=True)

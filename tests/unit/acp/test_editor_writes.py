@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,7 +137,7 @@ async def test_the_editor_is_not_asked_while_a_command_the_session_started_runs(
     box = Box.make(tmp_path)
     client = ZedEditor()
     processes = BackgroundProcesses(SystemClock(), 1.0)
-    sleeper = PreparedCommand(("sleep", "30"), {}, str(tmp_path))
+    sleeper = PreparedCommand(("sleep", "30"), {}, str(tmp_path), contained=True)
     async with editor_files(tmp_path, box, client) as files:
         await processes.start(sleeper, "sleep 30", str(tmp_path))
         await files.write_text(str(box.target), "while it runs\n")
@@ -145,6 +146,31 @@ async def test_the_editor_is_not_asked_while_a_command_the_session_started_runs(
         await files.write_text(str(box.target), "after it stopped\n")
     assert client.calls == ["write"]
     assert box.target.read_text() == "after it stopped\n"
+
+
+async def test_after_a_command_ran_uncontained_the_editor_is_never_asked(
+    tmp_path: Path,
+) -> None:
+    """Outside bubblewrap's pid namespace, a command's `setsid swapper &` outlives it
+    in a session of its own that no look finds: once one ran, loopd writes itself."""
+    box = Box.make(tmp_path)
+    client = ZedEditor()
+    escapee = tmp_path / "escapee.pid"
+    leaver = PreparedCommand(
+        ("sh", "-c", f"setsid sleep 30 & echo $! > {escapee}"), {}, str(tmp_path)
+    )
+    processes = BackgroundProcesses(SystemClock(), 1.0)
+    async with editor_files(tmp_path, box, client) as files:
+        await processes.start(leaver, "setsid sleep 30 &", str(tmp_path))
+        while not escapee.exists() or not escapee.read_text().strip():  # noqa: ASYNC110 (a file)
+            await asyncio.sleep(0.01)
+        await processes.aclose()  # its group is gone; the escapee is not in it
+        try:
+            await files.write_text(str(box.target), "after it left one behind\n")
+        finally:
+            os.kill(int(escapee.read_text()), signal.SIGKILL)
+    assert client.calls == []
+    assert box.target.read_text() == "after it left one behind\n"
 
 
 @pytest.mark.parametrize("moment", ["around", "after"])
