@@ -13,10 +13,34 @@ between loopd's check and the editor's read would hand the model another file. S
 3. the editor is asked; its text is used only if nothing on the path changed from
    before step 2 until its answer arrived. Otherwise the disk's text is used.
 
-Writes always go to the disk through the same beneath-open as without an editor
-(atomic, no symlink followed). Handing the editor a write would let a swap redirect
-it, and a write cannot be taken back once it landed elsewhere; the editor picks the
-change up from the disk, and the tool call's diff shows it.
+Writes go through `fs/write_text_file` when the client offers it, so the editor's
+review (Zed's agent panel: accept or reject per hunk) sees them. The editor writes
+in place after resolving the path itself, and a write that landed elsewhere cannot be
+taken back, so the race is closed before the write, and checked after it:
+
+1. the local gate decides the path for a write; only a canonical path inside the
+   session's folders is handed over (an approved outside path is written by loopd);
+2. no command loopd spawned is alive (`commands_alive`, over every session): the
+   only processes the model controls are those commands (a sandboxed one's whole
+   process tree dies with it, a background one stays in its session's registry, and
+   the scheduler never runs a write beside a command), so nothing it controls is
+   there to swap the path while the editor resolves it;
+3. `Handover.prepare` opens the parent beneath the root with no symlink, creates a
+   missing file empty and keeps what the file held; then, inside a `PathWatch` on
+   every entry of the path, `holds_still` proves it is that regular file with one
+   link, and the editor is asked;
+4. after the editor answered, if anything on the path moved or a command started
+   meanwhile, what the file held is put back and the write is refused: a swapper
+   loopd does not know of (a process outside its sandbox) is caught, and the model
+   and the person hear of it, though a write it redirected cannot be taken back (an
+   editor that saves by renaming over the file is refused the same way). If nothing
+   moved, the editor could only have written the proven file: when it does not hold
+   the text sent (the editor kept it in an unsaved buffer), loopd writes it.
+
+A path that cannot be proven (a symlink, a hard link, a FIFO, a folder that leaves
+the root, a busy session) is written by loopd beneath the root, as for a client
+without `fs.writeTextFile`; the editor picks the change up from the disk, and the
+tool call's diff shows it.
 
 `AcpTerminals` runs a command in an editor terminal (`terminal/create`, output
 streamed by the editor) and releases every terminal it creates, also when the run is
@@ -35,8 +59,10 @@ from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import EnvVariable
 
+from loopd.policy.handover import MAX_KEPT_BYTES, Handover, HandoverRefused
 from loopd.policy.watch import PathWatch
-from loopd.tools.env import FileAccess, GatedFiles, TerminalRun
+from loopd.tools.env import Admitted, FileAccess, GatedFiles, PathRefused, TerminalRun
+from loopd.tools.processes import commands_alive
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +76,7 @@ class AcpFiles:
     session_id: str
     local: FileAccess
     can_read: bool = False
+    can_write: bool = False
 
     async def read_text(self, path: str) -> str:
         local = self.local
@@ -73,7 +100,59 @@ class AcpFiles:
         return response.content
 
     async def write_text(self, path: str, text: str) -> None:
-        await self.local.write_text(path, text)
+        local = self.local
+        if not (self.can_write and isinstance(local, GatedFiles)):
+            await local.write_text(path, text)
+            return
+        admitted = local.admit(path, write=True)
+        handover = await self._handover(admitted, path, text)
+        if handover is None or not await self._editor_wrote(local, admitted, handover, text):
+            await local.write_text(path, text)
+        elif not await asyncio.to_thread(handover.landed, text):
+            log.info("the editor kept %s in a buffer or changed it; loopd writes it", path)
+            await local.write_text(path, text)
+
+    async def _handover(self, admitted: Admitted, path: str, text: str) -> Handover | None:
+        """The proven file to hand the editor (steps 1 to 3), or None: loopd writes
+        (and applies its size cap to a text over the size a handover keeps)."""
+        if not admitted.inside or admitted.path != path or commands_alive():
+            return None
+        if len(text.encode("utf-8")) > MAX_KEPT_BYTES:
+            return None
+        try:
+            return await asyncio.to_thread(Handover.prepare, admitted.root, path)
+        except HandoverRefused as why:
+            log.info("loopd writes %s itself: %s", path, why)
+            return None
+
+    async def _editor_wrote(
+        self, local: GatedFiles, admitted: Admitted, handover: Handover, text: str
+    ) -> bool:
+        """Hand the proven path to the editor (step 3 of the module docstring). False
+        when the editor was not asked or could not write (loopd writes it); a path
+        that moved meanwhile is put back and refused."""
+        path = admitted.path
+        with PathWatch(admitted.root, path) as watch:
+            proven = await asyncio.to_thread(handover.holds_still)
+            if not proven or local.admit(path, write=True) != admitted or commands_alive():
+                return False
+            try:
+                await self.client.write_text_file(
+                    session_id=self.session_id, path=path, content=text
+                )
+                wrote = True
+            except RequestError as err:  # it may have written part: still checked
+                log.info("client could not write %s (%s); loopd writes it", path, err)
+                wrote = False
+            if watch.moved() or commands_alive():
+                await self._refuse(handover, "it changed while the editor wrote it")
+        return wrote
+
+    async def _refuse(self, handover: Handover, why: str) -> None:
+        restored = await asyncio.to_thread(handover.put_back)
+        log.warning("the editor's write of %s is refused: %s", handover.path, why)
+        back = "what it held is put back" if restored else "it could not be put back"
+        raise PathRefused(handover.path, f"{why}; the write is refused and {back}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,10 +66,17 @@ class AcpLink:
     def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> AcpFiles:
         """File access for a session's tools: reads of proven paths inside the
         session's folders from the editor's buffers when the client advertised
-        `fs.readTextFile` (and can answer: a file of requests cannot), everything
-        else through `local` (see `AcpFiles`)."""
+        `fs.readTextFile`, writes of proven paths through the editor when it
+        advertised `fs.writeTextFile` (and can answer: a file of requests cannot),
+        everything else through `local` (see `AcpFiles`)."""
         fs = self.capabilities.fs if self.capabilities and self.answers else None
-        return AcpFiles(self.client, session_id, local, can_read=bool(fs and fs.read_text_file))
+        return AcpFiles(
+            self.client,
+            session_id,
+            local,
+            can_read=bool(fs and fs.read_text_file),
+            can_write=bool(fs and fs.write_text_file),
+        )
 
     def terminals(self, session_id: str) -> AcpTerminals | None:
         """Commands in the editor's terminals, or None when the client has none."""

@@ -276,14 +276,23 @@ def write_text_beneath(
     data = text.encode("utf-8")
     if len(data) > max_bytes:
         raise FileTooLarge(path, len(data), max_bytes)
+    dir_fd, name = open_parent_beneath(root, path, make_parents, method=method, exact=exact)
+    try:
+        replace_in(dir_fd, name, data)
+    finally:
+        os.close(dir_fd)
+
+
+def open_parent_beneath(
+    root: str, path: str, make_parents: bool, *, method: Method = "auto", exact: bool = False
+) -> tuple[int, str]:
+    """A descriptor of the directory `path` (under `root`) is in, opened beneath the
+    root (its missing folders created when `make_parents`), and the file's name in it.
+    The caller closes the descriptor."""
     parent, name = os.path.split(relative_to(root, path))
     if name in ("", ".", ".."):
         raise IsADirectoryError(errno.EISDIR, "not a file name", path)
-    dir_fd = _open_dir(root, parent, make_parents, method, exact)
-    try:
-        _replace_in(dir_fd, name, data)
-    finally:
-        os.close(dir_fd)
+    return _open_dir(root, parent, make_parents, method, exact), name
 
 
 def _open_dir(root: str, rel: str, make_parents: bool, method: Method, exact: bool) -> int:
@@ -305,7 +314,9 @@ def _open_dir(root: str, rel: str, make_parents: bool, method: Method, exact: bo
     return open_beneath(root, rel, flags, method=method, exact=exact)
 
 
-def _replace_in(dir_fd: int, name: str, data: bytes) -> None:
+def replace_in(dir_fd: int, name: str, data: bytes) -> None:
+    """Atomically replace (or create) `name` in the directory `dir_fd` with `data`:
+    a temporary sibling renamed over it, so a symlink there is replaced, not followed."""
     mode = 0o644
     try:
         info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)

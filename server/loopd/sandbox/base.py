@@ -32,12 +32,16 @@ class CommandSpec:
 
 @dataclass(frozen=True, slots=True)
 class PreparedCommand:
-    """Exactly what to spawn. `preexec` runs in the child before exec (Landlock)."""
+    """Exactly what to spawn. `preexec` runs in the child before exec (Landlock).
+    `contained`: every process the command starts ends when it does (bubblewrap's pid
+    namespace), so none can outlive it; elsewhere `setsid cmd &` leaves one behind
+    that loopd cannot see."""
 
     argv: tuple[str, ...]
     env: Mapping[str, str]
     cwd: str
     preexec: Callable[[], None] | None = field(default=None, compare=False)
+    contained: bool = False
 
 
 class CommandSandbox(Protocol):

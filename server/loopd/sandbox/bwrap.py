@@ -121,7 +121,9 @@ class BwrapSandbox:
         env["TMPDIR"] = SANDBOX_TMP
         if spec.proxy is not None:
             env |= relay.proxy_env()
-        return PreparedCommand(tuple(argv), env, spec.cwd, landlock_syscalls.die_with_parent)
+        return PreparedCommand(
+            tuple(argv), env, spec.cwd, landlock_syscalls.die_with_parent, contained=True
+        )  # --unshare-pid: the command's whole tree ends with it
 
     def _mounts(
         self,

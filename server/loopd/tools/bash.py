@@ -46,7 +46,7 @@ from loopd.sandbox.tiers import Tier
 from loopd.tools.base import Args, failure
 from loopd.tools.env import RUNNING_CALL, EditorTerminals, ToolEnv
 from loopd.tools.output import HeadTail, LiveView, Spill
-from loopd.tools.processes import Finished, run_captured
+from loopd.tools.processes import Finished, run_captured, started
 
 
 class Bash:
@@ -130,6 +130,7 @@ async def _command(
     terminal_id: str | None = None
     kept = ""
     if terminals is not None and argv is not None:
+        started(prepared)  # beyond loopd's sight from here on
         finished, output, terminal_id = await _run_in_editor(
             terminals, argv, prepared.cwd, timeout, env, progress
         )

@@ -19,6 +19,7 @@ import logging
 import os
 import signal
 import subprocess
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -105,21 +106,62 @@ class Spawned(asyncio.SubprocessProtocol):
 MAX_QUEUED = 64  # chunks of output waiting for the consumer before reading pauses
 
 
+_SPAWNED: weakref.WeakSet[Spawned] = weakref.WeakSet()
+_UNCONTAINED: list[bool] = []  # set once for good: a command ran whose tree may outlive it
+
+
+def started(prepared: PreparedCommand) -> None:
+    """Note a command loopd starts, here or in the editor's terminal. One that is not
+    `contained` may leave a process behind (`setsid swapper &`) in a session and
+    process group of its own, which no later look can find: from then on this
+    process counts as having a command alive, for good (fail-closed)."""
+    if not prepared.contained and not _UNCONTAINED:
+        _UNCONTAINED.append(True)
+
+
+def commands_alive() -> bool:
+    """Whether a command loopd started (for any session: a tool's, a background one,
+    a child agent's terminal) may still be running: its leader has not exited, its
+    process group still has members, or some command ran uncontained (`started`).
+    What `loopd.acp.client_io` asks before it hands a path to the editor: such a
+    command could swap the path meanwhile."""
+    return bool(_UNCONTAINED) or any(_group_alive(child) for child in list(_SPAWNED))
+
+
+def _group_alive(child: Spawned) -> bool:
+    if child.transport is None or child.returncode is None:
+        return True
+    try:
+        os.killpg(child.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a member runs as another user: still a member
+        return True
+    return True
+
+
 async def spawn(prepared: PreparedCommand, stdout: int) -> Spawned:
     """Start `prepared` as the leader of a new session and process group, stdin closed,
-    stderr merged into `stdout` (a pipe or a file descriptor)."""
+    stderr merged into `stdout` (a pipe or a file descriptor). It counts in
+    `commands_alive` until its group is empty."""
     child = Spawned()
-    await asyncio.get_running_loop().subprocess_exec(
-        lambda: child,
-        *prepared.argv,
-        cwd=prepared.cwd,
-        env=dict(prepared.env),
-        stdin=subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=prepared.preexec,
-    )
+    started(prepared)
+    _SPAWNED.add(child)  # before it starts: counted from its first instant
+    try:
+        await asyncio.get_running_loop().subprocess_exec(
+            lambda: child,
+            *prepared.argv,
+            cwd=prepared.cwd,
+            env=dict(prepared.env),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=prepared.preexec,
+        )
+    except BaseException:
+        _SPAWNED.discard(child)
+        raise
     return child
 
 

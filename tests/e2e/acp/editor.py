@@ -2,9 +2,11 @@
 
 Files: `buffers` are open editor buffers (unsaved content wins over the disk, as in
 Zed); every write is recorded and lands in the buffer, never on the disk (the person
-would review and save it). Terminals: each `terminal/create` really spawns the argv,
-with the client's own environment plus the requested variables (what Zed does), and
-a marker secret in that environment, so a test sees whether it leaks into a command.
+would review and save it). `ZedEditor` saves a write as Zed does: to the path it is
+given, resolved on its own (symlinks followed), in place. Terminals: each
+`terminal/create` really spawns the argv, with the client's own environment plus the
+requested variables (what Zed does), and a marker secret in that environment, so a
+test sees whether it leaks into a command.
 """
 
 from __future__ import annotations
@@ -132,3 +134,19 @@ class EditorClient(RecordingClient):
             await terminal.proc.wait()
         terminal.released = True
         return ReleaseTerminalResponse()
+
+
+@dataclass
+class ZedEditor(EditorClient):
+    async def write_text_file(
+        self, session_id: str, path: str, content: str, **kwargs: Any
+    ) -> WriteTextFileResponse:
+        await super().write_text_file(session_id, path, content, **kwargs)
+        await asyncio.to_thread(_save, Path(path), content)
+        return WriteTextFileResponse()
+
+
+def _save(path: Path, content: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:  # truncated and written in place, as Zed saves
+        handle.write(content)

@@ -78,8 +78,8 @@ async def test_the_editors_buffers_are_read_through_fs_and_edits_land_on_disk(
     home: Home,
 ) -> None:
     """The buffer is read through the editor (its path proven, nothing moved); the
-    edit is written to the disk beneath the workspace, never handed to the editor to
-    write (it would resolve the path again, where a swapped symlink could lead it)."""
+    edit is handed to the editor to write, and as this one keeps it in its buffer,
+    loopd writes it to the disk beneath the workspace too."""
     target = home.work / "a.py"
     target.write_text("on disk\n")
     edit = {"path": "a.py", "old_string": "unsaved buffer", "new_string": "edited buffer"}
@@ -95,7 +95,7 @@ async def test_the_editors_buffers_are_read_through_fs_and_edits_land_on_disk(
         await conn.prompt(session_id=new.session_id, prompt=text("edit it"))
     assert str(target) in client.reads
     assert "unsaved buffer" in sent_to_model(home, 1)  # the model saw the buffer
-    assert client.writes == []
+    assert client.writes == [(str(target), "edited buffer\n")]
     assert target.read_text() == "edited buffer\n"  # the buffer's text, edited
 
 

@@ -4,12 +4,15 @@ so every message crosses the real NDJSON framing and the real routers."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import pytest
 from acp import PROTOCOL_VERSION, Client, RequestError, connect_to_agent
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
@@ -18,6 +21,7 @@ from acp.schema import (
     ClientCapabilities,
     CreateTerminalResponse,
     DeniedOutcome,
+    FileSystemCapabilities,
     Implementation,
     PermissionOption,
     ReadTextFileResponse,
@@ -31,7 +35,27 @@ from acp.schema import (
 
 from loopd.acp.agent import LoopdAgent
 from loopd.acp.server import serve
+from loopd.policy.paths import PathPolicy
 from loopd.sessions.manager import SessionManager
+from loopd.tools import processes
+from loopd.tools.files import BeneathFiles
+
+EDITOR = ClientCapabilities(
+    fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
+)
+
+
+def gate(*roots: Path, home: Path | None = None) -> BeneathFiles:
+    """The local files a session's tools get: the path policy, then beneath-opens."""
+    canonical = tuple(os.path.realpath(r) for r in roots)
+    return BeneathFiles(PathPolicy(canonical, os.path.realpath(home or roots[0])))
+
+
+@pytest.fixture(autouse=True)
+def no_command_ran_uncontained(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts as a fresh loopd would: no command has run outside a pid
+    namespace yet (`processes.started`, sticky for the process's life)."""
+    monkeypatch.setattr(processes, "_UNCONTAINED", [])
 
 
 @dataclass

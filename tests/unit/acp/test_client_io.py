@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,6 @@ from acp.schema import (
     ClientCapabilities,
     DeniedOutcome,
     EnvVariable,
-    FileSystemCapabilities,
     HttpHeader,
     HttpMcpServer,
     McpServerStdio,
@@ -29,28 +26,17 @@ from acp.schema import (
 
 from loopd.acp.link import AcpLink
 from loopd.acp.translate import decision_of, mcp_configs, permission_tool_call
-from loopd.policy.paths import PathPolicy
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import DiffContent, Location
 from loopd.runtimes.base import McpServerConfig
 from loopd.testing.fakes import ScriptedProvider
 from loopd.testing.harness import scripted_manager
 from loopd.tools.env import PathRefused
-from loopd.tools.files import BeneathFiles
-from tests.unit.acp.conftest import EditorClient, RecordingClient, connected
-
-EDITOR = ClientCapabilities(
-    fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
-)
+from tests.unit.acp.conftest import EDITOR, EditorClient, RecordingClient, connected, gate
+from tests.unit.acp.swapping import Swapper, exchange
 
 
-def gate(*roots: Path, home: Path | None = None) -> BeneathFiles:
-    """The local files a session's tools get: the path policy, then beneath-opens."""
-    canonical = tuple(os.path.realpath(r) for r in roots)
-    return BeneathFiles(PathPolicy(canonical, os.path.realpath(home or roots[0])))
-
-
-async def test_reads_of_proven_paths_come_from_the_editor_and_writes_go_to_disk(
+async def test_reads_and_writes_of_proven_paths_go_through_the_editor(
     tmp_path: Path,
 ) -> None:
     inside, outside = tmp_path / "w" / "a.py", tmp_path / "elsewhere.txt"
@@ -68,9 +54,9 @@ async def test_reads_of_proven_paths_come_from_the_editor_and_writes_go_to_disk(
         await files.write_text(str(inside), "new")
         with pytest.raises(FileNotFoundError):
             await files.read_text(str(inside.parent / "missing.py"))
-    assert client.writes == []  # the editor never resolves a path to write
-    assert inside.read_text() == "new"
-    assert client.calls == ["read"]
+    assert client.writes == [(str(inside), "new")]  # the editor reviews the write
+    assert inside.read_text() == "new"  # it kept the write in a buffer: loopd saved it
+    assert client.calls == ["read", "write"]
 
 
 async def test_a_secret_is_never_asked_of_the_editor(tmp_path: Path) -> None:
@@ -102,12 +88,6 @@ class DiskEditor(EditorClient):
 EDITOR_MARK = "(as the editor has it)\n"  # tells the editor's text from the disk's
 
 
-def exchange(a: bytes, b: bytes) -> None:
-    """Swap two names atomically (`renameat2(RENAME_EXCHANGE)`)."""
-    if ctypes.CDLL(None, use_errno=True).renameat2(-100, a, -100, b, 2) != 0:
-        raise OSError(ctypes.get_errno(), "renameat2")
-
-
 @dataclass
 class UnluckyEditor(DiskEditor):
     """The race won every time: the directory is swapped for a symlink just before
@@ -122,27 +102,6 @@ class UnluckyEditor(DiskEditor):
             return await super().read_text_file(session_id, path, **kw)
         finally:
             exchange(*self.swap)
-
-
-class Swapper(threading.Thread):
-    """Exchanges `real` (a directory) with a symlink to `target` every `period`
-    seconds, atomically (`renameat2(RENAME_EXCHANGE)`), as a background command in the
-    sandbox could: the path is always either the real directory or the symlink, each
-    for about as long as a check and an editor round trip take."""
-
-    def __init__(self, real: Path, target: Path, period: float = 0.0005) -> None:
-        super().__init__(daemon=True)
-        self.period = period
-        self.real, self.link = os.fsencode(real), os.fsencode(real.with_name("swap-link"))
-        os.symlink(target, self.link)
-        self.halt = threading.Event()
-        self.flips = 0
-
-    def run(self) -> None:
-        while not self.halt.is_set():
-            exchange(self.real, self.link)
-            self.flips += 1
-            self.halt.wait(self.period)
 
 
 async def test_a_swap_around_the_editor_read_gives_the_disk_text(tmp_path: Path) -> None:
