@@ -4,8 +4,10 @@ pattern, and every walk is iterative, so a tree of any depth is walked whole."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,27 @@ from loopd.tools.gitignore import Ignore
 from loopd.tools.grep import Grep
 
 DEPTH = 1_100  # past Python's default recursion limit of 1,000
+
+
+@pytest.fixture(autouse=True)
+def remove_deep_trees(tmp_path: Path) -> Iterator[None]:
+    """Takes each deep tree away again, from the bottom up: pytest's own clean-up of
+    old temporary folders recurses, and would fail on one."""
+    yield
+    top = tmp_path / "d"
+    if not top.is_dir():
+        return
+    fd = os.open(tmp_path, os.O_RDONLY)
+    chain = [fd]
+    while "d" in os.listdir(chain[-1]):
+        chain.append(os.open("d", os.O_RDONLY, dir_fd=chain[-1]))
+    for parent, child in reversed(list(itertools.pairwise(chain))):
+        for name in os.listdir(child):
+            if name != "d":
+                os.unlink(name, dir_fd=child)
+        os.close(child)
+        os.rmdir("d", dir_fd=parent)
+    os.close(fd)
 
 
 def deep_tree(root: Path, leaf: str) -> Path:
@@ -103,7 +126,7 @@ async def test_done_criteria_watch_a_tree_of_any_depth(env: ToolEnv, tmp_path: P
     done = SandboxedDone(env, DoneSet(protected=("**/test_*.py",)))
     await done.begin_turn()
     (leaf / "test_x.py").write_text("weakened, and longer\n")
-    assert (await done.protected_writes())[0].endswith("/d/test_x.py")
+    assert (await done.protected_writes()).paths[0].endswith("/d/test_x.py")
 
 
 def test_the_matcher_agrees_with_fnmatch_on_every_small_pattern() -> None:
