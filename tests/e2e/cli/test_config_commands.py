@@ -61,7 +61,7 @@ def test_config_schema_is_json_schema(workspace: Path, tmp_path: Path) -> None:
     assert schema["$schema"].endswith("2020-12/schema")
     tables = {
         *("defaults", "providers", "runtimes", "limits", "approvals", "delegate", "done"),
-        *("sandbox", "agents", "daemon"),
+        *("sandbox", "agents", "daemon", "checkpoints"),
     }
     assert set(schema["properties"]) == tables
     role = schema["properties"]["agents"]["additionalProperties"]["properties"]
