@@ -210,7 +210,7 @@ class GuardedParts:
         skill = Skill(shelf.book(ctx))
         tools = ToolRegistry(tool_env, (*builtin, explore, skill, *mcp.tools))
         mcp.on_change = tools.swap
-        done = SandboxedDone(tool_env, workspace_done(env, ctx.cwd))
+        done = SandboxedDone(tool_env, workspace_done(env, ctx.cwd), search_path=env.get("PATH"))
         parts = (env, found, grant, tool_env, tools, policy, mcp, ctx.emitter, done, shelf)
         return cls(*parts, boundary, mcp.report())
 

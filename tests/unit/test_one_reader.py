@@ -34,6 +34,8 @@ ALLOWED = {
     "loopd/cli/parser.py": "/dev/null",
     "loopd/cli/demo.py": "the demo's own file in the temporary folder it made",
     "loopd/store/lease.py": "/proc/<pid>/stat of a lease holder",
+    "loopd/policy/handover.py": "the editor-write proof: the proven file beneath its root, no "
+    "link, read back to compare with what was sent and to put back what it held",
     "loopd/walk.py": "opens folders (O_DIRECTORY) to list them, never a file's bytes",
     "loopd/config/pins.py": "hashes, never shows, what a trusted config runs: non-blocking, "
     "regular files only, bounded",

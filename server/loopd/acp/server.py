@@ -76,12 +76,16 @@ async def _answer_what_arrived(
 ) -> None:
     """The input ended: answer the requests that came before its end (a client may
     write them and close at once, `printf '…' | loopd acp`), unless nobody reads the
-    answers any more. The client can answer nothing now: its questions are refused,
+    answers any more. A running prompt is cancelled (nobody will see it through) and
+    so answers `cancelled`. The client can answer nothing now: its questions are refused,
     those already asked too (the SDK's own disconnect would reject them only once
     the connection closes, cancelling the requests it still owes)."""
     if agent.link is not None:
         agent.link.answers = False
     conn._reject_all_outgoing(ConnectionError("the client closed its input"))
+    manager = agent.started
+    if agent.link is not None and manager is not None:
+        await manager.cancel_turns(agent.link)  # a running prompt answers `cancelled`
     settled = asyncio.ensure_future(requests.settled())
     gone = asyncio.ensure_future(hung_up(writer))
     try:

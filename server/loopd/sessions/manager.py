@@ -235,11 +235,17 @@ class SessionManager(Rewinding):
 
     async def detach(self, link: ClientLink) -> None:
         """A connection went away: cancel what it was running, close what only it had."""
+        await self.cancel_turns(link)
         for live in list(self._live.values()):
             if live.attached(link):
-                if live.asker is link:
-                    await self.cancel(live.id)
                 await self.close_session(live.id, link)
+
+    async def cancel_turns(self, link: ClientLink) -> None:
+        """Cancel the turns `link`'s prompts run (its input ended: nobody will steer,
+        answer or see them through); each prompt then answers `cancelled`."""
+        for live in list(self._live.values()):
+            if live.attached(link) and live.asker is link:
+                await self.cancel(live.id)
 
     async def shutdown(self) -> None:
         for live in list(self._live.values()):

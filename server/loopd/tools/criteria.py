@@ -55,6 +55,7 @@ class SandboxedDone:
     state: DoneState = field(default_factory=DoneState)
     _before: Snapshot = field(default_factory=dict)
     _watch: Watch = field(default_factory=Watch)
+    search_path: str | None = None  # the editor's PATH, where a criterion's program is found
     _runnable: set[str] = field(default_factory=set)  # criteria that could run at the start
 
     async def run(self, criterion: Criterion) -> CriterionResult:
@@ -107,7 +108,9 @@ class SandboxedDone:
         cwd = self.env.cwd
         criteria = self.done.criteria
         self._runnable = {
-            c.name for c in criteria if await asyncio.to_thread(runnable, c.command, cwd)
+            c.name
+            for c in criteria
+            if await asyncio.to_thread(runnable, c.command, cwd, self.search_path)
         }
 
     async def protected_writes(self) -> ProtectedWrites:
@@ -162,10 +165,11 @@ class SandboxedDone:
 _BUILTINS = frozenset({"cd", "test", "[", "true", "false", "echo", "exit", "source", ".", "!"})
 
 
-def runnable(command: str, cwd: str) -> bool:
+def runnable(command: str, cwd: str, search_path: str | None) -> bool:
     """Whether `command`'s program can be found and run now: a path to an executable
-    file, a program on PATH, or a shell builtin. A command whose words do not parse,
-    or that starts with a variable assignment, is taken to be runnable."""
+    file, a program on `search_path` (the editor's PATH), or a shell builtin. A
+    command whose words do not parse, or that starts with a variable assignment, is
+    taken to be runnable."""
     try:
         words = shlex.split(command)
     except ValueError:
@@ -178,7 +182,7 @@ def runnable(command: str, cwd: str) -> bool:
     if "/" in program:
         path = os.path.join(cwd, program)
         return os.path.isfile(path) and os.access(path, os.X_OK)
-    return find_program(program, os.environ.get("PATH")) is not None
+    return find_program(program, search_path) is not None
 
 
 def _base(glob: str, cwd: str) -> str:

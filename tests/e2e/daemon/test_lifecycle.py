@@ -117,7 +117,9 @@ async def test_a_daemon_killed_mid_turn_loses_nothing_journaled(daemon_home: Hom
         params = {"sessionId": sid, "cwd": str(home.work), "mcpServers": []}
         loaded, replayed = await again.request("session/load", params)
         assert "result" in loaded
-        assert [update_of(m) for m in replayed] == journal
+        *shown, notice = [update_of(m) for m in replayed]
+        assert shown == journal
+        assert notice["_meta"]["loopd"] == {"interrupted": True}  # the cut turn is said
         response, _ = await again.request("session/prompt", prompt_params(sid, "q2"))
         assert response["result"]["stopReason"] == "end_turn"
     assert (await status(home))["pid"] != pid
