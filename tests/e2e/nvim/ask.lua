@@ -18,11 +18,7 @@ vim.ui.input = function(opts, on_confirm)
   on_confirm('duckdb')
 end
 
-local loopd = require('loopd')
-loopd.setup({ cmd = { assert(vim.env.LOOPD_PY), '-m', 'loopd', 'lsp' } })
-vim.cmd('edit ' .. assert(vim.env.LOOPD_FILE))
-local buf = vim.api.nvim_get_current_buf()
-wait('the loopd client attached', function() return loopd.client(buf) ~= nil and loopd.client(buf).initialized end)
+local loopd, buf = H.attach()
 
 local project = loopd.project(loopd.root_of(buf))
 vim.cmd('Loopd ask set up a database')

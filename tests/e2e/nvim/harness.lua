@@ -19,4 +19,14 @@ end
 
 function H.wait(what, pred, ms) H.check(vim.wait(ms or 15000, pred, 10), what) end
 
+-- The plugin set up on the test's loopd, LOOPD_FILE opened, and its client attached.
+function H.attach()
+  local loopd = require('loopd')
+  loopd.setup({ cmd = { assert(vim.env.LOOPD_PY), '-m', 'loopd', 'lsp' } })
+  vim.cmd('edit ' .. assert(vim.env.LOOPD_FILE))
+  local buf = vim.api.nvim_get_current_buf()
+  H.wait('the loopd client attached', function() return loopd.client(buf) ~= nil and loopd.client(buf).initialized end)
+  return loopd, buf
+end
+
 return H

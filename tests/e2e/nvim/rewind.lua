@@ -18,11 +18,7 @@ vim.ui.select = function(items, opts, on_choice)
   on_choice(nil, nil)
 end
 
-local loopd = require('loopd')
-loopd.setup({ cmd = { assert(vim.env.LOOPD_PY), '-m', 'loopd', 'lsp' } })
-vim.cmd('edit ' .. assert(vim.env.LOOPD_FILE))
-local buf = vim.api.nvim_get_current_buf()
-wait('the loopd client attached', function() return loopd.client(buf) ~= nil and loopd.client(buf).initialized end)
+local loopd, buf = H.attach()
 local project = loopd.project(loopd.root_of(buf))
 local work = assert(vim.env.LOOPD_WORK)
 local function exists(name) return vim.uv.fs_stat(vim.fs.joinpath(work, name)) ~= nil end
