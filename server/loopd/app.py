@@ -35,11 +35,10 @@ from loopd.config import Config, TrustStore, data_dir, load_config, user_config_
 from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.pins import Pins
 from loopd.config.schema import EXPLORE_AGENT, MAIN_AGENT, Harness, TrustState
-from loopd.daemon.place import place_of
 from loopd.engine.delegate import ChildRuntime
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig
-from loopd.home import home_path
+from loopd.home import daemon_folder, home_path
 from loopd.instructions import read_chain, read_guides, system_prompt
 from loopd.parts import GuardedParts, LazyProbe
 from loopd.policy.domains import DomainLists
@@ -369,7 +368,7 @@ def _own_dirs(env: Mapping[str, str]) -> tuple[str, ...]:
     conversations, and the login), its user configuration and the daemon's socket
     folder (a command that reached the daemon would drive loopd from outside its
     sandbox). Commands never see them and the file tools never read them."""
-    own = (data_dir(env), user_config_file(env).parent, place_of(env).folder)
+    own = (data_dir(env), user_config_file(env).parent, daemon_folder(env))
     return tuple(dict.fromkeys(os.path.realpath(p) for p in own))
 
 

@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopd.config.schema import HARNESS_CLIS, Harness
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import ModeChanged, Prompt
 from loopd.protocol.turns import Outcome
 from loopd.runtimes import claude_events as ce
 from loopd.runtimes import claude_tools as ct
-from loopd.runtimes.base import McpServerConfig, RuntimeContext
+from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.foreign import Cli, ForeignRuntime, ForeignSettings
 
 # Switches every other call home off (research §2.3): only the model endpoint remains.

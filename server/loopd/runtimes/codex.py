@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopd.config.schema import HARNESS_CLIS, Harness
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import (
     EmbeddedResourceBlock,
@@ -36,7 +37,7 @@ from loopd.protocol.events import (
 )
 from loopd.protocol.turns import Outcome
 from loopd.runtimes import codex_events as cx
-from loopd.runtimes.base import McpServerConfig, RuntimeContext
+from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.foreign import Cli, ForeignRuntime, ForeignSettings
 
 

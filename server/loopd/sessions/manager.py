@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from loopd.catalog.identity import entry_changes
 from loopd.checkpoints.service import Checkpoints
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import (
     AgentMessageChunk,
@@ -33,12 +34,7 @@ from loopd.protocol.events import (
 )
 from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import Outcome, UndoReport
-from loopd.runtimes.base import (
-    ForkableFactory,
-    McpServerConfig,
-    RuntimeContext,
-    RuntimeFactory,
-)
+from loopd.runtimes.base import ForkableFactory, RuntimeContext, RuntimeFactory
 from loopd.sessions.commands import (
     FileUndoing,
     mentions_of,

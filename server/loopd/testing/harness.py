@@ -31,7 +31,7 @@ from loopd.runtimes.native_wiring import NativeWiring
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
 from loopd.testing.fakes import FakeClock, FakeToolBox, ScriptedPolicy
-from loopd.tools.env import FileAccess
+from loopd.tools.access import FileAccess
 
 
 @dataclass(eq=False, slots=True)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import (
     AgentMessageChunk,
@@ -22,7 +23,6 @@ from loopd.protocol.events import (
     UsageUpdated,
 )
 from loopd.runtimes import codex_events as cx
-from loopd.runtimes.base import McpServerConfig
 from loopd.runtimes.codex import mcp_overrides
 
 FIXTURES = Path(__file__).parent / "fixtures"
