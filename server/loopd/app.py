@@ -1,5 +1,5 @@
-"""Composition root: with `loopd.parts` (each native session's tools, policy and sandbox),
-the one place that names concrete classes.
+"""Composition root: with `loopd.runtimes.native.parts` (each native session's tools,
+policy and sandbox), the one place that names concrete classes.
 
 `build_app` reads configuration and the environment, discovers the runtime catalog,
 opens the shared session store and wires one `SessionManager` whose runtime
@@ -39,8 +39,6 @@ from loopd.engine.delegate import ChildRuntime
 from loopd.engine.limits import Limits
 from loopd.engine.loop import EngineConfig
 from loopd.home import daemon_folder, home_path
-from loopd.instructions import read_chain, read_guides, system_prompt
-from loopd.parts import GuardedParts, LazyProbe
 from loopd.policy.domains import DomainLists
 from loopd.policy.modes import DEFAULT_MODE
 from loopd.policy.reading import DiskReader
@@ -50,12 +48,14 @@ from loopd.protocol.model import ThinkingLevel
 from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
 from loopd.providers.factory import ClosableProvider, make_provider
 from loopd.providers.models import NoModelProvider
-from loopd.runtimes.acp_agent import AcpRuntimeFactory, AcpSettings
+from loopd.runtimes.acp.agent import AcpRuntimeFactory, AcpSettings
 from loopd.runtimes.base import RuntimeFactory
-from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
-from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
-from loopd.runtimes.native import NativeRuntimeFactory
-from loopd.runtimes.native_wiring import NativeWiring
+from loopd.runtimes.foreign.claude import ClaudeRuntimeFactory, ClaudeSettings
+from loopd.runtimes.foreign.codex import CodexRuntimeFactory, CodexSettings
+from loopd.runtimes.native.instructions import read_chain, read_guides, system_prompt
+from loopd.runtimes.native.parts import GuardedParts, LazyProbe
+from loopd.runtimes.native.runtime import NativeRuntimeFactory
+from loopd.runtimes.native.wiring import NativeWiring
 from loopd.sandbox.probe import Boundary
 from loopd.sessions.manager import SessionManager
 from loopd.sessions.table import SessionTable

@@ -20,7 +20,6 @@ from typing import Any, BinaryIO
 
 from lsprotocol import types
 
-from loopd.lines import LineReader
 from loopd.lsp import commands, extension
 from loopd.lsp.base import LoopdServer
 from loopd.lsp.framing import MARKER, MAX_HEADER_LINE, serve_frames
@@ -29,7 +28,8 @@ from loopd.lsp.link import (
 )
 from loopd.sessions.manager import SessionManager
 from loopd.sessions.starting import Starting
-from loopd.stdio import open_stdin, open_stdout, protect_stdout
+from loopd.streams.lines import LineReader
+from loopd.streams.stdio import open_stdin, open_stdout, protect_stdout
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ async def serve(
     """Serve LSP on stdio (one connection) or on TCP (any number, until cancelled).
     `manager` may still be starting: `initialize` is answered at once, and requests
     that need sessions wait for it (see `loopd.sessions.starting`).
-    `out` is the protocol's stdout from `loopd.stdio.protect_stdout`, for callers
+    `out` is the protocol's stdout from `loopd.streams.stdio.protect_stdout`, for callers
     that protect it before building the manager (recommended: nothing may print)."""
     if tcp is None:
         await serve_streams(manager, 0, out if out is not None else protect_stdout())

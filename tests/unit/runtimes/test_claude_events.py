@@ -28,7 +28,7 @@ from loopd.protocol.events import (
 from loopd.protocol.model import Usage
 from loopd.runtimes import claude_events as ce
 from loopd.runtimes import claude_tools as ct
-from loopd.runtimes.claude import mcp_config
+from loopd.runtimes.foreign.claude import mcp_config
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CWD = "/tmp/fscratch/w2"

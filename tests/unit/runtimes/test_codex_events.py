@@ -23,7 +23,7 @@ from loopd.protocol.events import (
     UsageUpdated,
 )
 from loopd.runtimes import codex_events as cx
-from loopd.runtimes.codex import mcp_overrides
+from loopd.runtimes.foreign.codex import mcp_overrides
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CWD = "/tmp/fscratch/w4"

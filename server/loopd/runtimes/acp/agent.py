@@ -46,10 +46,10 @@ from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import AgentMessageChunk, ConfigOption, Prompt
 from loopd.protocol.turns import Outcome, StopReason
-from loopd.runtimes.acp_bounds import ChildBounds, TurnBounds
-from loopd.runtimes.acp_gate import AcpGuard, command_of
-from loopd.runtimes.acp_terminals import AcpTerminals
-from loopd.runtimes.acp_wire import event_of, options_of, paths_of, prompt_blocks
+from loopd.runtimes.acp.bounds import ChildBounds, TurnBounds
+from loopd.runtimes.acp.gate import AcpGuard, command_of
+from loopd.runtimes.acp.terminals import AcpTerminals
+from loopd.runtimes.acp.wire import event_of, options_of, paths_of, prompt_blocks
 from loopd.runtimes.base import RuntimeContext, refuse_moved
 from loopd.runtimes.options import DEFAULT_MODE, mode_option
 from loopd.sandbox.probe import NO_BOUNDARY, Boundary, SandboxProbe, probe_sandbox
@@ -57,7 +57,7 @@ from loopd.tools.env import SystemClock, ToolLimits
 from loopd.tools.files import BeneathFiles
 
 if TYPE_CHECKING:  # the ACP SDK loads only when an ACP agent runs (`loopd lsp` never pays)
-    from loopd.runtimes.acp_child import ChildConnection, Question
+    from loopd.runtimes.acp.child import ChildConnection, Question
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ class AcpRuntime:
     # -- lifecycle --------------------------------------------------------------------
 
     async def start(self) -> None:
-        from loopd.runtimes.acp_child import ChildConnection
+        from loopd.runtimes.acp.child import ChildConnection
 
         s = self._settings
         refuse_moved(s.pins)

@@ -52,9 +52,9 @@ from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.errors import RuntimeFailure
 from loopd.protocol.events import ConfigOption
-from loopd.runtimes.acp_bounds import READ_CHUNK, BoundedReader
-from loopd.runtimes.acp_terminals import AcpTerminals, TerminalRefused, UnknownTerminal
-from loopd.runtimes.acp_wire import options_of
+from loopd.runtimes.acp.bounds import READ_CHUNK, BoundedReader
+from loopd.runtimes.acp.terminals import AcpTerminals, TerminalRefused, UnknownTerminal
+from loopd.runtimes.acp.wire import options_of
 from loopd.tools.access import FileAccess
 
 log = logging.getLogger(__name__)

@@ -36,9 +36,9 @@ from loopd.protocol.events import (
     ToolCallUpdated,
 )
 from loopd.protocol.turns import Outcome
-from loopd.runtimes import codex_events as cx
 from loopd.runtimes.base import RuntimeContext
-from loopd.runtimes.foreign import Cli, ForeignRuntime, ForeignSettings
+from loopd.runtimes.foreign import codex_events as cx
+from loopd.runtimes.foreign.runtime import Cli, ForeignRuntime, ForeignSettings
 
 
 @dataclass(frozen=True, slots=True)

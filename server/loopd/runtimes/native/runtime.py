@@ -46,8 +46,8 @@ from loopd.protocol.messages import Message
 from loopd.protocol.model import ThinkingLevel
 from loopd.protocol.turns import Outcome, UndoReport, compacted_note
 from loopd.runtimes.base import RuntimeContext
-from loopd.runtimes.native_store import StoreJournal, StoreWindows
-from loopd.runtimes.native_wiring import NativeWiring, SessionParts
+from loopd.runtimes.native.store import StoreJournal, StoreWindows
+from loopd.runtimes.native.wiring import NativeWiring, SessionParts
 from loopd.runtimes.options import MODES, check_mode, mode_option, model_option
 from loopd.runtimes.pending import WAITS, PendingOptions
 from loopd.store.reconcile import reconcile_messages
