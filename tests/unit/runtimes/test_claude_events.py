@@ -26,8 +26,8 @@ from loopd.protocol.events import (
     UsageUpdated,
 )
 from loopd.protocol.model import Usage
-from loopd.runtimes import claude_events as ce
-from loopd.runtimes import claude_tools as ct
+from loopd.runtimes.foreign import claude_events as ce
+from loopd.runtimes.foreign import claude_tools as ct
 from loopd.runtimes.foreign.claude import mcp_config
 
 FIXTURES = Path(__file__).parent / "fixtures"

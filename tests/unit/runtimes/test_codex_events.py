@@ -22,7 +22,7 @@ from loopd.protocol.events import (
     ToolCallUpdated,
     UsageUpdated,
 )
-from loopd.runtimes import codex_events as cx
+from loopd.runtimes.foreign import codex_events as cx
 from loopd.runtimes.foreign.codex import mcp_overrides
 
 FIXTURES = Path(__file__).parent / "fixtures"
