@@ -18,7 +18,7 @@ from loopd.protocol.events import (
     ToolCallUpdated,
     UsageUpdated,
 )
-from loopd.runtimes.acp.agent import decide, stop_reason
+from loopd.runtimes.acp.modes import decide, stop_reason
 from loopd.runtimes.acp.wire import event_of, options_of, paths_of, prompt_blocks
 
 
