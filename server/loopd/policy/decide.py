@@ -47,7 +47,7 @@ from loopd.policy.grants import CallGrants, Grant
 from loopd.policy.modes import ApprovalPolicy, Mode, SandboxMode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.paths import PathIssue, PathPolicy, Unresolvable
-from loopd.policy.rules import MatchContext, Rule, RuleAction, RuleSet, escape_glob, first_match
+from loopd.policy.rules import MatchContext, Rule, RuleSet, escape_glob, first_match
 from loopd.policy.tiers import Tier
 from loopd.protocol.approvals import ApprovalDecision
 
@@ -119,13 +119,13 @@ class RulePolicy:
         return decision
 
     def _decide(self, call: ToolCall, decl: Declaration) -> PolicyDecision:
-        for action in (RuleAction.DENY, RuleAction.ASK, RuleAction.ALLOW):
+        for action in (Verdict.DENY, Verdict.ASK, Verdict.ALLOW):
             rule = first_match(self._rules(action), action, call.name, decl, self._ctx)
             if rule is not None:
                 return self._by_rule(action, rule, decl)
-            if action is RuleAction.DENY and (denial := self._builtin_denial(decl)) is not None:
+            if action is Verdict.DENY and (denial := self._builtin_denial(decl)) is not None:
                 return denial
-            if action is RuleAction.ASK and (question := self._escalation(decl)) is not None:
+            if action is Verdict.ASK and (question := self._escalation(decl)) is not None:
                 return question
         return self._by_mode(call, decl)
 
@@ -155,16 +155,16 @@ class RulePolicy:
 
     # -- steps ------------------------------------------------------------------------
 
-    def _rules(self, action: RuleAction) -> tuple[Rule, ...]:
+    def _rules(self, action: Verdict) -> tuple[Rule, ...]:
         return self.rules.rules(action) + self.remembered.rules(action)
 
-    def _by_rule(self, action: RuleAction, rule: Rule, decl: Declaration) -> PolicyDecision:
+    def _by_rule(self, action: Verdict, rule: Rule, decl: Declaration) -> PolicyDecision:
         match action:
-            case RuleAction.DENY:
+            case Verdict.DENY:
                 return PolicyDecision(Verdict.DENY, f"denied by the rule {rule}")
-            case RuleAction.ASK:
+            case Verdict.ASK:
                 return self._ask(f"the rule {rule} asks first")
-            case RuleAction.ALLOW:
+            case Verdict.ALLOW:
                 if decl.network and not self._network_on(decl.command is not None):
                     return self._ask(f"{decl.title} needs network access, which is off")
                 return _allow(f"allowed by the rule {rule}")

@@ -28,10 +28,9 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
-from loopd.engine.ports import Declaration
+from loopd.engine.ports import Declaration, Verdict
 from loopd.policy.commands import Segment, loose_segments, split_command
 from loopd.policy.globs import path_glob
 from loopd.protocol.errors import ConfigError
@@ -39,12 +38,6 @@ from loopd.protocol.errors import ConfigError
 _RULE = re.compile(r"^\s*(?P<tool>\*|[A-Za-z_][A-Za-z0-9_.-]*)\s*(?:\((?P<spec>.*)\))?\s*$", re.S)
 _WRITERS = frozenset({"edit", "delete", "move"})
 _READERS = frozenset({"read", "search"})
-
-
-class RuleAction(StrEnum):
-    ALLOW = "allow"
-    ASK = "ask"
-    DENY = "deny"
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,11 +155,11 @@ class RuleSet:
     def __or__(self, other: RuleSet) -> RuleSet:
         return RuleSet(self.allow + other.allow, self.ask + other.ask, self.deny + other.deny)
 
-    def rules(self, action: RuleAction) -> tuple[Rule, ...]:
+    def rules(self, action: Verdict) -> tuple[Rule, ...]:
         return {"allow": self.allow, "ask": self.ask, "deny": self.deny}[action]
 
     def to_json(self) -> dict[str, list[str]]:
-        return {a.value: [str(r) for r in self.rules(a)] for a in RuleAction}
+        return {a.value: [str(r) for r in self.rules(a)] for a in Verdict}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RuleSet:
@@ -175,7 +168,7 @@ class RuleSet:
 
 def first_match(
     rules: Sequence[Rule],
-    action: RuleAction,
+    action: Verdict,
     tool: str,
     declaration: Declaration,
     ctx: MatchContext,
@@ -185,7 +178,7 @@ def first_match(
     candidates = [r for r in rules if r.applies_to(tool, declaration)]
     if not candidates:
         return None
-    if action is RuleAction.ALLOW:
+    if action is Verdict.ALLOW:
         return _covering(candidates, tool, declaration, ctx)
     for rule in candidates:
         if rule.spec is None or _touches(rule, rule.spec, tool, declaration, ctx):

@@ -1,10 +1,9 @@
 import pytest
 
-from loopd.engine.ports import Declaration
+from loopd.engine.ports import Declaration, Verdict
 from loopd.policy.rules import (
     MatchContext,
     Rule,
-    RuleAction,
     RuleSet,
     escape_glob,
     first_match,
@@ -78,7 +77,7 @@ def test_deny_globs_ignore_case_but_allow_globs_do_not() -> None:
     assert not path_matches("**/.env", "/ws/.ENV", CTX, fold=False)
 
 
-def _match(rules: str, action: RuleAction, tool: str, decl: Declaration) -> Rule | None:
+def _match(rules: str, action: Verdict, tool: str, decl: Declaration) -> Rule | None:
     return first_match((Rule.parse(rules),), action, tool, decl, CTX)
 
 
@@ -98,7 +97,7 @@ def _match(rules: str, action: RuleAction, tool: str, decl: Declaration) -> Rule
     ],
 )
 def test_allow_rules_must_cover_the_whole_command(rule: str, command: str, allowed: bool) -> None:
-    assert (_match(rule, RuleAction.ALLOW, "bash", bash(command)) is not None) is allowed
+    assert (_match(rule, Verdict.ALLOW, "bash", bash(command)) is not None) is allowed
 
 
 @pytest.mark.parametrize(
@@ -114,24 +113,24 @@ def test_allow_rules_must_cover_the_whole_command(rule: str, command: str, allow
     ],
 )
 def test_deny_rules_match_any_segment(rule: str, command: str, hit: bool) -> None:
-    assert (_match(rule, RuleAction.DENY, "bash", bash(command)) is not None) is hit
+    assert (_match(rule, Verdict.DENY, "bash", bash(command)) is not None) is hit
 
 
 def test_edit_and_read_families_cover_every_writer_and_reader() -> None:
     write_tool = Declaration(title="write", kind="edit", writes=("/ws/src/a.py",))
     grep_tool = Declaration(title="grep", kind="search", reads=("/ws/.env",))
-    assert _match("edit(src/**)", RuleAction.ALLOW, "write", write_tool)
-    assert _match("read(**/.env)", RuleAction.DENY, "grep", grep_tool)
-    assert not _match("read(**/.env)", RuleAction.DENY, "bash", bash("cat .env"))
+    assert _match("edit(src/**)", Verdict.ALLOW, "write", write_tool)
+    assert _match("read(**/.env)", Verdict.DENY, "grep", grep_tool)
+    assert not _match("read(**/.env)", Verdict.DENY, "bash", bash("cat .env"))
 
 
 def test_allow_needs_every_declared_path_covered() -> None:
     rules = (Rule.parse("edit(src/**)"),)
     inside = edit("/ws/src/a.py", "/ws/src/b.py")
     straddling = edit("/ws/src/a.py", "/ws/setup.py")
-    assert first_match(rules, RuleAction.ALLOW, "edit", inside, CTX)
-    assert not first_match(rules, RuleAction.ALLOW, "edit", straddling, CTX)
-    assert first_match(rules, RuleAction.DENY, "edit", straddling, CTX)
+    assert first_match(rules, Verdict.ALLOW, "edit", inside, CTX)
+    assert not first_match(rules, Verdict.ALLOW, "edit", straddling, CTX)
+    assert first_match(rules, Verdict.DENY, "edit", straddling, CTX)
 
 
 def test_rule_sets_from_config_combine_and_round_trip_through_json() -> None:
@@ -155,4 +154,4 @@ def test_bad_config_tables_are_config_errors(table: dict[str, object]) -> None:
 
 
 def test_read_rules_with_no_paths_never_allow() -> None:
-    assert not _match("read(src/**)", RuleAction.ALLOW, "read", read())
+    assert not _match("read(src/**)", Verdict.ALLOW, "read", read())
