@@ -1,0 +1,20 @@
+"""The editor-facing JSON of loopd's own `loopd/*` extension, as typed models: the one
+source its TypeScript types and its JSON Schema are generated from.
+
+- `shapes.py`: the params, results and notifications (pydantic, camelCase on the
+  wire), built from the vocabulary's own Literals;
+- `methods.py`: the methods, each with its params and result, and who sends it;
+- `export.py`: renders `vscode-extension/src/generated/wire.ts` and
+  `editors/loopd-extension.schema.json` (`python -m loopd.protocol.wire.export`);
+  `tests/unit/protocol/test_wire_export.py` fails when either has drifted.
+
+The builders (`protocol.events.to_wire`, `lsp.wire`, `mention_to_wire`, ...) still
+return plain dicts, the cheap thing on the hot path; each is pinned by a golden test
+that checks its output against these models. ACP's own types come from the ACP SDK
+and LSP's from lsprotocol: nothing here restates them beyond what the extension
+carries under its own prefix.
+
+To add a type: write the model in `shapes.py` (a subclass of `Wire`), name it in
+`shapes.EXPORTS` (with any new Literal or union alias), and if it is a method's
+params or result, add the method to `methods.METHODS`; then run the export.
+"""
