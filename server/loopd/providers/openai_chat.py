@@ -15,7 +15,7 @@ do not expect it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,8 @@ from loopd.providers.body import FragmentCache, Memo, dumps, elements, encode_ob
 from loopd.providers.classify import error_from_payload
 from loopd.providers.sse import (
     DEFAULT_IDLE_TIMEOUT,
+    Decoder,
+    Encoder,
     JsonObject,
     SseEndpoint,
     SseProvider,
@@ -48,6 +50,7 @@ from loopd.providers.sse import (
 )
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+Format = tuple[str, Encoder, Callable[[], Decoder]]  # a path, its encoder, its decoders
 PATH = "/chat/completions"
 _STOPS: Mapping[str, ModelStop] = {
     "stop": "end_turn",
@@ -58,9 +61,9 @@ _STOPS: Mapping[str, ModelStop] = {
 }
 
 
-class OpenAIChatProvider(SseProvider):
-    """Streams replies from any Chat Completions endpoint. `base_url` includes the
-    `/v1` (as `OPENAI_BASE_URL` does)."""
+class OpenAIProvider(SseProvider):
+    """A provider of one of OpenAI's formats: a bearer key, and a `base_url` that
+    includes the `/v1` (as `OPENAI_BASE_URL` does). A subclass names its format."""
 
     def __init__(
         self,
@@ -73,7 +76,18 @@ class OpenAIChatProvider(SseProvider):
         endpoint = SseEndpoint(
             base_url, bearer_auth(api_key), client=client, idle_timeout=idle_timeout
         )
-        super().__init__(endpoint, PATH, RequestEncoder(), _Decoder)
+        super().__init__(endpoint, *self.format())
+
+    def format(self) -> Format:
+        """The path, an encoder for the provider's life, and the decoder's factory."""
+        raise NotImplementedError
+
+
+class OpenAIChatProvider(OpenAIProvider):
+    """Streams replies from any Chat Completions endpoint."""
+
+    def format(self) -> Format:
+        return PATH, RequestEncoder(), _Decoder
 
 
 # ---- request ----

@@ -16,8 +16,6 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import httpx
-
 from loopd.protocol.errors import Transient
 from loopd.protocol.messages import (
     ImagePart,
@@ -40,13 +38,9 @@ from loopd.protocol.model import (
 )
 from loopd.providers.body import FragmentCache, Memo, dumps, elements, encode_object, join_array
 from loopd.providers.classify import error_from_payload
-from loopd.providers.openai_chat import DEFAULT_BASE_URL, openai_usage
+from loopd.providers.openai_chat import Format, OpenAIProvider, openai_usage
 from loopd.providers.sse import (
-    DEFAULT_IDLE_TIMEOUT,
     JsonObject,
-    SseEndpoint,
-    SseProvider,
-    bearer_auth,
     data_url,
     incomplete,
     load_event,
@@ -60,21 +54,11 @@ _THINKING_EVENTS = frozenset(
 _INCOMPLETE: Mapping[str, ModelStop] = {"content_filter": "refusal"}
 
 
-class OpenAIResponsesProvider(SseProvider):
-    """Streams replies from the Responses API. `base_url` includes the `/v1`."""
+class OpenAIResponsesProvider(OpenAIProvider):
+    """Streams replies from the Responses API."""
 
-    def __init__(
-        self,
-        *,
-        api_key: str,
-        base_url: str = DEFAULT_BASE_URL,
-        client: httpx.AsyncClient | None = None,
-        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
-    ) -> None:
-        endpoint = SseEndpoint(
-            base_url, bearer_auth(api_key), client=client, idle_timeout=idle_timeout
-        )
-        super().__init__(endpoint, PATH, RequestEncoder(), _Decoder)
+    def format(self) -> Format:
+        return PATH, RequestEncoder(), _Decoder
 
 
 # ---- request ----
