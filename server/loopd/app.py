@@ -38,8 +38,9 @@ from loopd.catalog.errors import NO_RUNTIME_HELP
 from loopd.checkpoints.service import CheckpointLimits, Checkpoints, blob_folder
 from loopd.config import Config, TrustStore, data_dir, load_config
 from loopd.config.login import LoginFileError, forget_login, read_login, with_login
-from loopd.config.pins import Pins
 from loopd.config.schema import MAIN_AGENT, Harness, TrustState
+from loopd.config.trust.pins import Pins
+from loopd.config.trust.prompt import WorkspaceTrust
 from loopd.policy.rules import RuleSet
 from loopd.protocol.errors import ConfigError
 from loopd.providers.factory import ClosableProvider
@@ -51,7 +52,6 @@ from loopd.runtimes.native.parts import LazyProbe
 from loopd.runtimes.native.runtime import NativeRuntimeFactory
 from loopd.sessions.manager import SessionManager
 from loopd.sessions.table import SessionTable
-from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.sqlite import SqliteStore
 
 log = logging.getLogger(__name__)
@@ -235,7 +235,7 @@ def _factory(
 
 def _pins(config: Config) -> Pins:
     """What the trusted workspace file runs, as it was trusted: a runtime does not
-    start once one moved (`loopd.config.pins`)."""
+    start once one moved (`loopd.config.trust.pins`)."""
     workspace = config.workspace
     return workspace.runs if workspace and workspace.state is TrustState.TRUSTED else ()
 

@@ -37,9 +37,11 @@ ALLOWED = {
     "loopd/policy/handover.py": "the editor-write proof: the proven file beneath its root, no "
     "link, read back to compare with what was sent and to put back what it held",
     "loopd/walk.py": "opens folders (O_DIRECTORY) to list them, never a file's bytes",
-    "loopd/config/pins.py": "hashes, never shows, what a trusted config runs: non-blocking, "
+    "loopd/config/trust/pins.py": "hashes, never shows, what a trusted config runs: non-blocking, "
     "regular files only, bounded",
     "loopd/daemon/unit.py": "its own systemd unit, in the person's config folder",
+    "loopd/protocol/wire/export.py": "the checkout's own generated wire files, to compare with "
+    "what it renders (a developer's tool, never the workspace)",
     "loopd/sandbox/relay.py": "/dev/null, for the in-sandbox relay's own descriptors",
     "loopd/sandbox/resolve.py": "the kernel's address tables, /proc/net/fib_trie and if_inet6",
     "loopd/tools/processes.py": "/proc of the session's own processes, and their log files",

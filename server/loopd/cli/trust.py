@@ -2,7 +2,7 @@
 untrusted workspace file could not set.
 
 Trust covers the folder's `.loopd/config.toml` exactly as it is when trusted (its
-sha256, see `loopd.config.trust`); the terminal is the one place trust is given
+sha256, see `loopd.config.trust.store`); the terminal is the one place trust is given
 without an editor's question, and `loopd run --yes` never gives it.
 """
 

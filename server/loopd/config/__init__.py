@@ -6,7 +6,7 @@ Files, lowest precedence first (tables merge key by key, other values are replac
     <cwd>/.loopd/config.toml             workspace file
 
 The workspace file is inert until its folder is trusted (`loopd trust DIR`, or the
-editor's question; see `loopd.config.trust`). Trust is recorded with the file's
+editor's question; see `loopd.config.trust.store`). Trust is recorded with the file's
 sha256 and lapses when the file changes. Until then only the keys that tighten apply
 (declared on their fields in `loopd.config.schema`: added `[approvals] deny`/`ask`
 rules, lower limits and approval timeout, a stricter `[defaults] mode`); the others
@@ -99,7 +99,6 @@ The file format (every key optional; unknown keys are errors):
     exit_code = 0
 """
 
-from loopd.config.gate import UNTRUSTED_KEYS
 from loopd.config.load import Env, EnvSettings, load_config, read_env, workspace_config_file
 from loopd.config.merge import Merged, merge_layers
 from loopd.config.parse import parse_config
@@ -125,7 +124,8 @@ from loopd.config.schema import (
     WorkspaceStatus,
 )
 from loopd.config.table import ConfigFileError
-from loopd.config.trust import TrustStore, WorkspaceFile, read_workspace_file
+from loopd.config.trust.gate import UNTRUSTED_KEYS
+from loopd.config.trust.store import TrustStore, WorkspaceFile, read_workspace_file
 from loopd.home import data_dir, user_config_file
 
 __all__ = [

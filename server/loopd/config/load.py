@@ -13,12 +13,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from loopd.config.gate import gate_untrusted
 from loopd.config.merge import merge_layers
 from loopd.config.parse import parse_config
 from loopd.config.schema import Config, TrustState, WorkspaceStatus
 from loopd.config.table import ConfigFileError
-from loopd.config.trust import MAX_BYTES, TrustStore, WorkspaceFile
+from loopd.config.trust.gate import gate_untrusted
+from loopd.config.trust.store import MAX_BYTES, TrustStore, WorkspaceFile
 from loopd.home import data_dir, user_config_file
 from loopd.policy.reading import DiskReader
 from loopd.protocol.reading import FileRead, ReadRefused
@@ -61,7 +61,7 @@ def load_config(
     """Read the user file then the workspace file (either may be missing), merge them
     with the workspace winning, and validate. `base` is a layer below both files (the
     defaults `loopd login` stored). The workspace file applies whole only when its
-    folder is trusted with exactly these bytes (`loopd.config.trust`, records under
+    folder is trusted with exactly these bytes (`loopd.config.trust.store`, records under
     `data_dir(env)`); otherwise only the keys that tighten apply, and
     `Config.workspace` names the rest. An untrusted file that cannot be read or
     used is ignored whole (`WorkspaceStatus.problem`): it never stops loopd.

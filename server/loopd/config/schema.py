@@ -8,7 +8,7 @@ difference between "not configured" and "configured as the default" survives.
 Secrets never live here: a provider names the environment variable that holds its
 key (`api_key_env`); the variables loopd reads itself are `loopd.config.load`'s
 `EnvSettings`. Which keys an untrusted file may set is declared here, on each key's
-field (`UNTRUSTED`), and gathered by `loopd.config.gate`.
+field (`UNTRUSTED`), and gathered by `loopd.config.trust.gate`.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class Gate(StrEnum):
 
 
 class TrustState(StrEnum):
-    """Where a workspace config file stands (`loopd.config.trust`). Only `TRUSTED`
+    """Where a workspace config file stands (`loopd.config.trust.store`). Only `TRUSTED`
     lets every key apply."""
 
     TRUSTED = "trusted"
@@ -328,7 +328,7 @@ class WorkspaceStatus:
     ignored: tuple[str, ...] = ()
     problem: str = ""
     content: bytes = field(default=b"", repr=False)
-    runs: tuple[tuple[str, str], ...] = ()  # what it runs, pinned (`loopd.config.pins`)
+    runs: tuple[tuple[str, str], ...] = ()  # what it runs, pinned (`loopd.config.trust.pins`)
     fingerprint: str = ""  # of the bytes and the pins: what a yes must still find
 
     @property

@@ -30,7 +30,7 @@ from loopd.daemon.place import Place, Unsafe, place_of
 from loopd.home import user_config_path
 
 START_TIMEOUT = 20.0  # seconds for a new daemon to listen
-CONFIG_MAX_BYTES = 1 << 20  # as `loopd.config.trust.MAX_BYTES` (not imported on this path)
+CONFIG_MAX_BYTES = 1 << 20  # as `loopd.config.trust.store.MAX_BYTES` (not imported on this path)
 _INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ")
 
 

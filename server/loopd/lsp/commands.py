@@ -18,11 +18,11 @@ from typing import Any
 
 from lsprotocol import types
 
+from loopd.config.trust.prompt import WorkspaceTrust
 from loopd.lsp.base import LoopdServer, rpc
 from loopd.lsp.wire import BadParams, config_options_to_wire, decision_named, field
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import EmbeddedResourceBlock, Prompt, TextBlock
-from loopd.sessions.trust import WorkspaceTrust
 
 EXPLAIN = "Explain what this code does."
 REFACTOR = "Refactor this code to make it clearer, without changing what it does."

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from loopd.config.pins import Pins, moved
+from loopd.config.trust.pins import Pins, moved
 from loopd.engine.ports import Approver, Emitter
 from loopd.mcp.config import McpServerConfig
 from loopd.protocol.errors import RuntimeFailure

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loopd.checkpoints.service import Checkpoints
+from loopd.config.trust.prompt import WorkspaceTrust
 from loopd.mcp.config import McpServerConfig
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import (
@@ -52,7 +53,6 @@ from loopd.sessions.resume import say_cut, was_cut
 from loopd.sessions.rewind import Rewinds
 from loopd.sessions.rewinding import Rewinding
 from loopd.sessions.table import SessionTable
-from loopd.sessions.trust import WorkspaceTrust
 from loopd.sessions.turns import MAX_QUEUED, Turns
 from loopd.store.lease import Leases
 from loopd.store.reconcile import reconcile_events

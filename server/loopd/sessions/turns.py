@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from loopd.checkpoints.book import Kind
+from loopd.config.trust.prompt import WorkspaceTrust
 from loopd.protocol.errors import LoopdError
 from loopd.protocol.events import (
     AgentMessageChunk,
@@ -48,7 +49,6 @@ from loopd.sessions.queue import say_queued, title_of
 from loopd.sessions.resume import CONTINUE_PROMPT, NOTHING_TO_CONTINUE, TURN_OPEN, was_cut
 from loopd.sessions.rewind import REWIND, Rewinds, listing, parse_rewind, writes_of
 from loopd.sessions.transcript import HANDOVER, with_handover
-from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.sqlite import SqliteStore
 
 MAX_QUEUED = 64  # prompts waiting behind the running turn (seed 001's managed input queue)

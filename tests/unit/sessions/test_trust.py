@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from loopd.config import TrustStore, load_config
+from loopd.config.trust.prompt import TRUSTED, WorkspaceTrust
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import AgentMessageChunk, ToolCallUpdated
-from loopd.sessions.trust import TRUSTED, WorkspaceTrust
 from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
 from tests.unit.fifos import released
 

@@ -12,8 +12,8 @@ import pytest
 
 from loopd.app import build_app
 from loopd.config import TrustStore, load_config
+from loopd.config.trust.prompt import SHOWN_BYTES
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
-from loopd.sessions.trust import SHOWN_BYTES
 from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
 from tests.unit.sessions.test_trust import HELPER, Workspace
 

@@ -154,23 +154,23 @@ export interface UpdateMeta {
 
 export interface UserMessageChunk {
   _meta?: UpdateMeta;
-  sessionUpdate: 'user_message_chunk';
   content: ContentBlock;
   messageId?: string;
+  sessionUpdate: 'user_message_chunk';
 }
 
 export interface AgentMessageChunk {
   _meta?: UpdateMeta;
-  sessionUpdate: 'agent_message_chunk';
   content: ContentBlock;
   messageId?: string;
+  sessionUpdate: 'agent_message_chunk';
 }
 
 export interface AgentThoughtChunk {
   _meta?: UpdateMeta;
-  sessionUpdate: 'agent_thought_chunk';
   content: ContentBlock;
   messageId?: string;
+  sessionUpdate: 'agent_thought_chunk';
 }
 
 export interface ToolCallStart {

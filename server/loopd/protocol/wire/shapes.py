@@ -181,22 +181,21 @@ class _Update(Wire):
     meta: Annotated[UpdateMeta | None, Field(alias="_meta")] = None
 
 
-class UserMessageChunk(_Update):
+class _Chunk(_Update):
+    content: ContentBlock
+    message_id: str | None = None
+
+
+class UserMessageChunk(_Chunk):
     session_update: Literal["user_message_chunk"]
-    content: ContentBlock
-    message_id: str | None = None
 
 
-class AgentMessageChunk(_Update):
+class AgentMessageChunk(_Chunk):
     session_update: Literal["agent_message_chunk"]
-    content: ContentBlock
-    message_id: str | None = None
 
 
-class AgentThoughtChunk(_Update):
+class AgentThoughtChunk(_Chunk):
     session_update: Literal["agent_thought_chunk"]
-    content: ContentBlock
-    message_id: str | None = None
 
 
 class ToolCallStart(_Update, ToolCallFields):

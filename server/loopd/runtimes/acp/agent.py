@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from loopd.config.pins import Pins
+from loopd.config.trust.pins import Pins
 from loopd.engine.ports import Emitter
 from loopd.executables import find_program
 from loopd.home import home_path

@@ -32,7 +32,7 @@ from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from loopd.config.pins import Pins
+from loopd.config.trust.pins import Pins
 from loopd.executables import find_program
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ConfigError, RuntimeFailure
@@ -60,7 +60,7 @@ class ForeignSettings:
     came from (a daemon serves many, and one's keys never reach another's CLI), or
     this process's when None. `extra_args` follow loopd's own flags. `models` and
     `efforts` (with their defaults) are what the catalog entry offers. `pins`: the
-    CLI does not start once one of them moved (`loopd.config.pins`)."""
+    CLI does not start once one of them moved (`loopd.config.trust.pins`)."""
 
     binary: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)

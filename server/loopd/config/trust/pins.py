@@ -1,4 +1,4 @@
-"""What a workspace config runs, pinned by content (see `loopd.config.trust`).
+"""What a workspace config runs, pinned by content (see `loopd.config.trust.store`).
 
 A trusted `[runtimes.*]` table runs a program outside the sandbox. The program
 itself is never one inside the workspace (`loopd.executables`), but its arguments

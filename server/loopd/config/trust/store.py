@@ -10,7 +10,7 @@ Claude Code and Codex, trust belongs to the person's machine, never to the folde
 The hash covers exactly the bytes that are then parsed (`WorkspaceFile.read` reads
 once), so the file cannot be swapped between the check and the use.
 
-What a trusted file runs is pinned with it (`loopd.config.pins`): its runtimes run
+What a trusted file runs is pinned with it (`loopd.config.trust.pins`): its runtimes run
 outside the sandbox, with the person's keys, and a sandboxed command may write the
 workspace. So trust also records the sha256 of every file beneath the folder that
 the runtimes' commands, arguments and environment name (or that the name is
@@ -33,9 +33,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from loopd.config.pins import Pins, fingerprint, pinned_runs
 from loopd.config.schema import TrustState
 from loopd.config.table import ConfigFileError
+from loopd.config.trust.pins import Pins, fingerprint, pinned_runs
 from loopd.policy.reading import DiskReader
 from loopd.protocol.reading import FileRead, Over, ReadRefused
 

@@ -2,7 +2,7 @@
 `trust` entry point the LSP `loopd.trust` command (VS Code's own Workspace Trust)
 calls.
 
-When the app's workspace config was not applied whole (`loopd.config.trust`), a
+When the app's workspace config was not applied whole (`loopd.config.trust.store`), a
 session's first turn begins with a tool call titled "Trust the settings in ...?"
 listing the ignored keys and the file itself, put to the person through the
 session's approver: ACP `session/request_permission`, the LSP dialog
