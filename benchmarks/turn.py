@@ -87,22 +87,24 @@ def engine_for(
     return Engine("bench", config, ports, history)
 
 
-async def bare_consumer(client: httpx.AsyncClient, base_url: str) -> int:
+async def bare_consumer(client: httpx.AsyncClient, base_url: str, prompt: str = "go") -> float:
+    """The floor: the reply's events parsed by httpx-sse and `json.loads`, nothing
+    else. Returns when the first event came (perf_counter)."""
     body = {
         "model": "bench",
         "max_tokens": 8192,
         "stream": True,
-        "messages": [{"role": "user", "content": "go"}],
+        "messages": [{"role": "user", "content": prompt}],
     }
-    count = 0
+    first = 0.0
     headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
     async with aconnect_sse(
         client, "POST", f"{base_url}/v1/messages", json=body, headers=headers
     ) as es:
         async for sse in es.aiter_sse():
             json.loads(sse.data)
-            count += 1
-    return count
+            first = first or time.perf_counter()
+    return first
 
 
 async def timed(work: Awaitable[Any]) -> tuple[float, float]:
