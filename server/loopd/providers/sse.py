@@ -162,16 +162,17 @@ class SseEndpoint:
 
 
 BURST = 64
-"""Events parsed per turn of the event loop, at most. One network read can hold a
-thousand events (a reply that arrived while the loop was busy elsewhere); parsed in
-one go, it kept every other turn waiting, also a new turn's first chunk behind
-every stream already running. Between slices the loop runs whatever else is
-ready; at about 10 us an event, a slice is well under a millisecond."""
+"""Events parsed per turn of the event loop, at most. One network read can hold
+hundreds of events (up to 64 KiB: a reply that arrived while the loop was busy
+elsewhere); parsed in one go, it held the loop for milliseconds while every other
+turn waited, a new turn's first chunk among them. Between slices the loop runs
+whatever else is ready; at about 10 us an event, a slice is well under one."""
 
 
 async def _reads(response: httpx.Response) -> AsyncGenerator[list[Event], None]:
     """The response's events, in slices of at most `BURST`, yielding to the event loop
-    between the slices of one read (a read that waited for the network already did)."""
+    between the slices of one read (each read yields on its own: it waits for the
+    network, or anyio checkpoints when data was already there)."""
     parser = EventParser()
     async for chunk in response.aiter_bytes():
         events = parser.feed(chunk)
