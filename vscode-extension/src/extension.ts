@@ -108,6 +108,7 @@ export class Loopd {
         },
         approvalTimeoutMs: timeout > 0 ? timeout * 1000 : undefined,
         mcpServers: mcp.servers,
+        confirmOverwrite,
       },
     );
   }
@@ -223,6 +224,21 @@ export class Loopd {
       case 'copy':
         await vscode.env.clipboard.writeText(message.text);
         return;
+      case 'restore':
+        await this.requireController().restore(message.prompt, message.scope);
+        return;
+      case 'redo':
+        await this.requireController().restore(undefined);
+        return;
+      case 'fork':
+        await this.requireController().fork(message.prompt);
+        return;
+      case 'edit': {
+        const blocks: ContentBlock[] = [{ type: 'text', text: message.text }, ...message.attachments.map(toBlock)];
+        await this.panel.reveal();
+        await this.requireController().edit(message.prompt, blocks);
+        return;
+      }
     }
   }
 
@@ -307,6 +323,17 @@ interface AskArgument {
 function isAskArgument(value: unknown): value is AskArgument {
   const a = value as AskArgument | undefined;
   return typeof a?.uri === 'string' && typeof a.range?.start?.line === 'number' && typeof a.range?.end?.line === 'number';
+}
+
+/** A modal naming the files a restore would overwrite (changed outside the agent since). */
+async function confirmOverwrite(paths: string[], summary: string): Promise<boolean> {
+  const overwrite = 'Overwrite';
+  const choice = await vscode.window.showWarningMessage(
+    `loopd: ${paths.length} file(s) changed outside the agent since this checkpoint`,
+    { modal: true, detail: `${paths.map((p) => vscode.workspace.asRelativePath(p)).join('\n')}\n\n${summary}\nRestoring overwrites them.` },
+    overwrite,
+  );
+  return choice === overwrite;
 }
 
 function toBlock(a: Attachment): ContentBlock {

@@ -6,6 +6,7 @@
  */
 
 import { drawDiff, drawMessage, drawTool, el } from './cards';
+import { drawCheckpoints, drawEditing, takeEditing } from './checkpoints';
 import {
   type Approval,
   type Attachment,
@@ -59,6 +60,8 @@ const ui = {
   stop: byId<HTMLButtonElement>('stop'),
   mention: byId<HTMLButtonElement>('mention'),
   addSelection: byId<HTMLButtonElement>('add-selection'),
+  redo: byId<HTMLElement>('redo'),
+  editing: byId<HTMLElement>('editing'),
 };
 
 let state: PanelState = initialState();
@@ -108,6 +111,7 @@ function draw(): void {
   drawOptions();
   drawStatus();
   drawConversation();
+  drawCheckpoints(ui, state, post);
   drawPlan();
   drawApproval(state.approval);
 }
@@ -329,7 +333,9 @@ function takeMention(attachment?: Attachment): void {
 function send(): void {
   const text = ui.input.value.trim();
   if ((!text && !attachments.length) || state.turn.running || !state.trusted) return;
-  post({ type: 'prompt', text, attachments });
+  const edit = takeEditing();
+  post(edit ? { type: 'edit', prompt: edit.prompt, text, attachments } : { type: 'prompt', text, attachments });
+  drawEditing(ui);
   ui.input.value = '';
   attachments = [];
   drawAttachments();

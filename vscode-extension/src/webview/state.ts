@@ -7,12 +7,14 @@
 
 import type {
   AvailableCommand,
+  CheckpointsResult,
   ConfigOption,
   ContentBlock,
   Location,
   Mention,
   PermissionOption,
   PlanEntry,
+  RestoreScope,
   SessionInfo,
   SessionUpdate,
   ToolCallFields,
@@ -93,6 +95,8 @@ export interface PanelState {
   approval?: Approval;
   trusted: boolean;
   sessions: SessionInfo[];
+  /** The session's checkpoints (one before each prompt) and whether a restore can be redone. */
+  checkpoints: CheckpointsResult;
 }
 
 /** What the host posts to the webview. */
@@ -105,6 +109,7 @@ export type HostMessage =
   | { type: 'trust'; trusted: boolean }
   | { type: 'sessions'; sessions: SessionInfo[] }
   | { type: 'mentions'; mentions: Mention[] }
+  | { type: 'checkpoints'; checkpoints: CheckpointsResult }
   | { type: 'attach'; attachment: Attachment }
   | { type: 'focus'; text?: string };
 
@@ -136,7 +141,11 @@ export type WebviewMessage =
   | { type: 'mention' }
   | { type: 'listMentions' }
   | { type: 'addSelection' }
-  | { type: 'copy'; text: string };
+  | { type: 'copy'; text: string }
+  | { type: 'restore'; prompt: number; scope: RestoreScope }
+  | { type: 'redo' }
+  | { type: 'fork'; prompt: number }
+  | { type: 'edit'; prompt: number; text: string; attachments: Attachment[] };
 
 export function initialState(): PanelState {
   return {
@@ -149,6 +158,7 @@ export function initialState(): PanelState {
     turn: { running: false },
     trusted: true,
     sessions: [],
+    checkpoints: { checkpoints: [], redo: false },
   };
 }
 
@@ -179,6 +189,8 @@ export function reduce(state: PanelState, message: HostMessage): PanelState {
       return { ...state, sessions: message.sessions };
     case 'mentions':
       return { ...state, mentions: message.mentions };
+    case 'checkpoints':
+      return { ...state, checkpoints: message.checkpoints };
     case 'attach':
     case 'focus':
       return state; // input-box concerns, not panel state
