@@ -50,6 +50,7 @@ from loopd.tools.env import (
 )
 from loopd.tools.explore import Explore
 from loopd.tools.files import BeneathFiles
+from loopd.tools.mentioned import resolve_files
 from loopd.tools.registry import ToolRegistry, builtin_tools
 from loopd.tools.skills import Skill, SkillShelf
 
@@ -273,6 +274,10 @@ class GuardedParts:
         return self.mcp.mentions()
 
     async def resolve(self, prompt: Prompt) -> Prompt:
+        """Files and folders first, through the read tool's gates (`tools.mentioned`),
+        except the links an MCP server offers: those are its to read."""
+        offered = frozenset(m.uri for m in self.mcp.mentions())
+        prompt = await resolve_files(prompt, self.tool_env, self.policy, offered)
         return await self.mcp.resolve(prompt)
 
     async def aclose(self) -> None:
