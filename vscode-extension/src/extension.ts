@@ -8,6 +8,8 @@ import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import { askApproval } from './approval';
 import { commands } from './commands';
+import { toBlock } from './attachments';
+import { gatherContext } from './context';
 import { type Activity, Controller } from './controller';
 import { DiffDocuments } from './diffs';
 import { loginCommand } from './discovery';
@@ -215,6 +217,9 @@ export class Loopd {
         return this.controller?.answer(message.approvalId, message.optionId);
       case 'mention':
         return this.mention();
+      case 'mentionContext':
+        for (const attachment of await gatherContext(message.kind)) this.attach(attachment);
+        return;
       case 'listMentions':
         await this.controller?.mentions();
         return;
@@ -334,17 +339,6 @@ async function confirmOverwrite(paths: string[], summary: string): Promise<boole
     overwrite,
   );
   return choice === overwrite;
-}
-
-function toBlock(a: Attachment): ContentBlock {
-  switch (a.kind) {
-    case 'file':
-      return { type: 'resource_link', uri: a.uri, name: a.name };
-    case 'resource':
-      return { type: 'resource_link', uri: a.uri, name: a.name, ...(a.mimeType ? { mimeType: a.mimeType } : {}) };
-    case 'selection':
-      return { type: 'resource', resource: { uri: a.uri, text: a.text ?? '' } };
-  }
 }
 
 let loopd: Loopd | undefined;

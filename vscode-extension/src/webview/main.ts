@@ -7,11 +7,13 @@
 
 import { drawDiff, drawMessage, drawTool, el } from './cards';
 import { drawCheckpoints, drawEditing, takeEditing } from './checkpoints';
+import { chipFor, contextChoices, listenForImages } from './composer';
 import {
   type Approval,
   type Attachment,
   completeCommand,
   completeMention,
+  type ContextKind,
   type HostMessage,
   type Item,
   initialState,
@@ -249,8 +251,7 @@ function drawApproval(approval: Approval | undefined): void {
 function drawAttachments(): void {
   ui.attachments.replaceChildren(
     ...attachments.map((a, index) => {
-      const chip = el('span', `chip ${a.kind}`, a.name);
-      chip.title = a.uri;
+      const chip = chipFor(a);
       const remove = el('button', 'icon', '✕');
       remove.title = 'Remove';
       remove.onclick = () => {
@@ -291,7 +292,12 @@ function completions(): Completion[] {
           accept: () => takeMention(mentionAttachment(choice.mention)),
         },
   );
-  return [...commands, ...mentions];
+  const context = contextChoices(input).map((choice) => ({
+    name: choice.name,
+    description: choice.description,
+    accept: () => takeMention(undefined, choice.kind),
+  }));
+  return [...commands, ...mentions, ...context];
 }
 
 function drawCompletions(): void {
@@ -317,18 +323,30 @@ function takeCommand(name: string): void {
   ui.input.focus();
 }
 
-/** The `@` typed goes; a resource becomes a chip, files open VS Code's picker (its choice comes back as a chip). */
-function takeMention(attachment?: Attachment): void {
+/**
+ * The `@` typed goes; a resource becomes a chip, files open VS Code's picker, other
+ * context the host gathers (each comes back as a chip).
+ */
+function takeMention(attachment?: Attachment, context?: ContextKind): void {
   ui.input.value = withoutMentionQuery(ui.input.value);
   ui.completions.hidden = true;
   if (attachment) {
     attachments = [...attachments, attachment];
     drawAttachments();
   } else {
-    post({ type: 'mention' });
+    post(context ? { type: 'mentionContext', kind: context } : { type: 'mention' });
   }
   ui.input.focus();
 }
+
+listenForImages(
+  ui.input,
+  (image) => {
+    attachments = [...attachments, image];
+    drawAttachments();
+  },
+  (why) => ui.attachments.append(el('span', 'chip refused', why)),
+);
 
 function send(): void {
   const text = ui.input.value.trim();

@@ -115,15 +115,22 @@ export type HostMessage =
 
 /**
  * What the person adds to a prompt besides text; the host turns it into content
- * blocks: a file or an MCP resource as a `resource_link`, a selection embedded.
+ * blocks: a file, a folder or an MCP resource as a `resource_link` (the server reads
+ * files and folders through its own gates), what only the editor knows (a selection,
+ * a file's Problems, a terminal's output, the git changes) embedded as `text`, an
+ * image as its base64 `data` (see composer.ts).
  */
 export interface Attachment {
-  kind: 'file' | 'selection' | 'resource';
+  kind: 'file' | 'folder' | 'selection' | 'resource' | 'problems' | 'terminal' | 'changes' | 'image';
   uri: string;
   name: string;
   text?: string;
   mimeType?: string;
+  data?: string;
 }
+
+/** Context the host gathers when the person picks it from the `@` menu. */
+export type ContextKind = 'folder' | 'problems' | 'terminal' | 'changes';
 
 /** What the webview posts to the host. */
 export type WebviewMessage =
@@ -139,6 +146,7 @@ export type WebviewMessage =
   | { type: 'openDiff'; path: string; oldText: string | null; newText: string }
   | { type: 'answer'; approvalId: string; optionId: string }
   | { type: 'mention' }
+  | { type: 'mentionContext'; kind: ContextKind }
   | { type: 'listMentions' }
   | { type: 'addSelection' }
   | { type: 'copy'; text: string }

@@ -10,7 +10,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { Browser, FrameLocator, Page } from 'playwright-core';
 import { launchChromium } from './browser';
 import { type FakeModel, makeHome, PYTHON, type Step, serverEnv, startFakeModel } from './loopd';
@@ -75,7 +75,10 @@ export interface Setup {
 export async function startCodeServer({ steps, settings = {}, files = {} }: Setup): Promise<CodeServer> {
   mkdirSync(OUT, { recursive: true });
   const home = makeHome();
-  for (const [path, text] of Object.entries(files)) writeFileSync(join(home.work, path), text);
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(home.work, path)), { recursive: true });
+    writeFileSync(join(home.work, path), text);
+  }
   const model = await startFakeModel(home.root, steps);
   const bin = join(home.root, 'bin');
   mkdirSync(bin);

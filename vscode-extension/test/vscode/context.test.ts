@@ -1,0 +1,85 @@
+/**
+ * The panel's context in a real VS Code (code-server and Chromium, see
+ * support/codeserver.ts): an image pasted into the input reaches the model's
+ * request as an image block; `@folder…` attaches a folder, which the server lists
+ * (its secret left out) into the request.
+ */
+
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { type CodeServer, OUT, startCodeServer, until } from '../support/codeserver';
+
+const SCREENS = process.env.LOOPD_SCREENS ?? OUT;
+// An 8x8 PNG, one orange.
+const PNG =
+  'iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEklEQVR4nGP438CAFWEXHbQSAKmzX8FBxi1QAAAAAElFTkSuQmCC';
+const SECRET = 'API_KEY=sk-live-not-for-the-model';
+
+let vscode: CodeServer;
+
+before(async () => {
+  mkdirSync(SCREENS, { recursive: true });
+  vscode = await startCodeServer({
+    files: { 'src/app.py': 'print(1)\n', 'src/.env': SECRET, 'README.md': '# demo\n' },
+    settings: { 'security.workspace.trust.enabled': false },
+    steps: [{ text: 'A small square.' }, { text: 'The folder holds app.py.' }],
+  });
+});
+
+after(async () => {
+  await vscode?.page.screenshot({ path: join(OUT, 'vscode-context-last.png') }).catch(() => {});
+  await vscode?.stop();
+});
+
+type Block = { type: string; text?: string; source?: { type: string; media_type: string; data: string } };
+
+async function lastUserContent(): Promise<Block[]> {
+  const requests = await vscode.model.requests();
+  const messages = requests.at(-1)!.body.messages as { role: string; content: Block[] }[];
+  return messages.at(-1)!.content;
+}
+
+test('an image pasted into the panel reaches the model; @folder attaches a folder the server lists', { timeout: 240_000 }, async () => {
+  const { page } = vscode;
+  await vscode.openPanel();
+  const view = vscode.panel();
+  await until('the session', async () => (await view.locator('#options select').count()) > 0);
+
+  // A paste of an image file (as the clipboard gives one) becomes a chip with its thumbnail.
+  await view.locator('#input').evaluate((input, png) => {
+    const bytes = Uint8Array.from(atob(png), (c) => c.charCodeAt(0));
+    const data = new DataTransfer();
+    data.items.add(new File([bytes], 'square.png', { type: 'image/png' }));
+    input.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+  }, PNG);
+  await view.locator('#attachments .chip.image img.thumb').waitFor();
+  await view.locator('#input').fill('what is this?');
+  await page.screenshot({ path: join(SCREENS, 'image-attached.png') });
+  await view.locator('#input').press('Enter');
+  await view.locator('.msg.agent:has-text("A small square.")').waitFor({ timeout: 60_000 });
+  const sent = await lastUserContent();
+  const image = sent.find((b) => b.type === 'image');
+  assert.deepEqual(image?.source, { type: 'base64', media_type: 'image/png', data: PNG });
+  assert.ok(sent.some((b) => b.text === 'what is this?'));
+  await view.locator('#send:not([hidden])').waitFor();
+
+  // `@` offers the context entries; @folder… picks a folder in VS Code's quick pick.
+  await view.locator('#input').fill('list @fol');
+  await view.locator('#completions .completion:has-text("@folder…")').waitFor();
+  await page.screenshot({ path: join(SCREENS, 'mention-menu.png') });
+  await view.locator('#completions .completion:has-text("@folder…")').click();
+  await page.locator('.quick-input-widget input').fill('src');
+  await page.locator('.quick-input-widget .monaco-list-row:has-text("src")').first().waitFor();
+  await page.keyboard.press('Enter');
+  await view.locator('#attachments .chip.folder:has-text("src/")').waitFor();
+  assert.equal(await view.locator('#input').inputValue(), 'list ');
+  await page.screenshot({ path: join(SCREENS, 'mention-attached.png') });
+  await view.locator('#input').press('Enter');
+  await view.locator('.msg.agent:has-text("The folder holds app.py.")').waitFor({ timeout: 60_000 });
+  const listed = (await lastUserContent()).map((b) => b.text ?? '').join('\n');
+  assert.match(listed, /Folder src:/);
+  assert.match(listed, /app\.py/);
+  assert.doesNotMatch(listed, /\.env|sk-live/, 'the secret is not listed');
+});
