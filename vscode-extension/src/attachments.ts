@@ -25,3 +25,29 @@ export function toBlock(a: Attachment): ContentBlock {
   }
 }
 
+export const MAX_TERMINAL_LINES = 200;
+
+/** What `problemsText` reads of a VS Code diagnostic. */
+export interface Diagnostic {
+  message: string;
+  severity: number;
+  source?: string;
+  range: { start: { line: number; character: number } };
+}
+
+/** A file's diagnostics as the model reads them: one line each, 1-based. */
+export function problemsText(path: string, diagnostics: readonly Diagnostic[]): string {
+  const severity = ['error', 'warning', 'info', 'hint'];
+  const lines = diagnostics.map((d) => {
+    const source = d.source ? ` (${d.source})` : '';
+    return `L${d.range.start.line + 1}:${d.range.start.character + 1} ${severity[d.severity] ?? 'problem'}: ${d.message}${source}`;
+  });
+  return [`Problems in ${path}:`, ...lines].join('\n');
+}
+
+/** The last `max` lines of a terminal's text, without the blank lines after its prompt. */
+export function lastLines(text: string, max = MAX_TERMINAL_LINES): string {
+  const lines = text.replace(/\s+$/, '').split(/\r?\n/);
+  return lines.slice(-max).join('\n');
+}
+

@@ -7,9 +7,9 @@
  */
 
 import * as vscode from 'vscode';
+import { lastLines, problemsText } from './attachments';
 import type { Attachment, ContextKind } from './webview/state';
 
-export const MAX_TERMINAL_LINES = 200;
 export const MAX_CHANGED_FILES = 30;
 
 /** The attachments for `kind`; none when there is nothing to attach (the person is told). */
@@ -42,16 +42,6 @@ async function pickFolder(): Promise<Attachment[]> {
   return picked ? [{ kind: 'folder', uri: picked.uri.toString(), name: `${picked.label}/` }] : [];
 }
 
-/** A file's diagnostics as the model reads them: one line each, 1-based. */
-export function problemsText(path: string, diagnostics: readonly vscode.Diagnostic[]): string {
-  const severity = ['error', 'warning', 'info', 'hint'];
-  const lines = diagnostics.map((d) => {
-    const source = d.source ? ` (${d.source})` : '';
-    return `L${d.range.start.line + 1}:${d.range.start.character + 1} ${severity[d.severity] ?? 'problem'}: ${d.message}${source}`;
-  });
-  return [`Problems in ${path}:`, ...lines].join('\n');
-}
-
 async function problems(): Promise<Attachment[]> {
   const active = vscode.window.activeTextEditor?.document.uri;
   let uri = active && vscode.languages.getDiagnostics(active).length ? active : undefined;
@@ -67,12 +57,6 @@ async function problems(): Promise<Attachment[]> {
   const path = vscode.workspace.asRelativePath(uri);
   const text = problemsText(path, vscode.languages.getDiagnostics(uri));
   return [{ kind: 'problems', uri: `${uri.toString()}#problems`, name: `problems: ${path}`, text }];
-}
-
-/** The last `max` lines of a terminal's text, without the blank lines after its prompt. */
-export function lastLines(text: string, max = MAX_TERMINAL_LINES): string {
-  const lines = text.replace(/\s+$/, '').split(/\r?\n/);
-  return lines.slice(-max).join('\n');
 }
 
 /**

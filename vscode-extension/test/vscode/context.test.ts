@@ -2,11 +2,13 @@
  * The panel's context in a real VS Code (code-server and Chromium, see
  * support/codeserver.ts): an image pasted into the input reaches the model's
  * request as an image block; `@folder…` attaches a folder, which the server lists
- * (its secret left out) into the request.
+ * (its secret left out) into the request; `@changes` attaches each changed file's
+ * diff, and the server drops the one of a secret.
  */
 
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type CodeServer, OUT, startCodeServer, until } from '../support/codeserver';
@@ -24,7 +26,16 @@ before(async () => {
   vscode = await startCodeServer({
     files: { 'src/app.py': 'print(1)\n', 'src/.env': SECRET, 'README.md': '# demo\n' },
     settings: { 'security.workspace.trust.enabled': false },
-    steps: [{ text: 'A small square.' }, { text: 'The folder holds app.py.' }],
+    steps: [{ text: 'A small square.' }, { text: 'The folder holds app.py.' }, { text: 'Two files changed.' }],
+    prepare: (work) => {
+      const git = (...args: string[]) =>
+        execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd: work, stdio: 'pipe' });
+      git('init', '-q');
+      git('add', '-A');
+      git('commit', '-qm', 'start');
+      appendFileSync(join(work, 'README.md'), 'a new line\n');
+      appendFileSync(join(work, 'src', '.env'), '\nOTHER=sk-live-changed-too\n');
+    },
   });
 });
 
@@ -41,7 +52,7 @@ async function lastUserContent(): Promise<Block[]> {
   return messages.at(-1)!.content;
 }
 
-test('an image pasted into the panel reaches the model; @folder attaches a folder the server lists', { timeout: 240_000 }, async () => {
+test('an image pasted into the panel reaches the model; @folder and @changes attach what the server lets through', { timeout: 240_000 }, async () => {
   const { page } = vscode;
   await vscode.openPanel();
   const view = vscode.panel();
@@ -82,4 +93,18 @@ test('an image pasted into the panel reaches the model; @folder attaches a folde
   assert.match(listed, /Folder src:/);
   assert.match(listed, /app\.py/);
   assert.doesNotMatch(listed, /\.env|sk-live/, 'the secret is not listed');
+
+  // @changes: one chip per changed file; the server sends README's diff, not the secret's.
+  await page.locator('.activitybar .action-item:has([aria-label^="Source Control"]) .badge-content:has-text("2")').waitFor({ timeout: 60_000 });
+  await view.locator('#send:not([hidden])').waitFor();
+  await view.locator('#input').fill('what changed? @chan');
+  await view.locator('#completions .completion:has-text("@changes")').click();
+  await view.locator('#attachments .chip.changes:has-text("README.md")').waitFor();
+  await view.locator('#attachments .chip.changes:has-text(".env")').waitFor();
+  await view.locator('#input').press('Enter');
+  await view.locator('.msg.agent:has-text("Two files changed.")').waitFor({ timeout: 60_000 });
+  const changes = (await lastUserContent()).map((b) => b.text ?? '').join('\n');
+  assert.match(changes, /\+a new line/);
+  assert.doesNotMatch(changes, /sk-live/, "the secret's diff is not sent");
+  assert.match(changes, /\.env was attached but not sent/);
 });
