@@ -14,7 +14,8 @@ decided before anything of it reaches the model, as a `read` call would be:
   editor's buffer when it is open, else beneath the root, no symlink out, bounded);
   a folder is listed one level deep by `loopd.walk`, secrets left out;
 - an embedded resource keeps the editor's text only when its file passes the same
-  check (a selection of an open `.env` is not sent).
+  check (a selection of an open `.env` is not sent); one an MCP server filled in
+  (`FilledPrompt`) is that server's content, and stays.
 
 A refusal or a failed read replaces the block with a sentence saying so, never an
 exception: the turn goes on without that context, and the model knows why.
@@ -26,6 +27,7 @@ import asyncio
 import os
 import re
 import uuid
+from dataclasses import replace
 from urllib.parse import unquote, urlsplit
 
 from loopd.engine.ports import Declaration, ToolCall, Verdict
@@ -34,6 +36,7 @@ from loopd.policy.paths import Unresolvable
 from loopd.protocol.events import (
     ContentBlock,
     EmbeddedResourceBlock,
+    FilledPrompt,
     Prompt,
     ResourceLinkBlock,
     TextBlock,
@@ -72,14 +75,19 @@ async def resolve_files(
 ) -> Prompt:
     """`prompt` with its file and folder mentions read in or refused (module doc).
     Links in `skip` (another reader's, such as an MCP server's resources) stay."""
+    check_embedded = not isinstance(prompt, FilledPrompt)
     blocks: list[ContentBlock] = []
     for block in prompt.blocks:
-        blocks.append(await _resolved(block, env, policy, skip))
-    return Prompt(tuple(blocks))
+        blocks.append(await _resolved(block, env, policy, skip, check_embedded))
+    return replace(prompt, blocks=tuple(blocks))
 
 
 async def _resolved(
-    block: ContentBlock, env: ToolEnv, policy: RulePolicy, skip: frozenset[str]
+    block: ContentBlock,
+    env: ToolEnv,
+    policy: RulePolicy,
+    skip: frozenset[str],
+    check_embedded: bool,
 ) -> ContentBlock:
     match block:
         case ResourceLinkBlock(uri, name, _) if uri not in skip and file_path(uri):
@@ -87,8 +95,8 @@ async def _resolved(
             try:
                 return await _read_in(uri, _admitted(path, env, policy), env)
             except (MentionRefused, OSError, NotText, FileTooLarge) as err:
-                return TextBlock(f"[{name} was mentioned but not read: {_why(err)}]")
-        case EmbeddedResourceBlock(uri, _, _) if file_path(uri):
+                return TextBlock(f"[{name} <{uri}> was mentioned but not read: {_why(err)}]")
+        case EmbeddedResourceBlock(uri, _, _) if check_embedded and file_path(uri):
             path = file_path(uri) or ""
             try:
                 _admitted(path, env, policy)
@@ -152,5 +160,7 @@ def _why(err: Exception) -> str:
             return "no such file"
         case NotText():
             return "it is not text"
+        case OSError(strerror=str(reason)):
+            return reason
         case _:
             return str(err)
