@@ -297,7 +297,8 @@ function completions(): Completion[] {
     description: choice.description,
     accept: () => takeMention(undefined, choice.kind),
   }));
-  return [...commands, ...mentions, ...context];
+  // Files first, then the other context, then the MCP resources.
+  return [...commands, ...mentions.slice(0, 1), ...context, ...mentions.slice(1)];
 }
 
 function drawCompletions(): void {
