@@ -7,25 +7,29 @@
 
 import { drawDiff, drawMessage, drawTool, el } from './cards';
 import { drawCheckpoints, drawEditing, takeEditing } from './checkpoints';
-import { chipFor, contextChoices, listenForImages } from './composer';
+import {
+  Chips,
+  completeMention,
+  listenForImages,
+  type MentionChoice,
+  mentionAttachment,
+  mentionQuery,
+  withoutMentionQuery,
+} from './composer';
 import {
   type Approval,
   type Attachment,
   completeCommand,
-  completeMention,
   type ContextKind,
   type HostMessage,
   type Item,
   initialState,
-  mentionAttachment,
-  mentionQuery,
   type PanelState,
   reduce,
   shortPath,
   type ToolCard,
   usageLabel,
   type WebviewMessage,
-  withoutMentionQuery,
 } from './state';
 
 interface VsCodeApi {
@@ -67,15 +71,14 @@ const ui = {
 };
 
 let state: PanelState = initialState();
-let attachments: Attachment[] = [];
+const chips = new Chips(ui.attachments);
 const drawn = new Map<number, { item: Item; card?: ToolCard; node: HTMLElement }>();
 let scheduled = false;
 
 window.addEventListener('message', (event: MessageEvent<HostMessage>) => {
   const message = event.data;
   if (message.type === 'attach') {
-    attachments = [...attachments, message.attachment];
-    drawAttachments();
+    chips.add(message.attachment);
     ui.input.focus();
     return;
   }
@@ -248,22 +251,6 @@ function drawApproval(approval: Approval | undefined): void {
   ui.approval.replaceChildren(...parts);
 }
 
-function drawAttachments(): void {
-  ui.attachments.replaceChildren(
-    ...attachments.map((a, index) => {
-      const chip = chipFor(a);
-      const remove = el('button', 'icon', '✕');
-      remove.title = 'Remove';
-      remove.onclick = () => {
-        attachments = attachments.filter((_, i) => i !== index);
-        drawAttachments();
-      };
-      chip.append(remove);
-      return chip;
-    }),
-  );
-}
-
 // -- input ----------------------------------------------------------------------------
 
 let completionIndex = 0;
@@ -275,7 +262,7 @@ interface Completion {
   accept(): void;
 }
 
-/** `/` completes the session's slash commands; `@` offers files and the session's MCP resources. */
+/** `/` completes the session's slash commands; `@` offers files, other context and the session's MCP resources. */
 function completions(): Completion[] {
   const input = ui.input.value;
   const commands = completeCommand(state.commands, input).map((command) => ({
@@ -283,22 +270,22 @@ function completions(): Completion[] {
     description: command.description,
     accept: () => takeCommand(command.name),
   }));
-  const mentions = completeMention(state.mentions, input).map((choice) =>
-    choice.kind === 'files'
-      ? { name: '@file…', description: 'A file of the workspace', accept: () => takeMention() }
-      : {
-          name: `@${choice.mention.title ?? choice.mention.name}`,
-          description: `${choice.mention.description ?? choice.mention.uri} (MCP: ${choice.mention.server})`,
-          accept: () => takeMention(mentionAttachment(choice.mention)),
-        },
-  );
-  const context = contextChoices(input).map((choice) => ({
-    name: choice.name,
-    description: choice.description,
-    accept: () => takeMention(undefined, choice.kind),
-  }));
-  // Files first, then the other context, then the MCP resources.
-  return [...commands, ...mentions.slice(0, 1), ...context, ...mentions.slice(1)];
+  return [...commands, ...completeMention(state.mentions, input).map(mentionCompletion)];
+}
+
+function mentionCompletion(choice: MentionChoice): Completion {
+  switch (choice.kind) {
+    case 'files':
+      return { name: '@file…', description: 'A file of the workspace', accept: () => takeMention() };
+    case 'context':
+      return { ...choice.context, accept: () => takeMention(undefined, choice.context.kind) };
+    case 'resource':
+      return {
+        name: `@${choice.mention.title ?? choice.mention.name}`,
+        description: `${choice.mention.description ?? choice.mention.uri} (MCP: ${choice.mention.server})`,
+        accept: () => takeMention(mentionAttachment(choice.mention)),
+      };
+  }
 }
 
 function drawCompletions(): void {
@@ -332,8 +319,7 @@ function takeMention(attachment?: Attachment, context?: ContextKind): void {
   ui.input.value = withoutMentionQuery(ui.input.value);
   ui.completions.hidden = true;
   if (attachment) {
-    attachments = [...attachments, attachment];
-    drawAttachments();
+    chips.add(attachment);
   } else {
     post(context ? { type: 'mentionContext', kind: context } : { type: 'mention' });
   }
@@ -342,22 +328,19 @@ function takeMention(attachment?: Attachment, context?: ContextKind): void {
 
 listenForImages(
   ui.input,
-  (image) => {
-    attachments = [...attachments, image];
-    drawAttachments();
-  },
-  (why) => ui.attachments.append(el('span', 'chip refused', why)),
+  (image) => chips.add(image),
+  (why) => chips.say(why),
 );
 
 function send(): void {
   const text = ui.input.value.trim();
+  const attachments = chips.all;
   if ((!text && !attachments.length) || state.turn.running || !state.trusted) return;
   const edit = takeEditing();
   post(edit ? { type: 'edit', prompt: edit.prompt, text, attachments } : { type: 'prompt', text, attachments });
   drawEditing(ui);
   ui.input.value = '';
-  attachments = [];
-  drawAttachments();
+  chips.clear();
   ui.completions.hidden = true;
   vscode.setState({ draft: '' });
 }

@@ -352,39 +352,6 @@ export function completeCommand(commands: AvailableCommand[], input: string): Av
   return commands.filter((c) => c.name.toLowerCase().startsWith(typed));
 }
 
-/** What `@` offers: the workspace's files (VS Code's picker), then the matching resources. */
-export type MentionChoice = { kind: 'files' } | { kind: 'resource'; mention: Mention };
-
-const MENTION_AT_END = /(?:^|\s)@([^\s@]*)$/;
-const MAX_MENTION_CHOICES = 50;
-
-/** The words typed after an `@` that ends the input, or undefined when none does. */
-export function mentionQuery(input: string): string | undefined {
-  return MENTION_AT_END.exec(input)?.[1];
-}
-
-/** The input without the `@` being completed (what stays once a choice is taken). */
-export function withoutMentionQuery(input: string): string {
-  const query = mentionQuery(input);
-  return query === undefined ? input : input.slice(0, input.length - query.length - 1);
-}
-
-/** The choices for the `@` that ends `input`: files first, then resources whose name, title or uri match. */
-export function completeMention(mentions: Mention[], input: string): MentionChoice[] {
-  const query = mentionQuery(input)?.toLowerCase();
-  if (query === undefined) return [];
-  const matches = mentions.filter((m) =>
-    [m.name, m.title ?? '', m.uri].some((field) => field.toLowerCase().includes(query)),
-  );
-  return [{ kind: 'files' }, ...matches.slice(0, MAX_MENTION_CHOICES).map((mention) => ({ kind: 'resource', mention }) as const)];
-}
-
-/** A resource the person chose, as the attachment that links it in the prompt. */
-export function mentionAttachment(mention: Mention): Attachment {
-  const attachment: Attachment = { kind: 'resource', uri: mention.uri, name: mention.title ?? mention.name };
-  return mention.mimeType ? { ...attachment, mimeType: mention.mimeType } : attachment;
-}
-
 /** `path` relative to `cwd` when it is under it (for display only). */
 export function shortPath(path: string, cwd: string | undefined): string {
   if (cwd && path.startsWith(`${cwd.replace(/\/$/, '')}/`)) return path.slice(cwd.replace(/\/$/, '').length + 1);
