@@ -3,7 +3,8 @@
  * support/codeserver.ts): an image pasted into the input reaches the model's
  * request as an image block; `@folder…` attaches a folder, which the server lists
  * (its secret left out) into the request; `@changes` attaches each changed file's
- * diff, and the server drops the one of a secret.
+ * diff, and the server drops the one of a secret; `@terminal` the active
+ * terminal's last output.
  */
 
 import assert from 'node:assert/strict';
@@ -25,8 +26,9 @@ before(async () => {
   mkdirSync(SCREENS, { recursive: true });
   vscode = await startCodeServer({
     files: { 'src/app.py': 'print(1)\n', 'src/.env': SECRET, 'README.md': '# demo\n' },
-    settings: { 'security.workspace.trust.enabled': false },
-    steps: [{ text: 'A small square.' }, { text: 'The folder holds app.py.' }, { text: 'Two files changed.' }],
+    // The terminal draws its text in the DOM (not WebGL): the test waits for it.
+    settings: { 'security.workspace.trust.enabled': false, 'terminal.integrated.gpuAcceleration': 'off' },
+    steps: [{ text: 'A small square.' }, { text: 'The folder holds app.py.' }, { text: 'Two files changed.' }, { text: 'It said hello.' }],
     prepare: (work) => {
       const git = (...args: string[]) =>
         execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd: work, stdio: 'pipe' });
@@ -52,7 +54,7 @@ async function lastUserContent(): Promise<Block[]> {
   return messages.at(-1)!.content;
 }
 
-test('an image pasted into the panel reaches the model; @folder and @changes attach what the server lets through', { timeout: 240_000 }, async () => {
+test('an image pasted into the panel reaches the model; @folder, @changes and @terminal attach what the server lets through', { timeout: 240_000 }, async () => {
   const { page } = vscode;
   await vscode.openPanel();
   const view = vscode.panel();
@@ -107,4 +109,22 @@ test('an image pasted into the panel reaches the model; @folder and @changes att
   assert.match(changes, /\+a new line/);
   assert.doesNotMatch(changes, /sk-live/, "the secret's diff is not sent");
   assert.match(changes, /\.env was attached but not sent/);
+
+  // @terminal: the active terminal's last output.
+  await page.keyboard.press('Control+Backquote');
+  const terminal = page.locator('.xterm-helper-textarea').first();
+  await terminal.waitFor({ timeout: 30_000 });
+  await page.locator('.xterm-rows:has-text("work")').first().waitFor({ timeout: 30_000 }); // the prompt
+  await terminal.focus();
+  await page.keyboard.type('echo hello-from-the-$((20+3))-terminal');
+  await page.keyboard.press('Enter');
+  await page.locator('.xterm-rows:has-text("hello-from-the-23-terminal")').first().waitFor();
+  await view.locator('#send:not([hidden])').waitFor();
+  await view.locator('#input').fill('what did it say? @term');
+  await view.locator('#completions .completion:has-text("@terminal")').click();
+  await view.locator('#attachments .chip.terminal').waitFor({ timeout: 30_000 });
+  await view.locator('#input').press('Enter');
+  await view.locator('.msg.agent:has-text("It said hello.")').waitFor({ timeout: 60_000 });
+  const said = (await lastUserContent()).map((b) => b.text ?? '').join('\n');
+  assert.match(said, /hello-from-the-23-terminal/);
 });
