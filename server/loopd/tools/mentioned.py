@@ -41,7 +41,8 @@ from loopd.protocol.events import (
     ResourceLinkBlock,
     TextBlock,
 )
-from loopd.tools.env import FileTooLarge, NotText, PathRefused, ToolEnv
+from loopd.tools.access import FileTooLarge, NotText, PathRefused
+from loopd.tools.env import ToolEnv
 from loopd.walk import walk
 
 MAX_FOLDER_ENTRIES = 200
