@@ -33,11 +33,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from loopd import __version__
+from loopd.daemon import early
 from loopd.daemon.frames import LISTENING, LOST, BadFrame, receive_within, send
 from loopd.daemon.place import Place, Unsafe, place_of, require_own_peer, short_path
 from loopd.daemon.stderr import RoutedStderr
 
 if TYPE_CHECKING:  # loaded after the socket listens (see `_load_stack`)
+    from loopd.acp.handshake import Record
     from loopd.app import App
     from loopd.sessions.table import SessionTable
 
@@ -231,7 +233,8 @@ class Daemon:
             send(conn, {"ok": False, "error": str(err)})
             return
         send(conn, {"ok": True, "pid": os.getpid()})
-        serving = asyncio.create_task(serve_editor(hello, fds, table, self.apps.append))
+        record = self._recorder(hello.early_key)
+        serving = asyncio.create_task(serve_editor(hello, fds, table, self.apps.append, record))
         hangup = asyncio.create_task(_hung_up(conn))
         try:
             await asyncio.wait([serving, hangup], return_when=asyncio.FIRST_COMPLETED)
@@ -249,6 +252,14 @@ class Daemon:
         code = 1 if serving.cancelled() or serving.exception() else 0
         with contextlib.suppress(OSError):
             send(conn, {"exit": code})
+
+    def _recorder(self, key: str | None) -> Record | None:
+        """Writes down the `initialize` answer under the forwarder's key, when that
+        key's code is the code this daemon runs (`loopd.daemon.early`)."""
+        if key is None or not key.startswith(f"{_loaded_stamp.get('acp')}:"):
+            return None
+        path = early.answers_path(self.place.folder, self.place.name)
+        return lambda params, result: early.record(path, key, params, result)
 
     def _open_table(self) -> SessionTable:
         from pathlib import Path
@@ -324,6 +335,9 @@ def _load_stack(protocol: object) -> None:
         if module in _loaded:
             return
         loaded = importlib.import_module(module)
+        if protocol == "acp":  # the stamp of the code loaded (see `Daemon._recorder`)
+            sdk = os.path.realpath(os.path.dirname(importlib.import_module("acp").__file__ or ""))
+            _loaded_stamp["acp"] = early.code_stamp(sdk)
         if protocol == "lsp":
             asyncio.run(loaded.rehearse())  # this thread's own loop
         _loaded.add(module)
@@ -331,6 +345,7 @@ def _load_stack(protocol: object) -> None:
 
 
 _loaded: set[str] = set()
+_loaded_stamp: dict[str, str] = {}
 _loading = threading.Lock()
 
 
