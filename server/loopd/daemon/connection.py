@@ -65,18 +65,20 @@ async def serve_editor(
     table: SessionTable,
     retire: Callable[[App], None],
     record: Record | None = None,
+    built: Callable[[], None] = lambda: None,
 ) -> None:
     """Serve one editor on its descriptors until it hangs up (or this is cancelled),
     then close them: the editor sees its stdout close. The app goes to `retire`,
     which closes it once no live session runs on it. `record` writes down the ACP
-    `initialize` answer for the next forwarders (`loopd.daemon.early`)."""
+    `initialize` answer for the next forwarders (`loopd.daemon.early`); `built` is
+    called once the app is built, or failed to."""
     stdin_fd, stdout_fd, stderr_fd = fds
     err = os.fdopen(stderr_fd, "w", buffering=1, errors="backslashreplace")
     out = os.fdopen(stdout_fd, "wb", buffering=0)
     token = editor_stderr.set(err)
     try:
         app = await serve_building(
-            lambda: _build(hello, table), _server(hello, stdin_fd, out, record)
+            lambda: _build(hello, table, built), _server(hello, stdin_fd, out, record)
         )
         if app is not None:
             retire(app)
@@ -88,10 +90,13 @@ async def serve_editor(
                 stream.close()
 
 
-def _build(hello: Hello, table: SessionTable) -> App:
+def _build(hello: Hello, table: SessionTable, built: Callable[[], None]) -> App:
     from loopd.app import build_app  # in the build's thread, as in-process
 
-    return build_app(hello.env, hello.cwd, editor=True, table=table)
+    try:
+        return build_app(hello.env, hello.cwd, editor=True, table=table)
+    finally:
+        built()
 
 
 def _server(

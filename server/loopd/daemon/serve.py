@@ -121,15 +121,17 @@ class Daemon:
     since: float = field(default_factory=time.monotonic)  # idle since, or started
     leaving: int = 0  # connections whose editor is gone, still closing (not busy)
     real_data: str = ""  # the data dir's real path, which a forwarder must name
+    built: threading.Event = field(default_factory=threading.Event)  # a first app (see run)
 
     def __post_init__(self) -> None:
         self.real_data = os.path.realpath(self.place.data)
 
     async def run(self) -> None:
-        warming = asyncio.create_task(asyncio.to_thread(_warm_imports, self.first))
+        warming = asyncio.create_task(asyncio.to_thread(_warm_imports, self.first, self.built))
         accepting = asyncio.create_task(self._accept())
         idling = asyncio.create_task(self._idle())
         await self.stopping.wait()
+        self.built.set()  # the warm-up waits for no first app any more
         for task in (accepting, idling, *self.connections):
             task.cancel()
         await asyncio.gather(warming, *self.connections, return_exceptions=True)
@@ -234,7 +236,9 @@ class Daemon:
             return
         send(conn, {"ok": True, "pid": os.getpid()})
         record = self._recorder(hello.early_key)
-        serving = asyncio.create_task(serve_editor(hello, fds, table, self.apps.append, record))
+        serving = asyncio.create_task(
+            serve_editor(hello, fds, table, self.apps.append, record, self.built.set)
+        )
         hangup = asyncio.create_task(_hung_up(conn))
         try:
             await asyncio.wait([serving, hangup], return_when=asyncio.FIRST_COMPLETED)
@@ -299,17 +303,20 @@ class Daemon:
         }  # fmt: skip
 
 
-def _warm_imports(first: str | None) -> None:
+def _warm_imports(first: str | None, built: threading.Event) -> None:
     """What every connection needs, loaded once the socket listens: the stack of
     the editor that started the daemon first (its `initialize` waits for nothing
-    else; the forwarder is connecting meanwhile), then the app, its runtimes and
-    the HTTP transport. The other protocol's stack is loaded by the first editor
-    that speaks it (`_load_stack`)."""
+    else; the forwarder is connecting meanwhile), then the app and its runtimes;
+    and once the first connection's app is built (its `session/new` waits for it),
+    the HTTP transport (~0.15 s that would compete with that build for the
+    interpreter). The other protocol's stack is loaded by the first editor that
+    speaks it (`_load_stack`)."""
     _load_stack(first)
     import loopd.app
     import loopd.daemon.connection  # noqa: F401
     from loopd.providers.sse import prepare_transport
 
+    built.wait()
     prepare_transport()
     gc.freeze()  # see `_load_stack`
 
