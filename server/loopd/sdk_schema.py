@@ -10,7 +10,9 @@ connection uses a few dozen. Those ~0.9 s are most of a cold `loopd acp` start.
 with two settings on the SDK's model base (and on `RootModel` while the module runs):
 `defer_build` and no attribute docstrings. The classes are the SDK's own and say the
 same on the wire; pydantic builds each one's validator and serializer the first time
-it is used. Standard library only, and acting on that one module: every loopd
+it is used. An SDK laid out otherwise (no `acp._schema_base.BaseModel`) is loaded
+as it is, only slower: a speed-up never stands between a person and `import acp`.
+Standard library only, and acting on that one module: every loopd
 process installs it (see `loopd/__init__.py`), the forwarder's start costs nothing.
 """
 
@@ -61,8 +63,12 @@ class _Lazily:
     def exec_module(self, module: ModuleType) -> None:
         from pydantic import RootModel
 
-        base = importlib.import_module("acp._schema_base").BaseModel
-        base.model_config = _lazy(base.model_config)  # the SDK's base: its models inherit it
+        try:
+            base = importlib.import_module("acp._schema_base").BaseModel
+            base.model_config = _lazy(base.model_config)  # the SDK's base: models inherit it
+        except (ImportError, AttributeError):  # another SDK layout: built as it says, slower
+            self._loader.exec_module(module)
+            return
         saved = RootModel.model_config
         RootModel.model_config = _lazy(saved)  # pydantic's own, so only while the SDK's load
         try:
