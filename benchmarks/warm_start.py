@@ -381,13 +381,20 @@ class Target:
 
 def targets(daemon: bool) -> list[Target]:
     warm, nod, node, echo = "loopd warm", "loopd --no-daemon", "claude-agent-acp", "echo agent"
-    lsp_rows = ("loopd cold", warm, nod) if daemon else (nod,)
+    cold = "loopd cold"
+    lsp_rows = (cold, warm, nod) if daemon else (nod,)
     return [
         Target("warm: spawn -> session ready vs the Node adapter's", (warm, "session"),
                (node, "session"), 0.1),
         Target("warm: spawn -> session ready vs the echo agent's initialize", (warm, "session"),
                (echo, "initialize"), 0.1),
-        Target("cold: spawn -> session ready vs --no-daemon", ("loopd cold", "session"),
+        Target("cold: spawn -> initialize vs the Node adapter's", (cold, "initialize"),
+               (node, "initialize"), 1.0),
+        Target("cold: spawn -> session ready vs the Node adapter's", (cold, "session"),
+               (node, "session"), 1.0),
+        Target("warm: spawn -> initialize vs the Node adapter's", (warm, "initialize"),
+               (node, "initialize"), 1.0),
+        Target("cold: spawn -> session ready vs --no-daemon", (cold, "session"),
                (nod, "session"), 1.0),
         Target("warm: prompt -> first chunk vs the Node adapter's", (warm, "first_chunk"),
                (node, "first_chunk"), 0.1),

@@ -10,7 +10,8 @@ call fails instead of waiting forever), and reading goes on with the next line. 
 line that is not JSON is answered with a parse error (id null), as JSON-RPC says;
 the SDK only logged it; so is one nested deeper than `loads_bounded` allows (the
 decoder's recursion used to kill the process). `at_end`, when given, is awaited when
-the stream ends, before the SDK hears of it and closes the connection.
+the stream ends, before the SDK hears of it and closes the connection. `pending`
+bytes, read off the stream by someone else first, are read before the stream.
 """
 
 from __future__ import annotations
@@ -44,8 +45,10 @@ class BoundedNdjson:
         *,
         pace: Callable[[], Awaitable[None]] | None = None,
         at_end: Callable[[], Awaitable[None]] | None = None,
+        pending: bytes = b"",
     ) -> None:
         self._lines = LineReader(reader, max_line)
+        self._lines.unread(pending)  # read off the stream before it came here
         self._tasks = TaskSupervisor(source="loopd.acp.transport")
         self._sender = MessageSender(writer, self._tasks)  # the SDK's ordered writer
         self._pace = pace

@@ -360,6 +360,15 @@ export interface NewSessionResult {
   sessionId: string;
 }
 
+/** A new session from `sessionId`'s history (ACP's `session/fork`); with `beforePrompt` N its conversation is the one before prompt N. */
+export interface ForkSessionParams {
+  sessionId: string;
+  cwd: string;
+  beforePrompt?: number;
+  additionalDirectories?: string[];
+  mcpServers?: McpServer[];
+}
+
 export interface ListSessionsParams {
   cwd?: string;
   cursor?: string;
@@ -419,16 +428,21 @@ export interface SteerParams {
 /** The result of a method that answers nothing but success. */
 export type Empty = Record<string, never>;
 
-export interface CheckpointInfo {
+/** A checkpoint of the session: the workspace and the conversation before prompt `prompt`. */
+export interface Checkpoint {
   prompt: number;
+  /** The prompt's first line (as the title is made). */
   label: string;
   createdAt: string;
+  /** Whether the conversation can be restored too (its context is loopd's). */
   conversation: boolean;
+  /** Files the checkpoint could not hold (too large, or the store full). */
   leftOut: string[];
 }
 
 export interface CheckpointsResult {
-  checkpoints: CheckpointInfo[];
+  checkpoints: Checkpoint[];
+  /** Whether the last restore can be redone. */
   redo: boolean;
 }
 
@@ -475,6 +489,7 @@ export const Method = {
   mentions: 'loopd/session/mentions',
   checkpoints: 'loopd/session/checkpoints',
   restore: 'loopd/session/restore',
+  fork: 'loopd/session/fork',
   cancel: 'loopd/session/cancel',
   update: 'loopd/session/update',
   requestPermission: 'loopd/session/requestPermission',
@@ -495,6 +510,7 @@ export interface Methods {
   'loopd/session/mentions': { params: SessionRef; result: MentionsResult };
   'loopd/session/checkpoints': { params: SessionRef; result: CheckpointsResult };
   'loopd/session/restore': { params: RestoreParams; result: RestoreResult };
+  'loopd/session/fork': { params: ForkSessionParams; result: NewSessionResult };
   'loopd/session/cancel': { params: SessionRef; result: null };
   'loopd/session/update': { params: SessionNotification; result: null };
   'loopd/session/requestPermission': { params: PermissionParams; result: PermissionOutcome };

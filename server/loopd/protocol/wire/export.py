@@ -100,6 +100,7 @@ class _Renderer:
             key = key if _IDENT.match(key) else _literal(key)
             optional = not info.is_required()
             mark = "?" if optional else ""
+            lines.extend(f"  {line}" for line in _doc(info.description))
             lines.append(f"  {key}{mark}: {self.field(info.annotation, optional)};")
         return "\n".join([*lines, "}"])
 

@@ -39,6 +39,7 @@ METHODS: tuple[Method, ...] = (
     Method(_S + "mentions", s.SessionRef, s.MentionsResult),
     Method(_S + "checkpoints", s.SessionRef, s.CheckpointsResult),
     Method(_S + "restore", s.RestoreParams, s.RestoreResult),
+    Method(_S + "fork", s.ForkSessionParams, s.NewSessionResult),
     Method(_S + "cancel", s.SessionRef, None),
     Method(_S + "update", s.SessionNotification, None, "server"),
     Method(_S + "requestPermission", s.PermissionParams, s.PermissionOutcome, "server"),

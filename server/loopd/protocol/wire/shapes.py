@@ -388,6 +388,17 @@ class NewSessionResult(LoadSessionResult):
     session_id: str
 
 
+class ForkSessionParams(Wire):
+    """A new session from `sessionId`'s history (ACP's `session/fork`); with
+    `beforePrompt` N its conversation is the one before prompt N."""
+
+    session_id: str
+    cwd: str
+    before_prompt: int | None = None
+    additional_directories: list[str] | None = None
+    mcp_servers: list[McpServer] | None = None
+
+
 class ListSessionsParams(Wire):
     cwd: str | None = None
     cursor: str | None = None
@@ -452,17 +463,26 @@ class Empty(Wire):
 # -- checkpoints (`loopd.sessions.rewind_wire`) ----------------------------------------
 
 
-class CheckpointInfo(Wire):
+class Checkpoint(Wire):
+    """A checkpoint of the session: the workspace and the conversation before prompt
+    `prompt`."""
+
     prompt: int
-    label: str
+    label: Annotated[str, Field(description="The prompt's first line (as the title is made).")]
     created_at: str
-    conversation: bool
-    left_out: list[str]
+    conversation: Annotated[
+        bool,
+        Field(description="Whether the conversation can be restored too (its context is loopd's)."),
+    ]
+    left_out: Annotated[
+        list[str],
+        Field(description="Files the checkpoint could not hold (too large, or the store full)."),
+    ]
 
 
 class CheckpointsResult(Wire):
-    checkpoints: list[CheckpointInfo]
-    redo: bool
+    checkpoints: list[Checkpoint]
+    redo: Annotated[bool, Field(description="Whether the last restore can be redone.")]
 
 
 class RestoreParams(Wire):
