@@ -28,7 +28,6 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-
 from loopd.lines import LineReader, Overlong
 from loopd.protocol.jsonvalues import loads_bounded
 
