@@ -4,7 +4,8 @@ Kept as one small JSON blob per directory plus one that maps each directory to i
 blob, so a checkpoint after a turn that changed one file writes two small blobs,
 and two manifests are compared folder by folder (`changed_paths`) without reading
 the folders that did not change. The stat fields (size, mtime, inode, ctime) let the
-next scan reuse a file's digest without reading it.
+next scan reuse a file's digest without reading it (the device too, since rows have 8
+fields; a row of 7 was kept before).
 
 An entry whose digest is "" was left out (too large to keep): a restore leaves that
 path as it finds it.
@@ -30,6 +31,7 @@ class Entry:
     mtime_ns: int
     ino: int
     ctime_ns: int
+    dev: int = 0  # st_dev (0 in a manifest kept before it was: its files are read again)
 
     @property
     def kept(self) -> bool:
@@ -52,7 +54,7 @@ def save(blobs: BlobStore, manifest: Manifest) -> tuple[str, int]:
     for path in sorted(manifest):
         e = manifest[path]
         folder, name = posixpath.split(path)
-        row: list[object] = [name, e.digest, e.mode, e.size, e.mtime_ns, e.ino, e.ctime_ns]
+        row: list[object] = [name, e.digest, e.mode, e.size, e.mtime_ns, e.ino, e.ctime_ns, e.dev]
         folders.setdefault(folder, []).append(row)
     top: dict[str, str] = {}
     added = 0
@@ -122,7 +124,9 @@ def _folder(blobs: BlobStore, folder: str, digest: str) -> dict[str, Entry]:
 
 
 def _rows(rows: object) -> Iterable[list[object]]:
-    if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 7 for r in rows):
+    if not isinstance(rows, list) or not all(
+        isinstance(r, list) and len(r) in (7, 8) for r in rows
+    ):
         raise ValueError("a manifest folder is damaged")
     return rows
 
