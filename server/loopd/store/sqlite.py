@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from loopd.protocol.jsonvalues import dumps_safe, finite
+from loopd.protocol.jsonvalues import dumps_safe, finite, loads_finite
 from loopd.protocol.messages import Message, message_from_json, message_to_json
 
 log = logging.getLogger(__name__)
@@ -364,7 +364,7 @@ def outputs_dir(data: Path, session_id: str) -> Path:
 def _decode(text: str, build: Callable[[Any], T], seq: int) -> T | None:
     """One journal row, repaired (`finite`), or None when it cannot be read."""
     try:
-        return build(finite(json.loads(text)))
+        return build(loads_finite(text))
     except (ValueError, TypeError, KeyError) as err:
         log.warning("skipping journal row %d that cannot be read: %r", seq, err)
         return None
