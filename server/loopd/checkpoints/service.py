@@ -104,6 +104,7 @@ class Checkpoints:
     book: CheckpointBook = field(init=False)
     blobs: BlobStore = field(init=False)
     _newest: dict[str, dict[str, Entry]] = field(init=False, default_factory=dict)
+    _folders: dict[str, manifest.Folders] = field(init=False, default_factory=dict)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -133,7 +134,8 @@ class Checkpoints:
             added = sum(s.added for s in scans)
             digests: dict[str, str] = {}
             for scan in scans:
-                digests[scan.root], n = manifest.save(self.blobs, scan.manifest)
+                known = self._folders.setdefault(scan.root, {})
+                digests[scan.root], n = manifest.save(self.blobs, scan.manifest, known)
                 added += n
                 self._newest[scan.root] = scan.manifest
             talk = None
