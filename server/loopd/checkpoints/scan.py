@@ -2,16 +2,12 @@
 
 The walk lists directories by descriptors, each opened from its parent with
 `O_NOFOLLOW` (the root beneath itself), so a directory swapped for a symlink
-mid-walk ends that folder's walk. A file's content is read from its folder's
-descriptor by the reader's own rules (`loopd.policy.reading`): `O_NOFOLLOW` (a link
-swapped in fails the open), `O_NONBLOCK` (a FIFO swapped in cannot block it), then
-`fstat`: only a regular file is read, at most `max_file_bytes`, and kept with that
-`fstat` (taken before the read, so never newer than what was read); anything else
-is left out, named. Secrets are decided
-by name per entry and for the root once (`_withheld`), as `secret_reason` decides
-them. A symlink is kept as a link (its target is its content), never followed;
-FIFOs, sockets and devices are not files anyone restores and are never opened.
-The ignore files are read through loopd's one reader (`FileReader`).
+mid-walk ends that folder's walk; every file's content is read through loopd's one
+reader (`FileReader.read_in`: from the folder's descriptor, through no link, regular
+files only, without blocking, bounded, never a secret), and a file it refuses is
+left out, named. A symlink is kept as a link (its target is its content), never
+followed; FIFOs, sockets and devices are not files anyone restores and are passed
+over.
 
 Left out: what `.gitignore` ignores (and `.git/info/exclude` at the root), every
 `.git`, loopd's own folders (`own`), and secrets by the file tools' own rule
@@ -41,12 +37,10 @@ from loopd.checkpoints.blobs import BlobStore, digest_of
 from loopd.checkpoints.manifest import Entry, Manifest
 from loopd.policy.beneath import open_beneath
 from loopd.policy.paths import HOME_SECRETS, SECRET_DIR_NAMES, contains, is_secret_name
-from loopd.policy.reading import KERNEL_FOLDERS
-from loopd.protocol.reading import FileReader
+from loopd.protocol.reading import FileReader, ReadRefused
 from loopd.tools.gitignore import MAX_BYTES, Ignore, inherited, read_ignore_file
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 RACY_NS = 1_000_000_000  # a change this close to the scan is not trusted to show in its stamp
 
 
@@ -88,7 +82,7 @@ class Scan:
 
     def run(self) -> dict[str, Entry]:
         self._hidden = _hidden_below(self.root, self.home, self.own)
-        if () in self._hidden or _withheld(self.root):
+        if () in self._hidden:
             return self.manifest  # the root itself is secret, or loopd's: nothing to keep
         self._racy_after = self.clock() - RACY_NS
         fd = open_beneath(self.root, ".", _DIR, exact=True)
@@ -140,38 +134,34 @@ class Scan:
         if len(self.manifest) >= MAX_FILES:
             raise TooManyFiles(self.root)
         before = self.previous.get(rel)
-        if before is not None and before.kept and _stamp(before) == _stamp_of(info):
+        stamp = _stamp_of(info)  # taken before the read: never newer than what is read
+        if before is not None and before.kept and _stamp(before) == stamp:
             self.manifest[rel] = before
             return
+        if max(info.st_mtime_ns, info.st_ctime_ns) >= self._racy_after:
+            stamp = (*stamp[:4], -1, stamp[5])  # read again next time (see the module doc)
         digest = ""
         if info.st_size > self.max_file_bytes:
             self.left_out.append(f"{rel} ({info.st_size} bytes, over max_file_bytes)")
-        elif isinstance(content := self._content(fd, name, info), str):
-            self.left_out.append(f"{rel} ({content})")
+        elif isinstance(data := self._content(fd, rel, name, info), str):
+            self.left_out.append(f"{rel} ({data})")
         else:
-            data, info = content
             digest = self._put(data)
-        stamp = _stamp_of(info)
-        if max(info.st_mtime_ns, info.st_ctime_ns) >= self._racy_after:
-            stamp = (*stamp[:4], -1, stamp[5])  # read again next time (see the module doc)
         self.manifest[rel] = Entry(digest, *stamp)  # no digest: a restore leaves it be
 
-    def _content(
-        self, fd: int, name: str, info: os.stat_result
-    ) -> tuple[bytes, os.stat_result] | str:
-        """A symlink's target, or the bytes of the regular file now under `name`
-        (through no link, bounded) with its `fstat` taken before the read (a stamp
-        no newer than the bytes); else why not."""
+    def _content(self, fd: int, rel: str, name: str, info: os.stat_result) -> bytes | str:
+        """The file's bytes (through the reader, from the folder's descriptor: no link,
+        regular, bounded, never a secret) or a symlink's target; else why not."""
         if stat.S_ISLNK(info.st_mode):
             try:
-                return os.fsencode(os.readlink(name, dir_fd=fd)), info
+                return os.fsencode(os.readlink(name, dir_fd=fd))
             except OSError as err:
                 return f"its link could not be read: {err.strerror}"
-        try:
-            read = _read_regular(fd, name, self.max_file_bytes)
-        except OSError as err:
-            return f"it changed while it was read: {err.strerror or err}"
-        return read if not isinstance(read, str) else f"it changed while it was read: {read}"
+        path = os.path.join(self.root, rel)
+        read = self.reader.read_in(fd, name, path, max_bytes=self.max_file_bytes)
+        if isinstance(read, ReadRefused):
+            return f"it changed while it was read: {read.reason}"
+        return read.data
 
     def _put(self, data: bytes) -> str:
         digest = digest_of(data)
@@ -223,36 +213,6 @@ def _hidden_below(root: str, home: str, own: tuple[str, ...]) -> tuple[tuple[str
         if contains(top, place):
             found.append(tuple(place[len(top) :].strip("/").split("/")))
     return tuple(found)
-
-
-def _withheld(root: str) -> bool:
-    """The root lies in a folder of secrets (by name) or of the kernel's made-up files:
-    every file below is a secret by `secret_reason` (or `DiskReader`'s kernel rule)."""
-    parts = [p.lower() for p in root.split("/") if p]
-    return any(p in SECRET_DIR_NAMES for p in parts) or any(
-        contains(k, root) for k in KERNEL_FOLDERS
-    )
-
-
-def _read_regular(fd: int, name: str, limit: int) -> tuple[bytes, os.stat_result] | str:
-    """The content of `name` in folder `fd` when it is a regular file (no link:
-    `O_NOFOLLOW`; no wait on a FIFO swapped in: `O_NONBLOCK`, then `fstat`), at most
-    `limit` bytes, with that `fstat`; else why not. Raises `OSError` when it cannot
-    be opened or read."""
-    opened = os.open(name, _FILE, dir_fd=fd)
-    try:
-        now = os.fstat(opened)
-        if not stat.S_ISREG(now.st_mode):
-            return "it is no longer a regular file"
-        chunks, size = [], 0
-        while size <= limit and (chunk := os.read(opened, limit + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-    finally:
-        os.close(opened)
-    if size > limit:
-        return f"it grew over the {limit}-byte limit"
-    return b"".join(chunks), now
 
 
 def _stamp_of(info: os.stat_result) -> tuple[int, int, int, int, int, int]:
