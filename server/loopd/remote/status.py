@@ -1,0 +1,56 @@
+"""What a running `loopd serve` serves and to whom, for `loopd doctor`: a file of
+this user's alone (`<data dir>/remote/serving.json`, 0600), rewritten on every
+connection's start and end and removed on exit. It holds no token."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loopd.remote.connections import Connections
+from loopd.remote.token import remote_folder
+
+
+def status_path(env: Mapping[str, str]) -> str:
+    return os.path.join(remote_folder(env), "serving.json")
+
+
+def write(
+    path: str, url: str, fingerprint: str | None, roots: Sequence[str], live: Connections
+) -> None:
+    clients = [
+        {"connection": r.id[:8], "peer": r.client.peer, "transport": r.client.transport,
+         "since": r.client.since, "sessions": sorted(r.routes.sessions)}
+        for r in live.live.values()
+    ]  # fmt: skip
+    serving = {"pid": os.getpid(), "url": url, "fingerprint": fingerprint, "roots": list(roots)}
+    temporary = f"{path}.{os.getpid()}.new"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as file:
+        json.dump({**serving, "clients": clients}, file)
+    os.replace(temporary, path)
+
+
+def read(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The running server's status, or None when none runs (a stale file is ignored)."""
+    path = os.path.join(remote_folder(env), "serving.json")
+    try:
+        with open(path, encoding="utf-8") as file:
+            found = json.load(file)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(found, dict) or not isinstance(found.get("pid"), int):
+        return None
+    try:
+        os.kill(found["pid"], 0)
+    except OSError:
+        return None
+    return found
+
+
+def remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
