@@ -24,19 +24,17 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from acp.http.protocol import (
-    CONNECTION_ID_HEADER,
-    SESSION_ID_HEADER,
-    is_initialize_request,
-    method_requires_session_header,
-    session_id_from_params,
-)
-
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.jsonvalues import loads_bounded
 from loopd.remote import token
 from loopd.remote.connections import INITIALIZE_TIMEOUT, Client, Connections, Remote
 from loopd.remote.roots import outside
+from loopd.remote.routing import (
+    CONNECTION_ID_HEADER,
+    SESSION_ID_HEADER,
+    SESSION_SCOPED_METHODS,
+    session_id_from_params,
+)
 from loopd.remote.streams import Gone, sse
 from loopd.remote.upstream import Unreachable
 
@@ -124,7 +122,7 @@ class Endpoint:
         if refusal is not None:
             await _json(send, 403, refusal)
             return
-        if is_initialize_request(message):
+        if _initializes(message):
             await self._initialize(scope, message, send)
             return
         remote = self._remote(scope)
@@ -132,7 +130,7 @@ class Endpoint:
             await _json(send, 404, {"error": "unknown connection: initialize again"})
             return
         session = _header(scope, SESSION_ID_HEADER)
-        if session is None and method_requires_session_header(message.get("method")):
+        if session is None and message.get("method") in SESSION_SCOPED_METHODS:
             await _json(send, 400, {"error": f"{SESSION_ID_HEADER} is required"})
             return
         named = session_id_from_params(message.get("params"))
@@ -235,7 +233,7 @@ class Endpoint:
             if refusal is not None:
                 await send({"type": "websocket.send", "text": json.dumps(refusal)})
                 continue
-            if is_initialize_request(message):
+            if _initializes(message):
                 remote.expect_initialize(message)
             await remote.deliver(message)
 
@@ -303,6 +301,10 @@ async def _json(send: Send, status: int, body: Any, headers: dict[str, str] | No
     fields += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": fields})
     await send({"type": "http.response.body", "body": raw})
+
+
+def _initializes(message: dict[str, Any]) -> bool:
+    return message.get("method") == "initialize" and "id" in message
 
 
 def _header(scope: Scope, name: str) -> str | None:

@@ -23,9 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp.http.protocol import message_id_key
-
-from loopd.remote.routing import Routes
+from loopd.remote.routing import Routes, message_id_key
 from loopd.remote.streams import Log
 from loopd.remote.upstream import Upstream
 

@@ -12,14 +12,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp.http.protocol import (
-    SESSION_ATTACH_METHODS,
-    message_id_key,
-    session_id_from_params,
-    session_id_from_result,
-)
-
+CONNECTION_ID_HEADER = "Acp-Connection-Id"
+SESSION_ID_HEADER = "Acp-Session-Id"
+SESSION_ATTACH_METHODS = frozenset({"session/load", "session/resume"})
+# Those the RFD posts with `Acp-Session-Id` (`acp.http.protocol`'s list: that module is
+# not imported, as it loads the whole SDK, ~1 s, for five names).
+SESSION_SCOPED_METHODS = frozenset(
+    {"session/set_mode", "session/set_config_option", "session/prompt", "session/cancel",
+     "session/close"}
+)  # fmt: skip
 _ANSWERED_ON_CONNECTION = frozenset({*SESSION_ATTACH_METHODS, "session/new", "session/fork"})
+
+
+def message_id_key(message_id: Any) -> str | None:
+    """A JSON-RPC id as a key (1 and "1" are one request to the SDK's peers too)."""
+    return None if message_id is None else str(message_id)
+
+
+def session_id_from_params(params: Any) -> str | None:
+    session = params.get("sessionId") if isinstance(params, dict) else None
+    return session if isinstance(session, str) else None
+
+
+def session_id_from_result(result: Any) -> str | None:
+    return session_id_from_params(result)
 
 
 class Routes:
