@@ -4,7 +4,9 @@ without TLS; and it stays up and serves the next good client."""
 
 from __future__ import annotations
 
+import asyncio
 import ssl
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +64,10 @@ async def test_a_plain_http_client_gets_nothing_from_the_tls_listener(
     home: Home, server: Server
 ) -> None:
     plain = server.url.replace("https://", "http://")
+    bearer = {"Authorization": f"Bearer {server.token}"}
     async with httpx.AsyncClient(timeout=30) as http:
         with pytest.raises(httpx.HTTPError):
-            await http.post(plain, json=INITIALIZE, headers={"Authorization": f"Bearer {server.token}"})
+            await http.post(plain, json=INITIALIZE, headers=bearer)
     good = await initialize(home, server, Authorization=f"Bearer {server.token}")
     assert good.status_code == 200  # and the server is still up
 
@@ -72,9 +75,6 @@ async def test_a_plain_http_client_gets_nothing_from_the_tls_listener(
 async def test_a_bridge_pinning_another_fingerprint_refuses_to_connect(
     home: Home, server: Server
 ) -> None:
-    import asyncio
-    import sys
-
     other = "AA:" * 31 + "AA"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "loopd", "acp", "--remote", server.url, "--fingerprint", other,
