@@ -56,6 +56,7 @@ class Remote:
     reply: asyncio.Future[dict[str, Any]] | None = None  # `initialize`'s, for the POST
     looked: float = field(default_factory=time.monotonic)
     watching: int = 0  # streams open now
+    touched: Callable[[], None] = lambda: None  # its sessions changed (`loopd doctor`)
     _seen: OrderedDict[str, None] = field(default_factory=OrderedDict)
     _initialize: str | None = None
 
@@ -70,7 +71,10 @@ class Remote:
             self._seen[seen] = None
             if len(self._seen) > REMEMBERED:
                 self._seen.popitem(last=False)
+        known = len(self.routes.sessions)
         self.routes.inbound(message)
+        if len(self.routes.sessions) != known:
+            self.touched()
         await self.upstream.send(message)
 
     def stream(self, session: str | None) -> Log | None:
@@ -88,8 +92,11 @@ class Remote:
             while (message := await self.upstream.receive()) is not None:
                 if self._answers_initialize(message):
                     continue
-                session = None if self.single else self.routes.outbound(message)
-                target = self.stream(session)
+                known = len(self.routes.sessions)
+                session = self.routes.outbound(message)
+                if len(self.routes.sessions) != known:
+                    self.touched()
+                target = self.stream(None if self.single else session)
                 (target or self.main).push(message)
         finally:
             self.main.close()
@@ -124,7 +131,7 @@ class Connections:
         """A new connection of the daemon's (`Unreachable` when it cannot be had)."""
         cid = secrets.token_hex(16)
         upstream = await Upstream.open(self._env, self._cwd, f"connection {cid[:8]}")
-        remote = Remote(cid, client, upstream, single)
+        remote = Remote(cid, client, upstream, single, touched=lambda: self.changed())
         self.live[cid] = remote
         pump = asyncio.create_task(remote.pump(self._ended))
         self._pumps.add(pump)

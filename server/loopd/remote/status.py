@@ -8,10 +8,13 @@ import contextlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from loopd.remote.connections import Connections
+from loopd.home import data_path
 from loopd.remote.token import remote_folder
+
+if TYPE_CHECKING:
+    from loopd.remote.connections import Connections
 
 
 def status_path(env: Mapping[str, str]) -> str:
@@ -36,7 +39,7 @@ def write(
 
 def read(env: Mapping[str, str]) -> dict[str, Any] | None:
     """The running server's status, or None when none runs (a stale file is ignored)."""
-    path = os.path.join(remote_folder(env), "serving.json")
+    path = os.path.join(data_path(env), "remote", "serving.json")  # made by a server only
     try:
         with open(path, encoding="utf-8") as file:
             found = json.load(file)
@@ -54,3 +57,22 @@ def read(env: Mapping[str, str]) -> dict[str, Any] | None:
 def remove(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
+
+
+def describe(env: Mapping[str, str]) -> str:
+    """`loopd doctor`'s lines: where `loopd serve` listens, with which certificate,
+    which roots, and who is connected (peer, transport, sessions)."""
+    found = read(env)
+    if found is None:
+        return "remote: not served (`loopd serve --listen HOST:PORT`)"
+    lines = [f"remote: {found.get('url')} (pid {found['pid']})"]
+    if found.get("fingerprint"):
+        lines.append(f"  fingerprint: {found['fingerprint']}")
+    lines.append(f"  roots: {', '.join(str(r) for r in found.get('roots') or [])}")
+    clients = found.get("clients") or []
+    lines.append(f"  clients: {len(clients)}")
+    for client in clients:
+        sessions = ", ".join(client.get("sessions") or []) or "no session yet"
+        peer, transport = client.get("peer"), client.get("transport")
+        lines.append(f"    {peer} over {transport}: {sessions}")
+    return "\n".join(lines)

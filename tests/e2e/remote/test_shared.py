@@ -7,6 +7,7 @@ import pytest
 
 from loopd.testing.llm_script import Reply, ScriptedCall
 from tests.e2e.acp.conftest import Home, text
+from tests.e2e.daemon.conftest import loopd
 from tests.e2e.lsp.conftest import until
 from tests.e2e.remote.conftest import Server, remote_acp
 from tests.unit.acp.conftest import RecordingClient
@@ -31,6 +32,13 @@ async def test_two_remote_editors_see_each_other_s_turns_live(home: Home, server
         assert done.stop_reason == "end_turn"
         await until(lambda: laptop.text() == "answer two", within=30)
         assert laptop.text("user_message_chunk") == "question two"
+
+        _, out, _ = await loopd(home, "doctor")  # on the server: what it serves, to whom
+        assert f"remote: {server.url}" in out
+        assert f"roots: {home.work}" in out and server.fingerprint in out
+        assert "clients: 2" in out
+        assert out.count("127.0.0.1:") >= 2 and out.count(sid) == 2
+        assert server.token not in out
 
 
 async def test_the_approval_is_asked_of_the_editor_that_prompted_and_runs_on_the_server(
