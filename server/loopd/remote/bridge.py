@@ -28,6 +28,7 @@ import importlib.util
 import json
 import os
 import ssl
+import stat
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -74,8 +75,11 @@ def bridge_command(args: argparse.Namespace) -> int:
 def _token(path: str | None) -> str:
     if path is not None:
         try:
-            with open(path, encoding="utf-8") as file:
-                value = file.read(4096).strip()
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as file:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise ConfigError(f"--token-file {path}: not a regular file")
+                value = file.read(4096).decode("utf-8", "replace").strip()
         except OSError as err:
             raise ConfigError(f"--token-file {path}: {err}") from None
     else:
