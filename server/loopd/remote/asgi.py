@@ -60,13 +60,16 @@ class Endpoint:
     roots: Sequence[str]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        match scope["type"]:
-            case "lifespan":
-                await _lifespan(receive, send)
-            case "http":
-                await self._http(scope, receive, send)
-            case "websocket":
-                await self._websocket(scope, receive, send)
+        try:
+            match scope["type"]:
+                case "lifespan":
+                    await _lifespan(receive, send)
+                case "http":
+                    await self._http(scope, receive, send)
+                case "websocket":
+                    await self._websocket(scope, receive, send)
+        except OSError as err:  # an SSLError, a reset: the client left as it was answered
+            log.debug("a client left mid-answer: %s", err)
 
     def _allowed(self, scope: Scope) -> bool:
         try:

@@ -18,8 +18,10 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import sys
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from loopd.protocol.errors import ConfigError
 from loopd.remote import status, tls, token
@@ -138,6 +140,7 @@ async def _serve(
         config.certfile, config.keyfile = cert.cert, cert.key
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(_quiet_tls_close)
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     reaping = asyncio.create_task(connections.reap())
@@ -147,3 +150,13 @@ async def _serve(
         reaping.cancel()
         await connections.aclose()
         status.remove(where)
+
+
+def _quiet_tls_close(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """hypercorn lets a TLS client's untidy close escape (an `SSLError` from closing a
+    connection whose peer already left): nothing went wrong for anyone, so it is not
+    logged as an error. Anything else is, as asyncio would."""
+    if isinstance(context.get("exception"), ssl.SSLError):
+        log.debug("a TLS client closed untidily: %s", context["exception"])
+        return
+    loop.default_exception_handler(context)

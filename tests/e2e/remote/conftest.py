@@ -94,6 +94,9 @@ async def server(home: Home) -> AsyncIterator[Server]:
     yield served
     await stop_server(served)
     await loopd(home, "daemon", "stop")
+    said = "".join(served.stderr)
+    assert "Traceback" not in said, said  # clients that left untidily are no error
+    assert served.token not in said
 
 
 @asynccontextmanager
