@@ -10,9 +10,10 @@ way: the dialog is the editor's, the files and commands the server's.
 When the network drops, each stream is opened again with the `Last-Event-ID` it
 last saw, and the server sends what followed, once (`loopd.remote.streams`): the
 turn ran on meanwhile and its rest arrives in order, never twice. A post whose
-answer was lost is posted again; the server passes a repeat on once. Only if the
-server has forgotten the connection (restarted, or away longer than its grace) is
-the editor told so, on stderr and with an error for what is still unanswered.
+answer was lost is posted again; the server passes a repeat on once. If the server
+has forgotten the connection (restarted, or away longer than its grace), what the
+editor still waits for fails, and the bridge connects again and loads the sessions
+it had without showing their replay (see `Bridge._lose`).
 
 The token comes from `LOOPD_REMOTE_TOKEN` or `--token-file`, never the command line
 (every process can read another's arguments); it is sent only over TLS, or to a
@@ -104,12 +105,18 @@ class Bridge:
     asked: dict[Any, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     streams: dict[str | None, asyncio.Task[None]] = field(default_factory=dict)
     lost: asyncio.Event = field(default_factory=asyncio.Event)
+    initialize: dict[str, Any] | None = None  # the editor's, posted again on a new connection
+    opened: dict[str, dict[str, Any]] = field(default_factory=dict)  # session: how to load it
+    quiet: dict[str, str] = field(default_factory=dict)  # our own loads: their replay unshown
+    ready: asyncio.Event = field(default_factory=asyncio.Event)  # not while connecting again
+    recovering: asyncio.Task[None] | None = None
 
     async def run(self, out: Any) -> None:
         from loopd.stdio import open_stdin, open_stdout
 
         stdin = await open_stdin(MAX_LINE)
         self._out = await open_stdout(out)
+        self.ready.set()
         http2 = importlib.util.find_spec("h2") is not None
         timeout = httpx.Timeout(30.0, read=QUIET)
         headers = {"Authorization": f"Bearer {self.secret}"}
@@ -121,8 +128,9 @@ class Bridge:
             try:
                 await asyncio.wait((relay, lost), return_when=asyncio.FIRST_COMPLETED)
             finally:
-                for task in (relay, lost):
-                    task.cancel()
+                for task in (relay, lost, self.recovering):
+                    if task is not None:
+                        task.cancel()
                 for task in self.streams.values():
                     task.cancel()
                 await asyncio.gather(*self.streams.values(), return_exceptions=True)
@@ -141,10 +149,14 @@ class Bridge:
             if isinstance(message, dict):
                 await self._post(message)
 
-    async def _post(self, message: dict[str, Any]) -> None:
+    async def _post(self, message: dict[str, Any], again: bool = True) -> None:
         method, params = message.get("method"), message.get("params")
         if isinstance(method, str) and "id" in message:
             self.asked[message["id"]] = (method, params if isinstance(params, dict) else {})
+        if method == "initialize":
+            self.initialize = message
+        else:
+            await self.ready.wait()
         headers = {}
         if self.connection is not None:
             headers[CONNECTION] = self.connection
@@ -155,6 +167,7 @@ class Bridge:
         if response is None:
             return
         if response.status_code == 202 and method in _ATTACH and isinstance(session, str):
+            self.opened[session] = dict(params or {})
             self._watch(session)  # known to the server now (its replay is on the connection's)
         if response.status_code == 200 and method == "initialize":
             self.connection = response.headers.get(CONNECTION)
@@ -163,7 +176,11 @@ class Bridge:
         elif response.status_code == 403 and "id" in message:
             await self._write(response.json())  # the server's boundary said no
         elif response.status_code == 404 and self.connection is not None:
+            if again:
+                self.asked.pop(message.get("id"), None)  # not failed: it is posted again
             self._lose("the server no longer knows this connection")
+            if again:  # posted again on the new connection
+                await self._post(message, again=False)
         elif response.status_code >= 400:
             await self._fail(
                 message, f"the server refused it ({response.status_code}): {response.text[:300]}"
@@ -208,19 +225,24 @@ class Bridge:
                         if number is not None:
                             last = number
                         await self._seen(data)
-                return  # the server ended the connection
+                # It ended: the server is stopping, or the daemon ended the connection.
+                # Asked again, a server that forgot the connection says so (404).
             except (httpx.TransportError, httpx.HTTPStatusError):
                 await asyncio.sleep(PAUSES[min(attempt, len(PAUSES) - 1)])
                 attempt += 1
 
     async def _seen(self, data: str) -> None:
-        """A server message: watch a session it made, then write it."""
+        """A server message: watch a session it made, then write it (unless it is
+        what a load of our own replays: the editor has it)."""
         with contextlib.suppress(ValueError):
             message = json.loads(data)
+            if isinstance(message, dict) and self._ours(message):
+                return
             if isinstance(message, dict) and "method" not in message:
-                method, _ = self.asked.pop(message.get("id"), ("", {}))
+                method, params = self.asked.pop(message.get("id"), ("", {}))
                 made = (message.get("result") or {}).get("sessionId")
                 if method in ("session/new", "session/fork") and isinstance(made, str):
+                    self.opened[made] = params
                     self._watch(made)
         self._out.write(data.encode() + b"\n")
         await self._out.drain()
@@ -236,19 +258,68 @@ class Bridge:
             error = {"code": -32603, "message": f"loopd --remote: {why}"}
             await self._write({"jsonrpc": "2.0", "id": message["id"], "error": error})
 
+    def _ours(self, message: dict[str, Any]) -> bool:
+        if "method" not in message:
+            key = message.get("id")
+            if isinstance(key, str) and key in self.quiet:
+                self._watch(self.quiet.pop(key))  # loaded: live from here on
+                return True
+            return False
+        params = message.get("params")
+        session = params.get("sessionId") if isinstance(params, dict) else None
+        return message.get("method") == "session/update" and session in self.quiet.values()
+
     def _lose(self, why: str) -> None:
-        """The connection is gone: the editor's pending requests fail, and the bridge
-        ends (the editor starts a new one and loads its sessions, as after a restart)."""
-        if self.lost.is_set():
-            return
-        _say(f"{why}; load the session again")
-        self.lost.set()
+        """The server forgot the connection (it restarted, or the network was away for
+        longer than its grace): what the editor still waits for fails (the turn was
+        cut off with the connection), and the bridge connects again and loads the
+        sessions it had, showing none of their replay: the editor has their history.
+        Whatever they did after the editor last heard is in the journal, not shown."""
         for rid in list(self.asked):
-            error = {"code": -32603, "message": "loopd --remote: the connection was lost"}
+            error = {"code": -32603, "message": f"loopd --remote: {why}"}
             answer = {"jsonrpc": "2.0", "id": rid, "error": error}
             self._out.write(json.dumps(answer).encode() + b"\n")
         self.asked.clear()
-        self._out.close()
+        if self.initialize is None:
+            self.lost.set()
+        elif self.recovering is None:
+            _say(f"{why}; connecting again")
+            self.ready.clear()
+            self.recovering = asyncio.create_task(self._recover())
+
+    async def _recover(self) -> None:
+        """A new connection, with the editor's own `initialize` and the sessions it had."""
+        old = [task for task in self.streams.values() if task is not asyncio.current_task()]
+        self.streams.clear()
+        for task in old:
+            task.cancel()
+        assert self.initialize is not None
+        hello = {**self.initialize, "id": "loopd-remote-initialize"}
+        for attempt in range(len(PAUSES) * 100):
+            with contextlib.suppress(httpx.TransportError):
+                response = await self._http.post(self.url, json=hello)
+                if response.status_code == 200:
+                    break
+            await asyncio.sleep(PAUSES[min(attempt, len(PAUSES) - 1)])
+        else:
+            _say("the server did not come back")
+            self.lost.set()
+            return
+        self.connection = response.headers.get(CONNECTION)
+        self._watch(None)
+        for number, (session, params) in enumerate(list(self.opened.items())):
+            rid = f"loopd-remote-load-{number}"
+            self.quiet[rid] = session
+            params = {**params, "sessionId": session}
+            load = {"jsonrpc": "2.0", "id": rid, "method": "session/load", "params": params}
+            with contextlib.suppress(httpx.TransportError):
+                await self._http.post(self.url, json=load, headers=self._on_connection())
+        self.recovering = None
+        self.ready.set()
+        _say("connected again")
+
+    def _on_connection(self) -> dict[str, str]:
+        return {CONNECTION: self.connection or ""}
 
     async def _goodbye(self) -> None:
         if self.connection is None or self.lost.is_set():

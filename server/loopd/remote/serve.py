@@ -144,8 +144,22 @@ async def _serve(
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     reaping = asyncio.create_task(connections.reap())
+
+    async def stopping() -> None:
+        """On SIGTERM or SIGINT: end every connection first (their streams end, and
+        the daemon cancels what they ran), then let hypercorn stop."""
+        await stop.wait()
+        await connections.aclose()
+
+    app = Endpoint(connections, env, roots)
     try:
-        await serve(Endpoint(connections, env, roots), config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+        await serve(app, config, shutdown_trigger=stopping)  # type: ignore[arg-type]
+    except* (RuntimeError, OSError) as err:
+        # hypercorn's HTTP/2 shutdown can trip over a stream that is closing (its task
+        # group refuses the idle timer's restart): only then, and only when stopping.
+        if not stop.is_set():
+            raise
+        log.debug("hypercorn stopped untidily: %r", err)
     finally:
         reaping.cancel()
         await connections.aclose()
@@ -153,10 +167,17 @@ async def _serve(
 
 
 def _quiet_tls_close(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-    """hypercorn lets a TLS client's untidy close escape (an `SSLError` from closing a
-    connection whose peer already left): nothing went wrong for anyone, so it is not
-    logged as an error. Anything else is, as asyncio would."""
-    if isinstance(context.get("exception"), ssl.SSLError):
+    """hypercorn lets a TLS client's untidy close escape (an `SSLError` or a reset from
+    closing a connection whose peer already left, alone or in a task group's
+    exception group): nothing went wrong for anyone, so it is not logged as an
+    error. Anything else is, as asyncio would."""
+    if _client_left(context.get("exception")):
         log.debug("a TLS client closed untidily: %s", context["exception"])
         return
     loop.default_exception_handler(context)
+
+
+def _client_left(err: BaseException | None) -> bool:
+    if isinstance(err, BaseExceptionGroup):
+        return all(_client_left(e) for e in err.exceptions)
+    return isinstance(err, ssl.SSLError | ConnectionError)

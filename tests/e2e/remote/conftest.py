@@ -43,12 +43,14 @@ class Server:
         return self.url.replace(f":{self.port}/", f":{port}/")
 
 
-async def start_server(home: Home, *args: str, **extra: str) -> Server:
-    code, token, err = await loopd(home, "serve", "token", **extra)
-    assert code == 0, err
+async def start_server(home: Home, *args: str, token: str | None = None) -> Server:
+    """`loopd serve` on a free loopback port, with a new token unless given one."""
+    if token is None:
+        code, token, err = await loopd(home, "serve", "token")
+        assert code == 0, err
     proc = await asyncio.create_subprocess_exec(
         *LOOPD, "serve", "--listen", "127.0.0.1:0", "--root", str(home.work), *args,
-        env=home.env(LOOPD_DAEMON="on", **extra), cwd=ROOT,
+        env=home.env(LOOPD_DAEMON="on"), cwd=ROOT,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip

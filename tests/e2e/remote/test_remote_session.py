@@ -9,9 +9,10 @@ import pytest
 
 from loopd.testing.llm_script import Reply
 from tests.e2e.acp.conftest import Home, text
+from tests.e2e.conftest import anthropic_texts
 from tests.e2e.daemon.conftest import loopd
 from tests.e2e.lsp.conftest import until
-from tests.e2e.remote.conftest import Cuttable, Server, remote_acp
+from tests.e2e.remote.conftest import Cuttable, Server, remote_acp, start_server, stop_server
 from tests.unit.acp.conftest import RecordingClient
 
 pytestmark = pytest.mark.e2e
@@ -71,3 +72,35 @@ def _journaled_end(home: Home, sid: str) -> bool:
     finally:
         store.close()
     return any("verification" in json.dumps(e) for e in events)  # the turn's seal, last
+
+
+async def test_a_restarted_server_is_connected_to_again_and_the_session_goes_on(
+    home: Home, server: Server
+) -> None:
+    """The server restarts between turns: the bridge connects again, loads the session
+    without showing its history twice, and the next turn runs with that history."""
+    home.fake.script("*", Reply(text="answer one"), Reply(text="answer two"))
+    zed = RecordingClient()
+    async with (
+        Cuttable(server.port) as relay,
+        remote_acp(home, server, zed, url=server.via(relay.listening)) as acp,
+    ):
+        sid = (await acp.new_session(cwd=str(home.work), mcp_servers=[])).session_id
+        await acp.prompt(session_id=sid, prompt=text("question one"))
+        await stop_server(server)
+        relay.cut()
+        again = await start_server(home, token=server.token)
+        try:
+            relay.port = again.port
+            relay.mend()
+            done = await asyncio.wait_for(
+                acp.prompt(session_id=sid, prompt=text("question two")), 120
+            )
+        finally:
+            await stop_server(again)
+    assert done.stop_reason == "end_turn"
+    assert zed.text() == "answer oneanswer two"  # the history was not shown again
+    last = anthropic_texts(home.fake.requests[-1].body)
+    assert [t for t in last if t.startswith(("question", "answer"))] == [
+        "question one", "answer one", "question two",
+    ]  # fmt: skip
