@@ -28,7 +28,7 @@ from loopd.protocol.errors import ConfigError
 from loopd.protocol.jsonvalues import loads_bounded
 from loopd.remote import token
 from loopd.remote.connections import INITIALIZE_TIMEOUT, Client, Connections, Remote
-from loopd.remote.roots import outside
+from loopd.remote.roots import Folders, outside, stored_outside
 from loopd.remote.routing import (
     CONNECTION_ID_HEADER,
     SESSION_ID_HEADER,
@@ -58,6 +58,7 @@ class Endpoint:
     connections: Connections
     env: Mapping[str, str]
     roots: Sequence[str]
+    folders: Folders  # a stored session's folders, judged when it is opened
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -149,7 +150,7 @@ class Endpoint:
 
     def _refusal(self, message: dict[str, Any]) -> dict[str, Any] | None:
         """A JSON-RPC error answering a message that names a path outside the roots."""
-        path = outside(message, self.roots)
+        path = outside(message, self.roots) or stored_outside(message, self.roots, self.folders)
         if path is None:
             return None
         log.warning("refused %s naming %r, outside the roots", message.get("method"), path)

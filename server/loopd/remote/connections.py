@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopd.remote.roots import visible
 from loopd.remote.routing import Routes, message_id_key
 from loopd.remote.streams import Log
 from loopd.remote.upstream import Upstream
@@ -57,6 +58,8 @@ class Remote:
     looked: float = field(default_factory=time.monotonic)
     watching: int = 0  # streams open now
     touched: Callable[[], None] = lambda: None  # its sessions changed (`loopd doctor`)
+    roots: tuple[str, ...] = ()  # what its session lists may show
+    _listing: set[str] = field(default_factory=set)  # its `session/list` requests
     _seen: OrderedDict[str, None] = field(default_factory=OrderedDict)
     _initialize: str | None = None
 
@@ -71,6 +74,8 @@ class Remote:
             self._seen[seen] = None
             if len(self._seen) > REMEMBERED:
                 self._seen.popitem(last=False)
+        if message.get("method") == "session/list" and key is not None:
+            self._listing.add(key)
         known = len(self.routes.sessions)
         self.routes.inbound(message)
         if len(self.routes.sessions) != known:
@@ -92,6 +97,10 @@ class Remote:
             while (message := await self.upstream.receive()) is not None:
                 if self._answers_initialize(message):
                     continue
+                key = message_id_key(message.get("id"))
+                if "method" not in message and key in self._listing:
+                    self._listing.discard(key or "")
+                    message = visible(message, self.roots)
                 known = len(self.routes.sessions)
                 session = self.routes.outbound(message)
                 if len(self.routes.sessions) != known:
@@ -121,8 +130,8 @@ class Remote:
 class Connections:
     """Every remote connection of this `loopd serve`, by id."""
 
-    def __init__(self, env: Mapping[str, str], cwd: str, grace: float) -> None:
-        self._env, self._cwd, self.grace = env, cwd, grace
+    def __init__(self, env: Mapping[str, str], roots: tuple[str, ...], grace: float) -> None:
+        self._env, self._roots, self.grace = env, roots, grace
         self.live: dict[str, Remote] = {}
         self._pumps: set[asyncio.Task[None]] = set()
         self.changed: Callable[[], None] = lambda: None
@@ -130,8 +139,10 @@ class Connections:
     async def open(self, client: Client, single: bool) -> Remote:
         """A new connection of the daemon's (`Unreachable` when it cannot be had)."""
         cid = secrets.token_hex(16)
-        upstream = await Upstream.open(self._env, self._cwd, f"connection {cid[:8]}")
-        remote = Remote(cid, client, upstream, single, touched=lambda: self.changed())
+        upstream = await Upstream.open(self._env, self._roots[0], f"connection {cid[:8]}")
+        remote = Remote(
+            cid, client, upstream, single, touched=lambda: self.changed(), roots=self._roots
+        )
         self.live[cid] = remote
         pump = asyncio.create_task(remote.pump(self._ended))
         self._pumps.add(pump)

@@ -11,10 +11,11 @@ then does within its roots is the daemon's policy, as for a local editor.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+_OPENING = frozenset({"session/load", "session/resume", "session/fork"})
 _SESSION_METHODS = frozenset(
     {"session/new", "session/load", "session/resume", "session/fork", "session/list"}
 )
@@ -71,3 +72,34 @@ def _uri_of(block: Any) -> str | None:
     if parts.scheme.lower() != "file":
         return None
     return unquote(parts.path)
+
+
+Folders = Callable[[str], tuple[str, ...] | None]  # a stored session's cwd and dirs
+
+
+def stored_outside(message: dict[str, Any], roots: Sequence[str], folders: Folders) -> str | None:
+    """The first folder of the stored session `message` opens that lies outside
+    `roots` (None when all are within, or no such session is stored)."""
+    params = message.get("params")
+    session = params.get("sessionId") if isinstance(params, dict) else None
+    if message.get("method") not in _OPENING or not isinstance(session, str):
+        return None
+    for path in folders(session) or ():
+        if not within(path, roots):
+            return path
+    return None
+
+
+def visible(message: dict[str, Any], roots: Sequence[str]) -> dict[str, Any]:
+    """A `session/list` answer with only the sessions within `roots`."""
+    result = message.get("result")
+    if not isinstance(result, dict) or not isinstance(result.get("sessions"), list):
+        return message
+    kept = [s for s in result["sessions"] if isinstance(s, dict) and _all_within(s, roots)]
+    return {**message, "result": {**result, "sessions": kept}}
+
+
+def _all_within(info: dict[str, Any], roots: Sequence[str]) -> bool:
+    cwd, extra = info.get("cwd"), info.get("additionalDirectories") or []
+    paths = [cwd, *extra] if isinstance(extra, list) else [cwd, extra]
+    return all(isinstance(p, str) and within(p, roots) for p in paths)

@@ -20,7 +20,7 @@ import signal
 import socket
 import ssl
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from loopd.protocol.errors import ConfigError
@@ -125,7 +125,7 @@ async def _serve(
     from loopd.remote.asgi import Endpoint
     from loopd.remote.connections import Connections
 
-    connections = Connections(env, roots[0], grace)
+    connections = Connections(env, tuple(roots), grace)
     where = status.status_path(env)
     fingerprint = cert.fingerprint if cert else None
     connections.changed = lambda: status.write(where, url, fingerprint, roots, connections)
@@ -151,7 +151,7 @@ async def _serve(
         await stop.wait()
         await connections.aclose()
 
-    app = Endpoint(connections, env, roots)
+    app = Endpoint(connections, env, roots, stored_folders(env))
     try:
         await serve(app, config, shutdown_trigger=stopping)  # type: ignore[arg-type]
     except* (RuntimeError, OSError) as err:
@@ -181,3 +181,26 @@ def _client_left(err: BaseException | None) -> bool:
     if isinstance(err, BaseExceptionGroup):
         return all(_client_left(e) for e in err.exceptions)
     return isinstance(err, ssl.SSLError | ConnectionError)
+
+
+def stored_folders(env: Mapping[str, str]) -> Callable[[str], tuple[str, ...] | None]:
+    """A stored session's cwd and additional folders, read from the data dir's
+    store (None for a session not stored)."""
+    from pathlib import Path
+
+    from loopd.home import data_path
+    from loopd.store.sqlite import SqliteStore
+
+    database = Path(data_path(env)) / "sessions.db"
+
+    def folders(session_id: str) -> tuple[str, ...] | None:
+        if not database.exists():
+            return None
+        store = SqliteStore(database)
+        try:
+            record = store.get(session_id)
+        finally:
+            store.close()
+        return None if record is None else (record.cwd, *record.additional_dirs)
+
+    return folders

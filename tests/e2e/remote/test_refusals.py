@@ -5,6 +5,7 @@ without TLS; and it stays up and serves the next good client."""
 from __future__ import annotations
 
 import asyncio
+import json
 import ssl
 import sys
 from pathlib import Path
@@ -128,3 +129,36 @@ async def test_serving_without_a_token_is_refused(home: Home) -> None:
     code, _, err = await loopd(home, "serve", "--listen", "127.0.0.1:0")
     assert code == 2
     assert "no token yet: run `loopd serve token`" in err
+
+
+async def test_a_stored_session_outside_the_roots_is_neither_listed_nor_opened(
+    home: Home, server: Server, tmp_path: Path
+) -> None:
+    """A session a local editor keeps elsewhere: its id does not open it remotely,
+    whatever cwd the message names, and no list shows it."""
+    home.fake.script("*", Reply(text="elsewhere"), Reply(text="here"))
+    outside = tmp_path / "private"
+    outside.mkdir()
+    code, _, err = await loopd(home, "run", "--cwd", str(outside), "hi")
+    assert code == 0, err
+    code, listed, _ = await loopd(home, "sessions", "list", "--json")
+    (private,) = [s["id"] for s in json.loads(listed)]
+    zed = RecordingClient()
+    async with remote_acp(home, server, zed) as acp:
+        mine = (await acp.new_session(cwd=str(home.work), mcp_servers=[])).session_id
+        shown = await acp.list_sessions()
+        assert [s.session_id for s in shown.sessions] == [mine]
+        work = str(home.work)
+        for opening in ("load", "resume", "fork"):
+            with pytest.raises(RequestError) as refused:
+                match opening:
+                    case "load":
+                        await acp.load_session(
+                            session_id=private, cwd=str(home.work), mcp_servers=[]
+                        )
+                    case "resume":
+                        await acp.resume_session(session_id=private, cwd=work)
+                    case "fork":
+                        await acp.fork_session(session_id=private, cwd=work)
+            assert "outside what this server serves" in str(refused.value)
+    assert zed.text() == ""  # nothing of its history was replayed

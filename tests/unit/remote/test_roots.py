@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loopd.remote.roots import canonical_roots, outside
+from loopd.remote.roots import canonical_roots, outside, stored_outside, visible
 
 
 def new(cwd: object, extra: object = None) -> dict[str, object]:
@@ -46,3 +46,19 @@ def test_a_prompt_linking_a_file_outside_is_caught(tmp_path: Path) -> None:
     assert outside(prompt(inside, web), roots) is None
     assert outside(prompt(inside, escaped), roots) == "/etc/passwd"
     assert outside(prompt(embedded), roots) == "/etc/shadow"
+
+
+def test_a_stored_session_is_judged_by_the_folders_it_was_stored_with(tmp_path: Path) -> None:
+    roots = canonical_roots([str(tmp_path)])
+    stored = {"s-in": (str(tmp_path),), "s-out": (str(tmp_path), "/srv/other")}
+    for method in ("session/load", "session/resume", "session/fork"):
+        opening = {"method": method, "params": {"sessionId": "s-out", "cwd": str(tmp_path)}}
+        assert stored_outside(opening, roots, stored.get) == "/srv/other"
+        opening["params"]["sessionId"] = "s-in"
+        assert stored_outside(opening, roots, stored.get) is None
+    listed = {"id": 1, "result": {"sessions": [
+        {"sessionId": "a", "cwd": str(tmp_path)},
+        {"sessionId": "b", "cwd": "/srv/other"},
+        {"sessionId": "c", "cwd": str(tmp_path), "additionalDirectories": ["/etc"]},
+    ]}}  # fmt: skip
+    assert [s["sessionId"] for s in visible(listed, roots)["result"]["sessions"]] == ["a"]
