@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from loopd.tools.access import LocalFiles
 from loopd.tools.changes import ChangeLog
-from loopd.tools.env import LocalFiles
 
 
 async def test_undo_restores_edits_and_removes_created_files(tmp_path: Path) -> None:
