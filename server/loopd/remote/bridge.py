@@ -38,9 +38,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from loopd.lines import LineReader, Overlong
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.jsonvalues import loads_bounded
+from loopd.streams.lines import LineReader, Overlong
 
 CONNECTION, SESSION = "Acp-Connection-Id", "Acp-Session-Id"
 MAX_LINE = 50 * 1024 * 1024
@@ -54,7 +54,7 @@ class Lost(Exception):
 
 
 def bridge_command(args: argparse.Namespace) -> int:
-    from loopd.stdio import protect_stdout
+    from loopd.streams.stdio import protect_stdout
 
     url = args.remote
     parts = urlsplit(url)
@@ -112,7 +112,7 @@ class Bridge:
     recovering: asyncio.Task[None] | None = None
 
     async def run(self, out: Any) -> None:
-        from loopd.stdio import open_stdin, open_stdout
+        from loopd.streams.stdio import open_stdin, open_stdout
 
         stdin = await open_stdin(MAX_LINE)
         self._out = await open_stdout(out)

@@ -20,8 +20,8 @@ from typing import Any
 
 from loopd.daemon.forward import handover
 from loopd.daemon.place import place_of
-from loopd.lines import LineReader, Overlong
 from loopd.protocol.jsonvalues import loads_bounded
+from loopd.streams.lines import LineReader, Overlong
 
 log = logging.getLogger(__name__)
 
