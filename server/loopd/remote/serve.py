@@ -55,6 +55,7 @@ def serve_command(args: argparse.Namespace) -> int:
     shown = f"[{host}]" if ":" in host else host
     url = f"{scheme}://{shown}:{listener.getsockname()[1]}/acp"
     _announce(url, cert, roots)
+    logging.getLogger("loopd.remote").setLevel(logging.INFO)  # who connects, and leaves
     grace = float(env.get("LOOPD_SERVE_GRACE") or DEFAULT_GRACE)
     asyncio.run(_serve(env, listener, cert, roots, url, grace))
     return 0
@@ -120,7 +121,6 @@ async def _serve(
     grace: float,
 ) -> None:
     from hypercorn.asyncio import serve
-    from hypercorn.config import Config
 
     from loopd.remote.asgi import Endpoint
     from loopd.remote.connections import Connections
@@ -130,14 +130,7 @@ async def _serve(
     fingerprint = cert.fingerprint if cert else None
     connections.changed = lambda: status.write(where, url, fingerprint, roots, connections)
     connections.changed()
-    config = Config()
-    config.bind = [f"fd://{listener.fileno()}"]
-    config.accesslog = None  # a request's headers hold the token: never logged
-    config.errorlog = logging.getLogger("hypercorn")
-    config.keep_alive_timeout = 75.0
-    config.websocket_max_message_size = 50 * 1024 * 1024
-    if cert is not None:
-        config.certfile, config.keyfile = cert.cert, cert.key
+    config = _config(listener, cert)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(_quiet_tls_close)
@@ -164,6 +157,21 @@ async def _serve(
         reaping.cancel()
         await connections.aclose()
         status.remove(where)
+
+
+def _config(listener: socket.socket, cert: tls.Certificate | None) -> Any:
+    """hypercorn's configuration: on the socket bound already, with no access log."""
+    from hypercorn.config import Config
+
+    config = Config()
+    config.bind = [f"fd://{listener.fileno()}"]
+    config.accesslog = None  # a request's headers hold the token: never logged
+    config.errorlog = logging.getLogger("hypercorn")
+    config.keep_alive_timeout = 75.0
+    config.websocket_max_message_size = 50 * 1024 * 1024
+    if cert is not None:
+        config.certfile, config.keyfile = cert.cert, cert.key
+    return config
 
 
 def _quiet_tls_close(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
