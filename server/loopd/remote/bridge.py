@@ -103,6 +103,7 @@ class Bridge:
     verify: ssl.SSLContext | bool
     connection: str | None = None
     asked: dict[Any, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    posted: set[Any] = field(default_factory=set)  # asked and taken by the connection
     streams: dict[str | None, asyncio.Task[None]] = field(default_factory=dict)
     lost: asyncio.Event = field(default_factory=asyncio.Event)
     initialize: dict[str, Any] | None = None  # the editor's, posted again on a new connection
@@ -169,6 +170,8 @@ class Bridge:
         if response.status_code == 202 and method in _ATTACH and isinstance(session, str):
             self.opened[session] = dict(params or {})
             self._watch(session)  # known to the server now (its replay is on the connection's)
+        if response.status_code in (200, 202) and "id" in message and method is not None:
+            self.posted.add(message["id"])
         if response.status_code == 200 and method == "initialize":
             self.connection = response.headers.get(CONNECTION)
             self._watch(None)
@@ -176,8 +179,6 @@ class Bridge:
         elif response.status_code == 403 and "id" in message:
             await self._write(response.json())  # the server's boundary said no
         elif response.status_code == 404 and self.connection is not None:
-            if again:
-                self.asked.pop(message.get("id"), None)  # not failed: it is posted again
             self._lose("the server no longer knows this connection")
             if again:  # posted again on the new connection
                 await self._post(message, again=False)
@@ -239,6 +240,7 @@ class Bridge:
             if isinstance(message, dict) and self._ours(message):
                 return
             if isinstance(message, dict) and "method" not in message:
+                self.posted.discard(message.get("id"))
                 method, params = self.asked.pop(message.get("id"), ("", {}))
                 made = (message.get("result") or {}).get("sessionId")
                 if method in ("session/new", "session/fork") and isinstance(made, str):
@@ -275,11 +277,12 @@ class Bridge:
         cut off with the connection), and the bridge connects again and loads the
         sessions it had, showing none of their replay: the editor has their history.
         Whatever they did after the editor last heard is in the journal, not shown."""
-        for rid in list(self.asked):
+        for rid in [r for r in self.asked if r in self.posted]:  # the others are posted anew
+            del self.asked[rid]
             error = {"code": -32603, "message": f"loopd --remote: {why}"}
             answer = {"jsonrpc": "2.0", "id": rid, "error": error}
             self._out.write(json.dumps(answer).encode() + b"\n")
-        self.asked.clear()
+        self.posted.clear()
         if self.initialize is None:
             self.lost.set()
         elif self.recovering is None:

@@ -188,7 +188,9 @@ def _quiet_tls_close(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -
 def _client_left(err: BaseException | None) -> bool:
     if isinstance(err, BaseExceptionGroup):
         return all(_client_left(e) for e in err.exceptions)
-    return isinstance(err, ssl.SSLError | ConnectionError)
+    # A connection's task cancelled as the server stops is asked for its exception
+    # by asyncio's stream callback, which then reports the CancelledError: no error.
+    return isinstance(err, ssl.SSLError | ConnectionError | asyncio.CancelledError)
 
 
 def stored_folders(env: Mapping[str, str]) -> Callable[[str], tuple[str, ...] | None]:
