@@ -40,6 +40,16 @@ class _Routes(Agent, ModelRoutes):
     legacy `session/set_model`."""
 
 
+class _Connection(Connection):
+    """The SDK's connection, whose observers are shown requests and answers only:
+    ours read nothing else, and the SDK deep-copies every message it shows them
+    (each update of a 10,000-message replay, for nothing)."""
+
+    def _notify_observers(self, direction: StreamDirection, message: dict[str, Any]) -> None:
+        if "id" in message:
+            super()._notify_observers(direction, message)
+
+
 async def serve(
     agent: LoopdAgent,
     writer: asyncio.StreamWriter,
@@ -67,7 +77,7 @@ async def serve(
     watchers: list[StreamObserver] = [agent.observe]
     if requests is not None:
         watchers.append(requests.observe)
-    conn = Connection(router, transport, listening=False, observers=watchers)
+    conn = _Connection(router, transport, listening=False, observers=watchers)
     AgentSideConnection.attach(agent, conn, use_unstable_protocol=True)  # the client side
     try:
         await conn.main_loop()

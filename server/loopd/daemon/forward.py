@@ -76,27 +76,53 @@ def daemon_idle(env: Mapping[str, str]) -> str | None:
 
 
 def _forward(place: Place, protocol: str, env: dict[str, str]) -> int | None:
+    sock = handover(place, protocol, env, os.getcwd(), (0, 1, 2), answer_early=True)
+    if sock is None:
+        return None
+    with sock:
+        early.handed_over()
+        _let_go()
+        return _wait(sock)
+
+
+def handover(
+    place: Place,
+    protocol: str,
+    env: dict[str, str],
+    cwd: str,
+    fds: tuple[int, int, int],
+    *,
+    answer_early: bool = False,
+) -> socket.socket | None:
+    """Hand `fds` (a connection's stdin, stdout and stderr) to the daemon, started if
+    none answers, and return the control socket once it serves them; None when it
+    would not (it closed its copies first). `loopd serve` hands over pipes of its own
+    for each remote connection the same way (`loopd.remote.upstream`). With
+    `answer_early` (`fds` are this process's own stdio), ACP's `initialize` may be
+    answered here while a daemon starts (`_early`)."""
     hello: dict[str, object] = {
         "op": "connect", "version": __version__, "protocol": protocol,
-        "data": os.path.realpath(place.data), "cwd": os.getcwd(), "env": env,
+        "data": os.path.realpath(place.data), "cwd": cwd, "env": env,
     }  # fmt: skip
     for attempt in range(2):
         sock = place.connect()
         starting = None if sock else _spawn(place, env, protocol)
         if protocol == "acp" and not attempt:  # answered here while a daemon starts
-            hello["early"] = _early(place, env, answer=starting is not None)
+            hello["early"] = _early(place, env, answer=answer_early and starting is not None)
         sock = sock or (_started(place, starting) if starting is not None else None)
         if sock is None:
             _say(f"the loopd daemon did not start (see {place.log}); serving here")
             return None
-        with sock:
-            send(sock, hello, fds=(0, 1, 2))
+        try:
+            send(sock, hello, fds=fds)
             sock.settimeout(None)  # it holds the editor's pipes now: never serve beside it
             reply, _ = receive(sock)  # (it closes them before any refusal, or by dying)
-            if reply.get("ok"):
-                early.handed_over()
-                _let_go()
-                return _wait(sock)
+        except BaseException:
+            sock.close()
+            raise
+        if reply.get("ok"):
+            return sock
+        sock.close()
         if reply.get("error") != "version" or not reply.get("idle") or attempt:
             return None  # a busy daemon of another version keeps its editors
         stop(place)  # an idle one of another version makes way

@@ -88,6 +88,19 @@ def loads_strict(text: str | bytes) -> Any:
     return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
 
 
+def loads_finite(text: str | bytes) -> Any:
+    """`finite(json.loads(text))`, decoded in one pass at C speed: `NaN`, `Infinity`
+    and `-Infinity`, and numbers too large for a float, come out as their names.
+    (A journal read back decodes thousands of rows: walking each again was most of
+    it.)"""
+    return json.loads(text, parse_constant=str, parse_float=_float_or_name)
+
+
+def _float_or_name(text: str) -> float | str:
+    value = float(text)
+    return value if math.isfinite(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
 def finite(value: Any) -> Any:
     """`value` with every non-finite float replaced by its name as a string
     (`"NaN"`, `"Infinity"`, `"-Infinity"`), and anything JSON cannot hold by its
