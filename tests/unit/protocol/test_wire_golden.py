@@ -32,7 +32,7 @@ from loopd.protocol.events import (
 from loopd.protocol.mentions import Mention, mention_to_wire
 from loopd.protocol.questions import Question
 from loopd.protocol.verification import CriterionResult, Verification, Watch
-from loopd.protocol.wire import shapes
+from loopd.protocol.wire import shapes, updates
 from tests.unit.golden import assert_golden
 
 OPTION = ConfigOption(
@@ -94,7 +94,7 @@ EVENTS = {
 
 
 def test_every_event_kind_renders_its_golden_session_update() -> None:
-    cases = {name: (to_wire(event), shapes.SessionUpdate) for name, event in EVENTS.items()}
+    cases = {name: (to_wire(event), updates.SessionUpdate) for name, event in EVENTS.items()}
     assert_golden(__file__, "session_updates", cases)
 
 
@@ -105,8 +105,8 @@ def test_the_seal_mentions_and_questions_render_their_golden_json() -> None:
         __file__,
         "vocabulary",
         {
-            "verification": (SEAL.to_wire(), shapes.Verification),
-            "clean_seal": (Verification("clean").to_wire(), shapes.Verification),
+            "verification": (SEAL.to_wire(), updates.Verification),
+            "clean_seal": (Verification("clean").to_wire(), updates.Verification),
             "mention": (mention_to_wire(mention), shapes.Mention),
             "mention_bare": (mention_to_wire(Mention("docs", "mcp://docs/b", "b")), shapes.Mention),
             "ask_user": (question.to_wire(), shapes.AskUserParams),

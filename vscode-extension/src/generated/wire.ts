@@ -15,10 +15,6 @@ export type CriterionState = 'met' | 'unmet' | 'unavailable';
 
 export type Seal = 'clean' | 'passed' | 'failed' | 'stale' | 'unavailable';
 
-export type PermissionKind = 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always';
-
-export type RestoreScope = 'both' | 'code' | 'conversation';
-
 export interface TextContent {
   type: 'text';
   text: string;
@@ -249,6 +245,10 @@ export interface SessionNotification {
   sessionId: string;
   update: SessionUpdate;
 }
+
+export type PermissionKind = 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always';
+
+export type RestoreScope = 'both' | 'code' | 'conversation';
 
 export interface PermissionOption {
   optionId: string;

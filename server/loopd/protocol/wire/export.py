@@ -2,7 +2,7 @@
 
 `python -m loopd.protocol.wire.export` writes both files; `--check` exits 1 and names
 them when they differ from what the models say (the unit test does the same, so CI
-fails on drift). Every `Wire` model and every Literal or union alias of `shapes`, in
+fails on drift). Every `Wire` model and every Literal or union alias of `MODULES`, in
 the order written there, becomes an exported TypeScript type of the same name.
 """
 
@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
-from loopd.protocol.wire import shapes
+from loopd.protocol.wire import shapes, updates
 from loopd.protocol.wire.methods import METHODS
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -34,15 +34,24 @@ _IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 _SCALARS: dict[Any, str] = {str: "string", int: "number", float: "number", bool: "boolean"}
 
 
+MODULES = (updates, shapes)
+"""Where the shapes are written; a module added here is exported whole."""
+
+
 def exports() -> Iterator[tuple[str, Any]]:
-    """The public models and aliases of `shapes`, in the order they are written."""
-    for name, value in vars(shapes).items():
-        if name.startswith("_") or name == "Wire":
-            continue
-        if isinstance(value, type) and issubclass(value, BaseModel):
-            if value.__module__ == shapes.__name__:
-                yield name, value
-        elif get_origin(value) in (Literal, Union, types.UnionType, Annotated):
+    """The public models and aliases of `MODULES`, in the order they are written;
+    a name imported from an earlier module is exported once."""
+    seen: set[str] = set()
+    for module in MODULES:
+        for name, value in vars(module).items():
+            if name.startswith("_") or name == "Wire" or name in seen:
+                continue
+            if isinstance(value, type) and issubclass(value, BaseModel):
+                if value.__module__ != module.__name__:
+                    continue
+            elif get_origin(value) not in (Literal, Union, types.UnionType, Annotated):
+                continue
+            seen.add(name)
             yield name, value
 
 

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from loopd.protocol.wire import shapes as s
+from loopd.protocol.wire.updates import SessionNotification
 
 
 @dataclass(frozen=True, slots=True)
 class Method:
     name: str
-    params: Any  # a model or an alias of `shapes`
+    params: Any  # a model or an alias of `shapes` or `updates`
     result: Any | None  # None: a notification
     sender: Literal["client", "server"] = "client"
 
@@ -41,7 +42,7 @@ METHODS: tuple[Method, ...] = (
     Method(_S + "restore", s.RestoreParams, s.RestoreResult),
     Method(_S + "fork", s.ForkSessionParams, s.NewSessionResult),
     Method(_S + "cancel", s.SessionRef, None),
-    Method(_S + "update", s.SessionNotification, None, "server"),
+    Method(_S + "update", SessionNotification, None, "server"),
     Method(_S + "requestPermission", s.PermissionParams, s.PermissionOutcome, "server"),
     Method(_S + "askUser", s.AskUserParams, s.AskUserResult, "server"),
 )
