@@ -30,6 +30,8 @@ ALLOWED = {
     "loopd/daemon/forward.py": "the forwarder's stdlib-only fast path: its log, /dev/null, the "
     "person's own config (non-blocking, regular files only, bounded)",
     "loopd/daemon/serve.py": "the daemon's own lock file",
+    "loopd/daemon/early.py": "the daemon's own initialize answers in its private folder "
+    "(stdlib only, on the forwarder's path): no link, regular, this user's, bounded",
     "loopd/cli/prompter.py": "the controlling terminal, /dev/tty",
     "loopd/cli/parser.py": "/dev/null",
     "loopd/cli/demo.py": "the demo's own file in the temporary folder it made",
