@@ -38,6 +38,7 @@ from loopd.lsp.link import (
     ClientOptions,
     LspLink,
 )
+from loopd.lsp.review import PROPOSE_METHOD, SETTLED_METHOD
 from loopd.lsp.turns import Turns
 from loopd.lsp.wire import BadParams, raw_converter
 from loopd.protocol.errors import ConfigError, LoopdError
@@ -83,6 +84,7 @@ class LoopdProtocol(LanguageServerProtocol):
                 "sessionUpdate": UPDATE_METHOD,
                 "requestPermission": PERMISSION_METHOD,
                 "askUser": ASK_USER_METHOD,
+                "review": {"propose": PROPOSE_METHOD, "settled": SETTLED_METHOD},
             }
         }
         return result
