@@ -17,6 +17,8 @@ export const Method = {
   cancel: 'loopd/session/cancel',
   update: 'loopd/session/update',
   requestPermission: 'loopd/session/requestPermission',
+  reviewPropose: 'loopd/review/propose',
+  reviewSettled: 'loopd/review/settled',
 } as const;
 
 export type ContentBlock =
@@ -185,4 +187,48 @@ export interface ListResult {
 export interface PromptResult {
   stopReason: string;
   _meta?: { loopd?: { turnId?: string; verification?: Verification } };
+}
+
+/** One run of changed lines of a proposed edit; lines are 0-based (`loopd.lsp.hunks`). */
+export interface ReviewHunk {
+  index: number;
+  oldStart: number;
+  oldLines: number;
+  newStart: number;
+  newLines: number;
+  oldText: string;
+  newText: string;
+}
+
+/** `loopd/review/propose` (server -> client): an edit waiting for the person's review. */
+export interface ReviewProposal {
+  reviewId: string;
+  sessionId: string;
+  toolCallId: string;
+  /** Canonical (symlinks resolved by the server). */
+  path: string;
+  uri: string;
+  relativePath: string;
+  oldText: string | null;
+  newText: string;
+  hunks: ReviewHunk[];
+  /** The server's own verdict: no timer may accept this path. */
+  alwaysAsk: boolean;
+}
+
+export type HunkDecision = 'accept' | 'reject';
+
+/** The answer: what is not accepted is rejected; `by: 'timer'` accepts no alwaysAsk path. */
+export interface ReviewAnswer {
+  hunks: { index: number; decision: HunkDecision }[];
+  by: 'person' | 'timer';
+}
+
+/** `loopd/review/settled` (server -> client): the reviewed text was written (or nothing was). */
+export interface ReviewSettled {
+  reviewId: string;
+  sessionId: string;
+  path: string;
+  uri: string;
+  written: boolean;
 }

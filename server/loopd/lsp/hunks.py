@@ -1,9 +1,9 @@
 """A proposed file change as hunks a person accepts or rejects one by one. Pure.
 
 A hunk is one run of changed lines (difflib's non-equal opcodes over whole lines,
-line endings kept), numbered from 0 in file order. Lines are 0-based, as LSP
-positions are; `old_lines` lines of the old text from `old_start` become
-`new_lines` lines of the proposed text from `new_start`. Applying a choice takes
+split at line feeds, endings kept), numbered from 0 in file order. Lines are
+0-based, as LSP positions are; `old_lines` lines of the old text from `old_start`
+become `new_lines` lines of the proposed text from `new_start`. Applying a choice takes
 each hunk's new lines when it is accepted and its old lines otherwise, so the text
 that lands is the old text plus exactly the accepted hunks.
 """
@@ -11,6 +11,7 @@ that lands is the old text plus exactly the accepted hunks.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,8 +49,7 @@ class Proposal:
 
     @classmethod
     def of(cls, old: str | None, new: str) -> Proposal:
-        before = (old or "").splitlines(keepends=True)
-        after = new.splitlines(keepends=True)
+        before, after = lines(old), lines(new)
         matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
         hunks = tuple(
             Hunk(n, i1, tuple(before[i1:i2]), j1, tuple(after[j1:j2]))
@@ -61,7 +61,7 @@ class Proposal:
 
     def apply(self, accepted: Collection[int]) -> str:
         """The old text with exactly the `accepted` hunks (by index) applied."""
-        before = (self.old or "").splitlines(keepends=True)
+        before = lines(self.old)
         out: list[str] = []
         at = 0
         for hunk in self.hunks:
@@ -88,6 +88,15 @@ class Proposal:
         parts = [head, *(_describe(h) for h in rejected)]
         parts.append("Do not make a rejected change again unless the person asks for it.")
         return "\n".join(parts)
+
+
+def lines(text: str | None) -> list[str]:
+    """`text` as lines with their endings, split at line feeds only, as the editor's
+    side splits them (a lone carriage return or U+2028 is no line break here)."""
+    return _LINE.findall(text or "")
+
+
+_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 
 
 def _describe(hunk: Hunk) -> str:

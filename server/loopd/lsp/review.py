@@ -57,15 +57,15 @@ ALWAYS_ASK = (".env*", ".vscode/**", ".git/**", ".loopd/**")
 
 @dataclass(frozen=True, slots=True)
 class ReviewOptions:
-    """A client's review opt-in: the globs whose paths a timer never accepts. A glob
-    with no `/` matches a file name at any depth, others the path from the root."""
+    """A client's review opt-in: the globs whose paths a timer never accepts, the
+    client's added to `ALWAYS_ASK` (a client can ask more, never less). A glob with
+    no `/` matches a file name at any depth, others the path from the root."""
 
     always_ask: tuple[str, ...] = ALWAYS_ASK
 
     @classmethod
     def from_wire(cls, spec: Any) -> ReviewOptions | None:
-        """`true` or `{"alwaysAsk": [...]}` (none given, or an empty list: the
-        defaults); anything else is no review."""
+        """`true` or `{"alwaysAsk": [...]}`; anything else is no review."""
         if spec is True:
             return cls()
         if not isinstance(spec, Mapping):
@@ -73,7 +73,8 @@ class ReviewOptions:
         globs = spec.get("alwaysAsk")
         if not isinstance(globs, list):
             return cls()
-        return cls(tuple(g for g in globs if isinstance(g, str) and g.strip()) or ALWAYS_ASK)
+        added = (g for g in globs if isinstance(g, str) and g.strip() and g not in ALWAYS_ASK)
+        return cls((*ALWAYS_ASK, *added))
 
     def always_asks(self, path: str, roots: Sequence[str]) -> bool:
         """Whether canonical `path` is one a timer may not accept: under a glob, or

@@ -141,7 +141,7 @@ async def test_an_always_ask_path_is_never_accepted_by_a_timer_however_it_is_spe
     def timer(params: dict[str, Any]) -> dict[str, Any]:
         return {"hunks": [{"index": h["index"], "decision": "accept"} for h in params["hunks"]]}
 
-    editor, proposals, _ = await reviewing(start, home, timer, review={"alwaysAsk": [".vscode/**"]})
+    editor, proposals, _ = await reviewing(start, home, timer, review={"alwaysAsk": ["secrets/**"]})
     await prompt(editor)
 
     assert not target.exists()

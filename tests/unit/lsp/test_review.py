@@ -105,7 +105,13 @@ def test_review_is_on_only_when_asked_by_name() -> None:
     assert _negotiated({"review": False}).review is None
     assert _negotiated({"review": True}).review == ReviewOptions(ALWAYS_ASK)
     chosen = _negotiated({"review": {"alwaysAsk": ["secrets/**", 3, " "]}}).review
-    assert chosen == ReviewOptions(("secrets/**",))
+    assert chosen == ReviewOptions((*ALWAYS_ASK, "secrets/**"))  # added, never instead
     assert _negotiated({"review": {"alwaysAsk": []}}).review == ReviewOptions(ALWAYS_ASK)
     flags = _negotiated({"sessionUpdate": 1, "requestPermission": True, "review": True})
     assert flags.session_update and flags.request_permission and not flags.ask_user
+
+
+def test_lines_break_at_newlines_only_as_the_editor_side_splits_them() -> None:
+    proposal = Proposal.of("a\rb\u2028c\n", "a\rb\u2028C\n")
+    assert len(proposal.hunks) == 1 and proposal.hunks[0].old_start == 0
+    assert proposal.apply({0}) == "a\rb\u2028C\n"
