@@ -21,7 +21,7 @@ import {
   type ReviewSettled,
   type SessionNotification,
 } from './protocol';
-import { REVIEW_SCHEME, Reviews } from './review';
+import { REVIEW_SCHEME, type ReviewSettings, Reviews } from './review';
 import { alwaysAskGlobs, createClient, locateServer, notifyMissing } from './server';
 import type { Approval, Attachment, WebviewMessage } from './webview/state';
 
@@ -33,12 +33,7 @@ export class Loopd {
   readonly log = vscode.window.createOutputChannel('loopd', { log: true });
   readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
   readonly diffs = new DiffDocuments();
-  readonly reviews = new Reviews(() => {
-    const config = vscode.workspace.getConfiguration('loopd');
-    // The timer from user settings only: a repository must not make its edits land unasked.
-    const seconds = config.inspect<number>('review.autoAccept')?.globalValue ?? 0;
-    return { autoAcceptSeconds: Math.max(Number(seconds) || 0, 0), alwaysAsk: alwaysAskGlobs(config) };
-  });
+  readonly reviews = new Reviews(() => this.reviewSettings());
   readonly panel: PanelProvider;
 
   constructor(private readonly context: vscode.ExtensionContext) {
@@ -53,6 +48,13 @@ export class Loopd {
     this.status.command = `${VIEW_ID}.focus`;
     this.showActivity('idle', 0);
     this.status.show();
+  }
+
+  reviewSettings(): ReviewSettings {
+    const config = vscode.workspace.getConfiguration('loopd');
+    // The timer from user settings only: a repository must not make its edits land unasked.
+    const seconds = config.inspect<number>('review.autoAccept')?.globalValue ?? 0;
+    return { autoAcceptSeconds: Math.max(Number(seconds) || 0, 0), alwaysAsk: alwaysAskGlobs(config) };
   }
 
   private get cwd(): string {

@@ -32,6 +32,8 @@ interface Pending {
   decisions: Decision[];
   uri: vscode.Uri;
   alwaysAsk: boolean;
+  /** Seconds until the timer accepts what is undecided; 0: no timer. */
+  autoSeconds: number;
   timer?: ReturnType<typeof setTimeout>;
   finish(answer: ReviewAnswer): void;
 }
@@ -71,6 +73,7 @@ export class Reviews implements vscode.TextDocumentContentProvider, vscode.CodeL
         decisions: proposal.hunks.map(() => undefined),
         uri,
         alwaysAsk: always,
+        autoSeconds: always ? 0 : settings.autoAcceptSeconds,
         finish: (answer) => {
           if (!this.pending.delete(proposal.reviewId)) return;
           if (entry.timer) clearTimeout(entry.timer);
@@ -83,8 +86,8 @@ export class Reviews implements vscode.TextDocumentContentProvider, vscode.CodeL
       this.pending.set(proposal.reviewId, entry);
       this.onCount(this.pending.size);
       token?.onCancellationRequested(() => entry.finish(answerOf(entry, 'reject', 'person')));
-      if (settings.autoAcceptSeconds > 0 && !always) {
-        entry.timer = setTimeout(() => entry.finish(answerOf(entry, 'accept', 'timer')), settings.autoAcceptSeconds * 1000);
+      if (entry.autoSeconds > 0) {
+        entry.timer = setTimeout(() => entry.finish(answerOf(entry, 'accept', 'timer')), entry.autoSeconds * 1000);
       }
       void this.show(entry);
     });
@@ -139,7 +142,7 @@ export class Reviews implements vscode.TextDocumentContentProvider, vscode.CodeL
     const { reviewId, relativePath, hunks } = entry.proposal;
     const top = new vscode.Range(0, 0, 0, 0);
     const open = entry.decisions.filter((d) => d === undefined).length;
-    const auto = entry.alwaysAsk ? ' (always asks)' : entry.timer ? ` (auto-accepts in ${this.settings().autoAcceptSeconds}s)` : '';
+    const auto = entry.alwaysAsk ? ' (always asks)' : entry.autoSeconds ? ` (auto-accepts after ${entry.autoSeconds}s)` : '';
     const lenses = [
       lens(top, `loopd: ${relativePath}: ${open} of ${hunks.length} hunks to review${auto}`, ''),
       lens(top, 'Accept file', 'loopd.panel.acceptFile', reviewId),

@@ -98,6 +98,9 @@ before(async () => {
       'workbench.secondarySideBar.defaultVisibility': 'hidden',
       'chat.disableAIFeatures': true,
       'loopd.trace.server': 'messages',
+      // The modal approval and the edit through applyEdit, as opted into (review.test.ts has the defaults).
+      'loopd.approvals.modal': true,
+      'loopd.review.enabled': false,
     }),
   );
   // The extension host gets a login shell's PATH, not ours: name the server, in the
