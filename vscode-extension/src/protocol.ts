@@ -209,7 +209,9 @@ export interface ReviewProposal {
   path: string;
   uri: string;
   relativePath: string;
+  /** null for a new file, or for one loopd may write but not read (`oldUnread`: a secret, proposed whole). */
   oldText: string | null;
+  oldUnread?: boolean;
   newText: string;
   hunks: ReviewHunk[];
   /** The server's own verdict: no timer may accept this path. */

@@ -53,14 +53,7 @@ export class Reviews implements vscode.TextDocumentContentProvider, vscode.CodeL
     backgroundColor: new vscode.ThemeColor('diffEditor.removedLineBackground'),
   });
 
-  constructor(
-    private readonly settings: () => ReviewSettings,
-    private readonly onCount: (count: number) => void = () => {},
-  ) {}
-
-  get count(): number {
-    return this.pending.size;
-  }
+  constructor(private readonly settings: () => ReviewSettings) {}
 
   /** The server's request: resolves with the person's (or the timer's) answer. */
   propose(proposal: ReviewProposal, token?: vscode.CancellationToken): Promise<ReviewAnswer> {
@@ -78,13 +71,11 @@ export class Reviews implements vscode.TextDocumentContentProvider, vscode.CodeL
           if (!this.pending.delete(proposal.reviewId)) return;
           if (entry.timer) clearTimeout(entry.timer);
           resolve(answer);
-          this.onCount(this.pending.size);
           this.lenses.fire();
           void closeTabs(uri);
         },
       };
       this.pending.set(proposal.reviewId, entry);
-      this.onCount(this.pending.size);
       token?.onCancellationRequested(() => entry.finish(answerOf(entry, 'reject', 'person')));
       if (entry.autoSeconds > 0) {
         entry.timer = setTimeout(() => entry.finish(answerOf(entry, 'accept', 'timer')), entry.autoSeconds * 1000);
@@ -143,8 +134,9 @@ export class Reviews implements vscode.TextDocumentContentProvider, vscode.CodeL
     const top = new vscode.Range(0, 0, 0, 0);
     const open = entry.decisions.filter((d) => d === undefined).length;
     const auto = entry.alwaysAsk ? ' (always asks)' : entry.autoSeconds ? ` (auto-accepts after ${entry.autoSeconds}s)` : '';
+    const unread = entry.proposal.oldUnread ? ', replacing a file loopd may not read' : '';
     const lenses = [
-      lens(top, `loopd: ${relativePath}: ${open} of ${hunks.length} hunks to review${auto}`, ''),
+      lens(top, `loopd: ${relativePath}: ${open} of ${hunks.length} hunks to review${auto}${unread}`, ''),
       lens(top, 'Accept file', 'loopd.panel.acceptFile', reviewId),
       lens(top, 'Reject file', 'loopd.panel.rejectFile', reviewId),
     ];

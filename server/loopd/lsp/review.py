@@ -4,7 +4,9 @@ A client opts in with `review` in its `loopd` options (`true`, or `{"alwaysAsk":
 [globs]}`). Then every write of the file tools becomes, before it lands:
 
 1. the gate decides the path (`GatedFiles.admit`): a refused path is refused here,
-   never shown for review; the proposal names the canonical path;
+   never shown for review; the proposal names the canonical path. A file the
+   agent may write but not read (a secret) is proposed whole, its old text unsent
+   (`oldUnread`), and always asks;
 2. `loopd/review/propose` (server -> client request) with the old and proposed text
    and their hunks (`loopd.lsp.hunks`); the client shows them as pending changes
    and answers which hunks the person accepted;
@@ -117,16 +119,21 @@ class ReviewFiles:
 
     async def write_text(self, path: str, text: str) -> Reviewed | None:
         canonical = self._canonical(path)
+        unread = False
         try:
             old: str | None = await self.inner.read_text(path)
         except FileNotFoundError:
             old = None
+        except PermissionError:  # a secret is written, never read: reviewed whole
+            old, unread = None, True
         proposal = Proposal.of(old, text)
         if not proposal.hunks:
+            if unread:
+                raise PathRefused(path, "emptying a file loopd may not read is not reviewable")
             return None if old is not None else await self.inner.write_text(path, text)
-        always = self.options.always_asks(canonical, self.roots)
+        always = unread or self.options.always_asks(canonical, self.roots)
         review_id = f"rev_{uuid.uuid4().hex[:10]}"
-        params = self._params(review_id, canonical, proposal, always)
+        params = {**self._params(review_id, canonical, proposal, always), "oldUnread": unread}
         accepted = await self._accepted(path, params, proposal, always)
         note = proposal.note(accepted, self._shown(canonical))
         if not accepted:

@@ -189,3 +189,19 @@ async def test_an_open_document_gets_only_the_accepted_hunk_through_apply_edit(
     assert target.read_text() == OLD  # the editor saves it, on `settled`
     await until(lambda: settled)
     assert settled[0]["uri"] == uri and settled[0]["written"] is True
+
+
+async def test_a_secret_is_proposed_whole_without_its_old_text_and_always_asks(
+    start: Start, home: Home
+) -> None:
+    secret = home.root / ".env"
+    secret.write_text("TOKEN=old-secret\n")
+    home.fake.script("*", call("write", path=".env", content="TOKEN=new\n"), Reply(text="Ok."))
+    editor, proposals, _ = await reviewing(start, home, by_person("accept"))
+    await prompt(editor)
+
+    [proposal] = proposals
+    assert proposal["oldText"] is None and proposal["oldUnread"] is True
+    assert proposal["alwaysAsk"] is True
+    assert "old-secret" not in json.dumps(proposal)
+    assert secret.read_text() == "TOKEN=new\n"  # a person accepted it
