@@ -10,10 +10,11 @@ A client opts in with `review` in its `loopd` options (`true`, or `{"alwaysAsk":
 2. `loopd/review/propose` (server -> client request) with the old and proposed text
    and their hunks (`loopd.lsp.hunks`); the client shows them as pending changes
    and answers which hunks the person accepted;
-3. exactly the accepted hunks are written, through the connection's own file route
-   (the open buffer by `workspace/applyEdit`, else the disk beneath its root), and
-   `loopd/review/settled` tells the client (it saves an open document: accepting
-   is saving);
+3. exactly the accepted hunks are written, through the connection's own file
+   route (the open buffer by `workspace/applyEdit`, else the disk beneath its
+   root), unless the file changed during the review (then nothing is: the reviewed
+   text would overwrite that change); `loopd/review/settled` tells the client (it
+   saves an open document: accepting is saving);
 4. the tool's result says which hunks were rejected (`Reviewed.note`).
 
 The write waits for the review, on purpose: the tool's result is then the truth
@@ -136,6 +137,8 @@ class ReviewFiles:
         params = {**self._params(review_id, canonical, proposal, always), "oldUnread": unread}
         accepted = await self._accepted(path, params, proposal, always)
         note = proposal.note(accepted, self._shown(canonical))
+        if accepted and not unread and await self._moved(path, old):
+            accepted, note = frozenset(), self._moved_note(canonical)
         if not accepted:
             self._settled(review_id, canonical, written=False)
             return Reviewed(None, note)
@@ -182,6 +185,21 @@ class ReviewFiles:
         if always and not (isinstance(reply, Mapping) and reply.get("by") == "person"):
             return frozenset()  # only a person accepts an alwaysAsk path
         return accepted
+
+    async def _moved(self, path: str, old: str | None) -> bool:
+        """Whether the file is no longer the `old` the hunks were cut from (the
+        person typed in it, a command rewrote it): then nothing is written, since
+        the reviewed text would overwrite that change."""
+        try:
+            return await self.inner.read_text(path) != old
+        except FileNotFoundError:
+            return old is not None
+
+    def _moved_note(self, path: str) -> str:
+        return (
+            f"{self._shown(path)} changed while this edit was being reviewed, so nothing "
+            "was written; read it again before changing it."
+        )
 
     def _settled(self, review_id: str, path: str, *, written: bool) -> None:
         params = {"reviewId": review_id, "sessionId": self.session_id, "path": path}

@@ -205,3 +205,28 @@ async def test_a_secret_is_proposed_whole_without_its_old_text_and_always_asks(
     assert proposal["alwaysAsk"] is True
     assert "old-secret" not in json.dumps(proposal)
     assert secret.read_text() == "TOKEN=new\n"  # a person accepted it
+
+
+async def test_a_file_changed_during_its_review_is_not_overwritten(
+    start: Start, home: Home
+) -> None:
+    target = home.root / "app.py"
+    target.write_text(OLD)
+    home.fake.script(
+        "*",
+        call("read", path="app.py"),
+        call("write", path="app.py", content=NEW),
+        Reply(text="Ok."),
+    )
+
+    def typed_meanwhile(params: dict[str, Any]) -> dict[str, Any]:
+        target.write_text(OLD + "mine = 1\n")  # the person saved a change of their own
+        return by_person("accept", "accept")(params)
+
+    editor, _, settled = await reviewing(start, home, typed_meanwhile)
+    await prompt(editor)
+
+    assert target.read_text() == OLD + "mine = 1\n"
+    assert "changed while this edit was being reviewed, so nothing was written" in told(home)
+    await until(lambda: settled)
+    assert settled[0]["written"] is False
