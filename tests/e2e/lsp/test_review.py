@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,15 @@ OPT_IN = {"sessionUpdate": True, "requestPermission": True, "askUser": True}
 
 def call(name: str, **args: Any) -> Reply:
     return Reply(tool_calls=(ScriptedCall(name, args),))
+
+
+def app_edited(home: Home, new: str) -> Path:
+    """app.py holds OLD; the model reads it, writes `new`, then ends its turn."""
+    target = home.root / "app.py"
+    target.write_text(OLD)
+    read, write = call("read", path="app.py"), call("write", path="app.py", content=new)
+    home.fake.script("*", read, write, Reply(text="Ok."))
+    return target
 
 
 async def reviewing(
@@ -75,14 +85,7 @@ def by_person(*decisions: str) -> Any:
 async def test_one_hunk_rejected_the_other_accepted_lands_alone_and_the_model_is_told(
     start: Start, home: Home
 ) -> None:
-    target = home.root / "app.py"
-    target.write_text(OLD)
-    home.fake.script(
-        "*",
-        call("read", path="app.py"),
-        call("write", path="app.py", content=NEW),
-        Reply(text="Done."),
-    )
+    target = app_edited(home, NEW)
     editor, proposals, settled = await reviewing(start, home, by_person("accept", "reject"))
     assert (await prompt(editor))["stopReason"] == "end_turn"
 
@@ -107,14 +110,7 @@ async def test_one_hunk_rejected_the_other_accepted_lands_alone_and_the_model_is
 async def test_every_hunk_rejected_writes_nothing_and_the_call_failed(
     start: Start, home: Home
 ) -> None:
-    target = home.root / "app.py"
-    target.write_text(OLD)
-    home.fake.script(
-        "*",
-        call("read", path="app.py"),
-        call("write", path="app.py", content=NEW),
-        Reply(text="Understood."),
-    )
+    target = app_edited(home, NEW)
     editor, _, settled = await reviewing(start, home, by_person("reject", "reject"))
     await prompt(editor)
 
@@ -153,14 +149,7 @@ async def test_an_always_ask_path_is_never_accepted_by_a_timer_however_it_is_spe
 async def test_a_client_that_opted_in_but_cannot_review_gets_no_write(
     start: Start, home: Home
 ) -> None:
-    target = home.root / "app.py"
-    target.write_text(OLD)
-    home.fake.script(
-        "*",
-        call("read", path="app.py"),
-        call("write", path="app.py", content=NEW),
-        Reply(text="Ok."),
-    )
+    target = app_edited(home, NEW)
     editor = await start({}, server=([*LOOPD, "lsp"], home.env()), loopd={**OPT_IN, "review": True})
     editor.answers += ["allow_once"] * 2
     await prompt(editor)
@@ -172,14 +161,7 @@ async def test_a_client_that_opted_in_but_cannot_review_gets_no_write(
 async def test_an_open_document_gets_only_the_accepted_hunk_through_apply_edit(
     start: Start, home: Home
 ) -> None:
-    target = home.root / "app.py"
-    target.write_text(OLD)
-    home.fake.script(
-        "*",
-        call("read", path="app.py"),
-        call("write", path="app.py", content=NEW + "# draft\n"),
-        Reply(text="Done."),
-    )
+    target = app_edited(home, NEW + "# draft\n")
     editor, proposals, settled = await reviewing(start, home, by_person("reject", "accept"))
     uri = editor.open(target, OLD + "# draft\n")  # unsaved
     await prompt(editor)
@@ -210,14 +192,7 @@ async def test_a_secret_is_proposed_whole_without_its_old_text_and_always_asks(
 async def test_a_file_changed_during_its_review_is_not_overwritten(
     start: Start, home: Home
 ) -> None:
-    target = home.root / "app.py"
-    target.write_text(OLD)
-    home.fake.script(
-        "*",
-        call("read", path="app.py"),
-        call("write", path="app.py", content=NEW),
-        Reply(text="Ok."),
-    )
+    target = app_edited(home, NEW)
 
     def typed_meanwhile(params: dict[str, Any]) -> dict[str, Any]:
         target.write_text(OLD + "mine = 1\n")  # the person saved a change of their own

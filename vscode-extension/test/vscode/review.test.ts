@@ -10,14 +10,14 @@
  */
 
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { FrameLocator, Locator } from 'playwright-core';
-import { type CodeServer, openPanel, ROOT, startCodeServer, until } from '../support/codeserver';
+import { type CodeServer, OUT, startCodeServer, until } from '../support/codeserver';
 import type { Step } from '../support/loopd';
 
-const SHOTS = process.env.LOOPD_SCREENS ?? join(ROOT, '.test-output');
+const SHOTS = process.env.LOOPD_SCREENS ?? OUT;
 const OLD = 'a = 1\nkeep = True\nb = 2\n';
 const NEW = 'a = 10\nkeep = True\nb = 20\n';
 
@@ -27,20 +27,23 @@ const open: CodeServer[] = [];
 
 /** A code-server whose model writes as `steps` say, with these user settings. */
 async function launch(steps: Step[], settings: Record<string, unknown>): Promise<void> {
-  vs = await startCodeServer(steps, { 'loopd.defaults.mode': 'accept_edits', ...settings }, (work) => {
-    writeFileSync(join(work, 'app.py'), OLD);
-    mkdirSync(join(work, '.vscode'));
-    symlinkSync(join(work, '.vscode'), join(work, 'cfg'));
+  vs = await startCodeServer({
+    steps,
+    settings: { 'security.workspace.trust.enabled': false, 'loopd.defaults.mode': 'accept_edits', ...settings },
+    files: { 'app.py': OLD, '.vscode/.keep': '' },
   });
   open.push(vs);
-  view = await openPanel(vs);
+  symlinkSync(join(vs.home.work, '.vscode'), join(vs.home.work, 'cfg'));
+  await vs.openPanel();
+  view = vs.panel();
+  await until('the session', async () => (await view.locator('#options select').count()) > 0);
 }
 
 before(() => mkdirSync(SHOTS, { recursive: true }));
 
 after(async () => {
   await vs?.page.screenshot({ path: join(SHOTS, 'review-last.png') }).catch(() => {});
-  for (const server of open) await server.close();
+  for (const server of open) await server.stop();
 });
 
 /** A CodeLens to click, by its title. */
@@ -73,7 +76,7 @@ test('reject one hunk, accept the other: the disk has exactly the accepted one a
   await page.locator('.activitybar [aria-label^="Explorer"]').first().click();
   await page.locator('.explorer-folders-view').getByText('app.py').click();
   await page.waitForSelector('.monaco-editor .view-lines:has-text("a = 1")');
-  await openPanel(vs);
+  await vs.openPanel();
 
   await prompt('change a and b');
   await codeLens('Reject hunk 2').waitFor({ timeout: 60_000 });
@@ -99,7 +102,7 @@ test('reject one hunk, accept the other: the disk has exactly the accepted one a
 });
 
 test('with autoAccept on, a plain path is accepted by the timer; an alwaysAsk path waits for the person', { timeout: 180_000 }, async () => {
-  await vs.close();
+  await vs.stop();
   open.pop();
   await launch(
     [
