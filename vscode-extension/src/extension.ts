@@ -372,6 +372,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidChangeTextDocument((e) => {
       if (e.document.uri.scheme === REVIEW_SCHEME) app.reviews.decorate(vscode.window.visibleTextEditors);
     }),
+    app.reviews.watchTabs(),
     app.reviews,
     vscode.workspace.onDidGrantWorkspaceTrust(() => {
       app.panel.post({ type: 'trust', trusted: true });

@@ -3,9 +3,10 @@
  * opens as a read-only document showing the file as it would be, the changed lines
  * highlighted, with "Accept hunk N" / "Reject hunk N" above each hunk and accept or
  * reject for the whole file on the first line and in the editor's title bar.
- * Rejecting a hunk puts its old lines back in the view. Once every hunk is decided
- * the answer goes to the server, which writes exactly the accepted hunks and says
- * so (`loopd/review/settled`); an open document it changed is then saved, so
+ * Rejecting a hunk puts its old lines back in the view; closing the tab rejects
+ * what is left undecided. Once every hunk is decided the answer goes to the
+ * server, which writes exactly the accepted hunks and says so
+ * (`loopd/review/settled`); an open document it changed is then saved, so
  * accepting is saving.
  *
  * A timer (`loopd.review.autoAccept`, user settings only: a repository must not
@@ -168,6 +169,17 @@ export class Reviews implements vscode.TextDocumentContentProvider, vscode.CodeL
       editor.setDecorations(this.added, ranges((p) => p.decision !== 'reject'));
       editor.setDecorations(this.restored, ranges((p) => p.decision === 'reject'));
     }
+  }
+
+  /** Closing a pending review's tab rejects what is undecided in it (the turn goes on, told so). */
+  watchTabs(): vscode.Disposable {
+    return vscode.window.tabGroups.onDidChangeTabs((e) => {
+      for (const tab of e.closed) {
+        const uri = tab.input instanceof vscode.TabInputText ? tab.input.uri : undefined;
+        const entry = uri?.scheme === REVIEW_SCHEME ? this.pending.get(uri.query) : undefined;
+        if (entry) entry.finish(answerOf(entry, 'reject', 'person'));
+      }
+    });
   }
 
   private async show(entry: Pending): Promise<void> {

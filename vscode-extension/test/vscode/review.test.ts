@@ -67,6 +67,8 @@ test('reject one hunk, accept the other: the disk has exactly the accepted one a
       { tool_calls: [{ name: 'read', input: { path: 'app.py' } }] },
       { tool_calls: [{ name: 'write', input: { path: 'app.py', content: NEW } }] },
       { text: 'Kept the change to a.' },
+      { tool_calls: [{ name: 'write', input: { path: 'app.py', content: 'a = 3\n' } }] },
+      { text: 'Left it.' },
     ],
     { 'loopd.review.autoAccept': 0 },
   );
@@ -99,6 +101,15 @@ test('reject one hunk, accept the other: the disk has exactly the accepted one a
   assert.match(told, /rejected 1 of its 2 hunks/);
   assert.match(told, /\+b = 20/);
   await page.screenshot({ path: join(SHOTS, 'review-done.png') });
+
+  // Closing a pending review's tab rejects it: nothing lands, the model is told.
+  await prompt('try again');
+  await codeLens('Reject hunk 1').waitFor({ timeout: 60_000 });
+  await page.locator('.tab.active .tab-actions .action-label').first().click();
+  await view.locator('.msg.agent:has-text("Left it.")').waitFor({ timeout: 60_000 });
+  assert.equal(readFileSync(target, 'utf8'), 'a = 10\nkeep = True\nb = 2\n');
+  const last = (await vs.model.requests()).at(-1);
+  assert.match(JSON.stringify(last?.body), /rejected this change to app.py: the file is unchanged/);
 });
 
 test('with autoAccept on, a plain path is accepted by the timer; an alwaysAsk path waits for the person', { timeout: 180_000 }, async () => {
