@@ -81,7 +81,7 @@ export class Reviews implements vscode.TextDocumentContentProvider, vscode.CodeL
       if (entry.autoSeconds > 0) {
         entry.timer = setTimeout(() => entry.finish(answerOf(entry, 'accept', 'timer')), entry.autoSeconds * 1000);
       }
-      void this.show(entry);
+      void this.show(entry).catch(() => entry.finish(answerOf(entry, 'reject', 'person')));
     });
   }
 
