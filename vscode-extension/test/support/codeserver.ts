@@ -65,6 +65,8 @@ export interface Setup {
   settings?: Record<string, unknown>;
   /** The workspace's files before the window opens (path under it: text). */
   files?: Record<string, string>;
+  /** Run on the workspace once its files are written, before the window opens. */
+  prepare?: (work: string) => void;
 }
 
 /**
@@ -72,13 +74,14 @@ export interface Setup {
  * model playing `steps`, the workspace opened in the browser and the extension
  * host up.
  */
-export async function startCodeServer({ steps, settings = {}, files = {} }: Setup): Promise<CodeServer> {
+export async function startCodeServer({ steps, settings = {}, files = {}, prepare }: Setup): Promise<CodeServer> {
   mkdirSync(OUT, { recursive: true });
   const home = makeHome();
   for (const [path, text] of Object.entries(files)) {
     mkdirSync(dirname(join(home.work, path)), { recursive: true });
     writeFileSync(join(home.work, path), text);
   }
+  prepare?.(home.work);
   const model = await startFakeModel(home.root, steps);
   const bin = join(home.root, 'bin');
   mkdirSync(bin);
