@@ -24,7 +24,7 @@ from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.engine.ports import Spending
 from loopd.protocol.events import Prompt, TextBlock
 from loopd.providers.anthropic import AnthropicProvider
-from loopd.runtimes.native_store import StoreJournal
+from loopd.runtimes.native.store import StoreJournal
 from loopd.store.sqlite import SessionRecord, SqliteStore
 from loopd.testing.fakes import FakeClock, FakeToolBox, ScriptedPolicy
 

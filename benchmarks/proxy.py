@@ -23,12 +23,12 @@ from threading import Thread
 from loopd.policy.domains import DomainLists
 from loopd.policy.modes import Mode
 from loopd.policy.network import NetworkGrant
+from loopd.policy.tiers import Tier
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.sandbox.base import CommandSandbox, CommandSpec
 from loopd.sandbox.netgate import NetworkGate
 from loopd.sandbox.probe import probe_sandbox, select_sandbox
 from loopd.sandbox.resolve import HookedNetwork
-from loopd.sandbox.tiers import Tier
 
 ROUNDS = 7
 SIZE = 64 * 1024 * 1024

@@ -1,5 +1,5 @@
-"""Composition root: with `loopd.parts` (each native session's tools, policy and sandbox),
-the one place that names concrete classes.
+"""Composition root: with `loopd.runtimes.native.parts` (each native session's tools,
+policy and sandbox), the one place that names concrete classes.
 
 `build_app` reads configuration and the environment, discovers the runtime catalog,
 opens the shared session store and wires one `SessionManager` whose runtime
@@ -13,13 +13,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any
 
+from loopd.app_wiring import (
+    boundary,
+    native_wiring,
+    own_dirs,
+    rules_table,
+    tool_limits,
+    workspace_reader,
+)
 from loopd.catalog import (
     CatalogBuild,
     CatalogError,
@@ -28,45 +35,24 @@ from loopd.catalog import (
     discover_catalog,
 )
 from loopd.catalog.errors import NO_RUNTIME_HELP
-from loopd.catalog.listing import listing_for, lists_models, no_model_help
-from loopd.catalog.roles import roles_of
 from loopd.checkpoints.service import CheckpointLimits, Checkpoints, blob_folder
-from loopd.config import Config, TrustStore, data_dir, load_config, user_config_file
+from loopd.config import Config, TrustStore, data_dir, load_config
 from loopd.config.login import LoginFileError, forget_login, read_login, with_login
 from loopd.config.pins import Pins
-from loopd.config.schema import EXPLORE_AGENT, MAIN_AGENT, Harness, TrustState
-from loopd.daemon.place import place_of
-from loopd.engine.delegate import ChildRuntime
-from loopd.engine.limits import Limits
-from loopd.engine.loop import EngineConfig
-from loopd.home import home_path
-from loopd.instructions import read_chain, read_guides, system_prompt
-from loopd.parts import GuardedParts, LazyProbe
-from loopd.policy.domains import DomainLists
-from loopd.policy.modes import DEFAULT_MODE
-from loopd.policy.reading import DiskReader
+from loopd.config.schema import MAIN_AGENT, Harness, TrustState
 from loopd.policy.rules import RuleSet
 from loopd.protocol.errors import ConfigError
-from loopd.protocol.model import ThinkingLevel
-from loopd.providers.anthropic import DEFAULT_VERSION as DEFAULT_ANTHROPIC_VERSION
-from loopd.providers.factory import ClosableProvider, make_provider
-from loopd.providers.models import NoModelProvider
-from loopd.runtimes.acp_agent import AcpRuntimeFactory, AcpSettings
+from loopd.providers.factory import ClosableProvider
+from loopd.runtimes.acp.agent import AcpRuntimeFactory, AcpSettings
 from loopd.runtimes.base import RuntimeFactory
-from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
-from loopd.runtimes.codex import CodexRuntimeFactory, CodexSettings
-from loopd.runtimes.native import NativeRuntimeFactory
-from loopd.runtimes.native_wiring import NativeWiring
-from loopd.sandbox.probe import Boundary
+from loopd.runtimes.foreign.claude import ClaudeRuntimeFactory, ClaudeSettings
+from loopd.runtimes.foreign.codex import CodexRuntimeFactory, CodexSettings
+from loopd.runtimes.native.parts import LazyProbe
+from loopd.runtimes.native.runtime import NativeRuntimeFactory
 from loopd.sessions.manager import SessionManager
 from loopd.sessions.table import SessionTable
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.sqlite import SqliteStore
-from loopd.tools.env import (
-    SystemClock,
-    ToolLimits,
-)
-from loopd.tools.skills import SkillShelf
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +110,11 @@ class App:
 
 
 def build_app(
-    env: Mapping[str, str], cwd: str, *, editor: bool = False, table: SessionTable | None = None
+    env: Mapping[str, str],
+    cwd: str,
+    *,
+    editor: bool = False,
+    table: SessionTable | None = None,
 ) -> App:
     """The app for a workspace. `editor` (ACP, LSP) puts an untrusted workspace
     config to the person at each session's first turn; the CLI says it on stderr
@@ -220,7 +210,7 @@ def _factory(
     """The factory for a catalog entry; None for a harness this build cannot run."""
     match entry.harness:
         case Harness.NATIVE:
-            wiring = _native_wiring(entry, env, config, providers, probe, catalog)
+            wiring = native_wiring(entry, env, config, providers, probe, catalog)
             return NativeRuntimeFactory(entry.name, wiring, store)
         case Harness.CLAUDE:
             return ClaudeRuntimeFactory(
@@ -234,10 +224,10 @@ def _factory(
                 tuple(entry.args),
                 entry.env,
                 env,
-                rules=RuleSet.from_config(_rules_table(config)),
-                boundary=_boundary(env, config),
+                rules=RuleSet.from_config(rules_table(config)),
+                boundary=boundary(env, config),
                 probe=probe.get,
-                limits=_tool_limits(config),
+                limits=tool_limits(config),
                 pins=_pins(config),
             )
             return AcpRuntimeFactory(entry.name, settings)
@@ -272,68 +262,8 @@ def _small_model_env(entry: RuntimeEntry) -> dict[str, str]:
     if entry.harness is not Harness.CLAUDE or entry.small_model is None:
         return {}
     return dict.fromkeys(
-        ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_SMALL_FAST_MODEL"), entry.small_model
-    )
-
-
-def _native_wiring(
-    entry: RuntimeEntry,
-    env: Mapping[str, str],
-    config: Config,
-    providers: list[ClosableProvider],
-    probe: LazyProbe,
-    catalog: RuntimeCatalog,
-) -> NativeWiring:
-    provider = _provider(entry, env, config, providers)
-    models = tuple(m.id for m in entry.models)
-    default_model = entry.resolve_model(None) if entry.default_model else None
-    default_model = default_model or (models[0] if models else "")
-    listing = listing_for(entry, env) if lists_models(entry) else None
-    unavailable = NoModelProvider(lambda: no_model_help(entry, listing.last if listing else None))
-    rules = RuleSet.from_config(_rules_table(config))
-    child = _explore_child(catalog, entry, ChildRuntime(provider, default_model), config, env)
-    reader = _workspace_reader(env)
-    shelf = SkillShelf(env, reader)
-    return NativeWiring(
-        provider_for=lambda model: provider if model else unavailable,
-        parts_for=functools.partial(
-            GuardedParts.open,
-            env=env,
-            probe=probe,
-            rules=rules,
-            child=child(providers),
-            shelf=shelf,
-            limits=_tool_limits(config),
-            boundary=_boundary(env, config),
-        ),
-        system_for=lambda ctx, chain: shelf.book(ctx).indexed(
-            system_prompt(ctx.cwd, ctx.roots, chain)
-        ),
-        chain_for=functools.partial(read_chain, reader=reader),
-        guides_for=functools.partial(read_guides, reader=reader),
-        clock=SystemClock(),
-        default_mode=config.defaults.mode or DEFAULT_MODE.value,
-        models=models,
-        default_model=default_model,
-        engine=EngineConfig(
-            model=default_model,
-            limits=_limits(config),
-            windows={m.id: m.context_window for m in entry.models if m.context_window},
-        ),
-        open_models=entry.open_models,
-        listing=listing,
-        resolve_model=functools.partial(_model_id, entry),
-        target_for=functools.partial(_target, entry),
-    )
-
-
-def _boundary(env: Mapping[str, str], config: Config) -> Boundary:
-    """What every session's sandbox hides and lets through, native or a child's."""
-    return Boundary(
-        private=_own_dirs(env),
-        home_readable=config.sandbox.home_readable,
-        unix_sockets=config.sandbox.allow_unix_sockets,
-        domains=_domains(config),
+        ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_SMALL_FAST_MODEL"),
+        entry.small_model,
     )
 
 
@@ -343,121 +273,6 @@ def _checkpoints(env: Mapping[str, str], config: Config, store: SqliteStore) -> 
     if not settings.enabled:
         return None
     limits = CheckpointLimits(settings.max_bytes, settings.max_file_bytes)
-    reader = _workspace_reader(env)
+    reader = workspace_reader(env)
     folder = blob_folder(str(data_dir(env)))
-    return Checkpoints(store, folder, reader, reader.home, _own_dirs(env), limits)
-
-
-def _domains(config: Config) -> DomainLists | None:
-    """The parsed domain lists, when network by domain is configured (the parser
-    already refused a rule it cannot read)."""
-    settings = config.sandbox
-    if not settings.by_domain:
-        return None
-    return DomainLists.parse(settings.allowed_domains or (), settings.denied_domains)
-
-
-def _workspace_reader(env: Mapping[str, str]) -> DiskReader:
-    """The rules of every read loopd makes of a workspace or a home on its own
-    (instruction files, skills): the file tools' secrets, loopd's own folders
-    included; each use gives its roots."""
-    return DiskReader((), home=os.path.realpath(home_path(env)), secrets=_own_dirs(env))
-
-
-def _own_dirs(env: Mapping[str, str]) -> tuple[str, ...]:
-    """loopd's own folders: its data (the session store, which holds whole
-    conversations, and the login), its user configuration and the daemon's socket
-    folder (a command that reached the daemon would drive loopd from outside its
-    sandbox). Commands never see them and the file tools never read them."""
-    own = (data_dir(env), user_config_file(env).parent, place_of(env).folder)
-    return tuple(dict.fromkeys(os.path.realpath(p) for p in own))
-
-
-def _provider(
-    entry: RuntimeEntry,
-    env: Mapping[str, str],
-    config: Config,
-    providers: list[ClosableProvider],
-) -> ClosableProvider:
-    ref = entry.provider
-    assert ref is not None, "a native entry always has a provider"
-    api_key = env.get(ref.api_key_env, "") if ref.api_key_env else ""  # "": sent no auth
-    provider = make_provider(
-        ref.kind.value,
-        base_url=ref.base_url,
-        api_key=api_key,
-        anthropic_version=ref.anthropic_version or DEFAULT_ANTHROPIC_VERSION,
-        idle_timeout=float(config.limits.stream_idle_seconds) or None,
-    )
-    providers.append(provider)
-    return provider
-
-
-def _explore_child(
-    catalog: RuntimeCatalog,
-    entry: RuntimeEntry,
-    own: ChildRuntime,
-    config: Config,
-    env: Mapping[str, str],
-) -> Callable[[list[ClosableProvider]], ChildRuntime]:
-    """Where this entry's `explore` children run: resolved for the `explore` agent
-    among the entries it admits (seed 001's per-agent entries), on its default
-    runtime with its model and effort, the model sent being the resolved id (its
-    per-effort target where one is named); with no default, on this entry, which
-    lends its own model when its server lists them. Raises ConfigError naming the key."""
-    try:
-        role = catalog.agent(EXPLORE_AGENT)
-        name = role.default or entry.name
-        listed = catalog.select(name, agent=EXPLORE_AGENT).default_model is None
-        chosen = role.selectors(name)[0] is not None or not listed
-        resolved = catalog.resolve(name, agent=EXPLORE_AGENT) if chosen else None
-    except CatalogError as err:
-        setting = {"unknown_model": "model", "unsupported_effort": "effort"}.get(err.kind)
-        key = roles_of(config)[EXPLORE_AGENT].key(setting or "default")
-        raise ConfigError(f"{config.where(key)}: {err}") from err
-    if resolved is None:
-        return lambda providers: replace(own, name=entry.name)
-    effort = resolved.effort if resolved.effort_explicit else None
-    thinking = cast(ThinkingLevel, effort) if effort in get_args(ThinkingLevel) else "off"
-    child, model = resolved.entry, resolved.entry.target_of(resolved.model, thinking)
-
-    def build(providers: list[ClosableProvider]) -> ChildRuntime:
-        same = child.name == entry.name
-        provider = own.provider if same else _provider(child, env, config, providers)
-        return ChildRuntime(provider, model or own.model, child.name, thinking)
-
-    return build
-
-
-def _model_id(entry: RuntimeEntry, model: str) -> str:
-    """What the provider is sent for `model` in this entry: an alias becomes its id."""
-    return entry.resolve_model(model) or model
-
-
-def _target(entry: RuntimeEntry, model: str, effort: str) -> str:
-    """What the provider is sent for model id `model` at `effort`: its target there."""
-    return entry.target_of(model, effort) or model
-
-
-def _rules_table(config: Config) -> dict[str, Any]:
-    a = config.approvals
-    return {"allow": list(a.allow), "ask": list(a.ask), "deny": list(a.deny)}
-
-
-def _limits(config: Config) -> Limits:
-    c = config.limits
-    return Limits(
-        max_iterations=c.max_iterations,
-        max_tool_calls=c.max_tool_calls,
-        max_parallel=c.max_parallel,
-        max_result_bytes=c.max_result_bytes,
-        max_identical_calls=c.max_identical_calls,
-        max_turn_tokens=c.turn_token_ceiling,
-        max_turn_cost_usd=c.turn_cost_ceiling,
-        max_shown_chars=c.max_shown_chars,
-    )
-
-
-def _tool_limits(config: Config) -> ToolLimits:
-    c = config.limits
-    return ToolLimits(output_max_chars=c.max_output_chars, shown_max_chars=c.max_shown_chars)
+    return Checkpoints(store, folder, reader, reader.home, own_dirs(env), limits)

@@ -1,4 +1,5 @@
-"""Where loopd's files are: its data dir and the user config file.
+"""Where loopd's files are: its data dir, the user config file and the daemon's
+socket folder.
 
 Standard library only, and light (no pathlib: the forwarder of `loopd acp`/`loopd
 lsp` needs both paths before anything else loads, on every editor start): the
@@ -15,6 +16,7 @@ read the process's HOME, so loopd does not call them on an editor's behalf.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -44,6 +46,24 @@ def user_config_path(env: Mapping[str, str]) -> str:
     if base:
         return os.path.join(base, "loopd", "config.toml")
     return os.path.join(home_path(env), ".config", "loopd", "config.toml")
+
+
+def daemon_folder(env: Mapping[str, str]) -> str:
+    """The private folder of the daemon's socket: `$XDG_RUNTIME_DIR/loopd` when the
+    session has a runtime dir of this user's, else `<data dir>/run`. Only where it
+    is: `loopd.daemon.place` makes it and refuses one that is not this user's alone."""
+    runtime = env.get("XDG_RUNTIME_DIR") or ""
+    if os.path.isabs(runtime) and _owned_dir(runtime):
+        return os.path.join(runtime, "loopd")
+    return os.path.join(data_path(env), "run")
+
+
+def _owned_dir(path: str) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
 
 
 def home_path(env: Mapping[str, str]) -> str:

@@ -33,7 +33,7 @@ from loopd.runtimes.base import RuntimeContext
 from loopd.sessions.manager import SessionManager
 from loopd.testing.fakes import Reply, ScriptedPolicy, ScriptedProvider
 from loopd.testing.harness import scripted_manager
-from loopd.tools.env import FileAccess, RoutedFiles
+from loopd.tools.access import FileAccess, RoutedFiles
 from loopd.tools.files import BeneathFiles
 
 

@@ -8,12 +8,13 @@ from pathlib import Path
 
 from loopd.app import build_app
 from loopd.engine.delegate import ChildRuntime
-from loopd.parts import GuardedParts, LazyProbe
+from loopd.mcp.config import McpServerConfig
 from loopd.policy.reading import DiskReader
 from loopd.policy.rules import RuleSet
 from loopd.protocol.events import AgentMessageChunk
-from loopd.runtimes.base import McpServerConfig, RuntimeContext
-from loopd.runtimes.claude import ClaudeRuntimeFactory
+from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.foreign.claude import ClaudeRuntimeFactory
+from loopd.runtimes.native.parts import GuardedParts, LazyProbe
 from loopd.testing.fakes import RecordingEmitter, ScriptedApprover, ScriptedProvider
 from loopd.tools.env import ToolLimits
 from loopd.tools.skills import SkillShelf

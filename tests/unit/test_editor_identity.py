@@ -24,7 +24,7 @@ ALLOWED = {
     "home.py": "`~user` goes through the password database, never HOME",
     "tools/env.py": "ToolEnv's defaults, for one editor in its own process",
     "sandbox/probe.py": "the probe's default environment, for `loopd doctor`",
-    "runtimes/foreign.py": "a foreign CLI's default environment (the app always sets it)",
+    "runtimes/foreign/runtime.py": "a foreign CLI's default environment (the app always sets it)",
     "executables.py": "loopd's own PATH, for the programs it runs for itself (rg, bwrap)",
 }
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 SERVER = Path(__file__).resolve().parents[2] / "server"
 SNIPPET = """
-from loopd.stdio import protect_stdout
+from loopd.streams.stdio import protect_stdout
 out = protect_stdout()
 print("a stray print from some library")
 out.write(b'{"jsonrpc":"2.0"}\\n')

@@ -61,7 +61,7 @@ from acp.schema import EnvVariable
 
 from loopd.policy.handover import MAX_KEPT_BYTES, Handover, HandoverRefused
 from loopd.policy.watch import PathWatch
-from loopd.tools.env import Admitted, FileAccess, GatedFiles, PathRefused, TerminalRun
+from loopd.tools.access import Admitted, FileAccess, GatedFiles, PathRefused, TerminalRun
 from loopd.tools.processes import commands_alive
 
 log = logging.getLogger(__name__)

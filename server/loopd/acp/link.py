@@ -26,7 +26,7 @@ from loopd.acp.translate import (
 )
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.questions import Question
-from loopd.tools.env import FileAccess
+from loopd.tools.access import FileAccess
 
 
 @dataclass(eq=False, slots=True)

@@ -6,7 +6,7 @@ stderr, so a stray `print` in any library lands in the editor's log instead of
 corrupting a JSON line. The stdin reader, its protocol and transport are held for
 the life of the connection: asyncio holds them only weakly, and a collected reader
 looks to the SDK like the editor hung up. stdin and stdout may be pipes, terminals,
-regular files or `/dev/null` (see `loopd.stdio`).
+regular files or `/dev/null` (see `loopd.streams.stdio`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from loopd.acp.agent import LoopdAgent
 from loopd.acp.models import ModelRoutes
 from loopd.acp.transport import BoundedNdjson
 from loopd.sessions.starting import Starting
-from loopd.stdio import hung_up, open_stdin, open_stdout, protect_stdout
+from loopd.streams.stdio import hung_up, open_stdin, open_stdout, protect_stdout
 
 log = logging.getLogger(__name__)
 

@@ -51,6 +51,7 @@ from acp.schema import (
 from acp.schema import HttpMcpServer as AcpHttpServer
 from acp.schema import McpServerStdio as AcpStdioServer
 
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ANSWERS, ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import (
     ConfigOption,
@@ -63,7 +64,6 @@ from loopd.protocol.events import (
     ToolCallUpdated,
     to_wire,
 )
-from loopd.runtimes.base import McpServerConfig
 
 log = logging.getLogger(__name__)
 

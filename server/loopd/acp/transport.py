@@ -2,7 +2,8 @@
 
 The SDK's own NDJSON reader gathers a line whatever its size: a 100 MB line
 without a newline is held whole (and a client that never sends one grows it without
-end). `BoundedNdjson` writes as the SDK does and reads through `loopd.lines.LineReader`: a line
+end). `BoundedNdjson` writes as the SDK does and reads through
+`loopd.streams.lines.LineReader`: a line
 over `max_line` bytes is dropped as it streams in and answered with an Invalid
 Request error (with the request's id when its first bytes name one, so the client's
 call fails instead of waiting forever), and reading goes on with the next line. A
@@ -23,8 +24,8 @@ from typing import Any
 
 from acp.task import MessageSender, TaskSupervisor
 
-from loopd.lines import LineReader, Overlong
 from loopd.protocol.jsonvalues import loads_bounded
+from loopd.streams.lines import LineReader, Overlong
 
 log = logging.getLogger(__name__)
 

@@ -39,11 +39,10 @@ from loopd.catalog.entry import (
     Source,
 )
 from loopd.catalog.roles import Skipped, with_roles
-from loopd.config.load import Env, read_env
+from loopd.config.load import Env, EnvSettings, read_env
 from loopd.config.schema import (
     Choices,
     Config,
-    EnvSettings,
     Harness,
     ModelSpec,
     ProviderConfig,

@@ -73,7 +73,7 @@ def acp(args: argparse.Namespace) -> int:
     if code is not None:
         return code
     from loopd.acp.server import serve_stdio
-    from loopd.stdio import protect_stdout
+    from loopd.streams.stdio import protect_stdout
 
     out = protect_stdout()  # before anything else can print: stdout is the protocol's
     _serve_while_building(lambda manager: serve_stdio(manager, out))
@@ -93,7 +93,7 @@ def lsp(args: argparse.Namespace) -> int:
     if code is not None:
         return code
     from loopd.lsp.server import serve
-    from loopd.stdio import protect_stdout
+    from loopd.streams.stdio import protect_stdout
 
     out = protect_stdout() if address is None else None  # stdout is the protocol's
     _serve_while_building(lambda manager: serve(manager, address, out))

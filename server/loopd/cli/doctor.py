@@ -24,7 +24,7 @@ from loopd.executables import find_program, process_path
 
 if TYPE_CHECKING:
     from loopd.config import Config
-    from loopd.sandbox.tiers import Tier
+    from loopd.policy.tiers import Tier
 
 KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 ENDPOINT_VARIABLES = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "OLLAMA_HOST")

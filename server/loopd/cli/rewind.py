@@ -23,7 +23,7 @@ from loopd.cli.render import escape
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ConfigError
 from loopd.sessions.rewind import REDO, RewindArgs, listing
-from loopd.tools.env import FileAccess
+from loopd.tools.access import FileAccess
 
 
 class QuietLink:

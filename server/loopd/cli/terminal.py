@@ -37,7 +37,7 @@ from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import NOTICE_META, DiffContent
 from loopd.protocol.questions import Question
 from loopd.protocol.turns import Outcome
-from loopd.tools.env import FileAccess
+from loopd.tools.access import FileAccess
 
 FAILURE_LINES = 8  # of a failed tool's text: where it says why
 OUTPUT_LINES = 8  # of a command's output (with its exit code line): its end, the rest folded

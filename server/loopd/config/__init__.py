@@ -99,23 +99,21 @@ The file format (every key optional; unknown keys are errors):
     exit_code = 0
 """
 
-from loopd.config.load import Env, load_config, read_env, workspace_config_file
+from loopd.config.gate import UNTRUSTED_KEYS
+from loopd.config.load import Env, EnvSettings, load_config, read_env, workspace_config_file
 from loopd.config.merge import Merged, merge_layers
 from loopd.config.parse import parse_config
 from loopd.config.schema import (
     EXPLORE_AGENT,
     MAIN_AGENT,
-    UNTRUSTED_KEYS,
     AgentConfig,
     Approvals,
     Choices,
     Config,
-    ConfigFileError,
     Defaults,
     Delegate,
     Done,
     DoneCriterion,
-    EnvSettings,
     Harness,
     Limits,
     ModelSpec,
@@ -126,6 +124,7 @@ from loopd.config.schema import (
     TrustState,
     WorkspaceStatus,
 )
+from loopd.config.table import ConfigFileError
 from loopd.config.trust import TrustStore, WorkspaceFile, read_workspace_file
 from loopd.home import data_dir, user_config_file
 

@@ -12,13 +12,31 @@ it needs trust.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
-from loopd.config.schema import UNTRUSTED_KEYS, Config, Gate
+from loopd.config.schema import UNTRUSTED, Config, Gate
 from loopd.policy.modes import DEFAULT_MODE, Mode, parse_mode
 
 _MODE_ORDER = tuple(Mode)  # most restrictive first
+
+
+def untrusted_keys() -> Mapping[tuple[str, str], Gate]:
+    """`(table, key)` to `Gate`, for every key declared as one that only tightens."""
+    root = Config()
+    found: dict[tuple[str, str], Gate] = {}
+    for table in dataclasses.fields(Config):
+        value = getattr(root, table.name)
+        if dataclasses.is_dataclass(value):
+            for key in dataclasses.fields(value):
+                if UNTRUSTED in key.metadata:
+                    found[(table.name, key.name)] = key.metadata[UNTRUSTED]
+    return MappingProxyType(found)
+
+
+UNTRUSTED_KEYS = untrusted_keys()
 
 
 def gate_untrusted(

@@ -9,20 +9,34 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from loopd.config.gate import gate_untrusted
 from loopd.config.merge import merge_layers
 from loopd.config.parse import parse_config
-from loopd.config.schema import Config, ConfigFileError, EnvSettings, TrustState, WorkspaceStatus
+from loopd.config.schema import Config, TrustState, WorkspaceStatus
+from loopd.config.table import ConfigFileError
 from loopd.config.trust import MAX_BYTES, TrustStore, WorkspaceFile
 from loopd.home import data_dir, user_config_file
 from loopd.policy.reading import DiskReader
 from loopd.protocol.reading import FileRead, ReadRefused
 
 Env = Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnvSettings:
+    """The environment variables loopd reads itself. Keys stay out of `repr`."""
+
+    anthropic_api_key: str | None = field(default=None, repr=False)
+    anthropic_base_url: str | None = None
+    openai_api_key: str | None = field(default=None, repr=False)
+    openai_base_url: str | None = None
+    ollama_host: str | None = None
+    loopd_home: str | None = None
+
 
 # What to set for a native runtime: the variables `read_env` reads.
 HOW_TO_CONFIGURE = (

@@ -6,13 +6,13 @@ that the files leave out is `None` (or an empty tuple) so the layer that consume
 difference between "not configured" and "configured as the default" survives.
 
 Secrets never live here: a provider names the environment variable that holds its
-key (`api_key_env`); `EnvSettings` holds the variables loopd reads itself, with the
-keys kept out of `repr` so a logged config cannot leak them.
+key (`api_key_env`); the variables loopd reads itself are `loopd.config.load`'s
+`EnvSettings`. Which keys an untrusted file may set is declared here, on each key's
+field (`UNTRUSTED`), and gathered by `loopd.config.gate`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -20,7 +20,6 @@ from pathlib import Path
 from types import MappingProxyType
 
 from loopd.policy.modes import Mode
-from loopd.protocol.errors import ConfigError
 
 
 class Harness(StrEnum):
@@ -73,19 +72,6 @@ class TrustState(StrEnum):
     TRUSTED = "trusted"
     UNTRUSTED = "untrusted"  # never trusted, or trust withdrawn
     CHANGED = "changed"  # trusted once, but the file is no longer what was trusted
-
-
-class ConfigFileError(ConfigError):
-    """A config file holds a value loopd cannot use. `path` is the file the offending
-    key came from (after merging, the file that set it last), `key` its dotted TOML
-    path, `problem` what is wrong, in words meant for the person editing the file."""
-
-    def __init__(self, path: Path | None, key: str, problem: str) -> None:
-        where = f"{path}: " if path is not None else ""
-        super().__init__(f"{where}{key}: {problem}")
-        self.path = path
-        self.key = key
-        self.problem = problem
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -328,18 +314,6 @@ class CheckpointSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class EnvSettings:
-    """The environment variables loopd reads itself. Keys stay out of `repr`."""
-
-    anthropic_api_key: str | None = field(default=None, repr=False)
-    anthropic_base_url: str | None = None
-    openai_api_key: str | None = field(default=None, repr=False)
-    openai_base_url: str | None = None
-    ollama_host: str | None = None
-    loopd_home: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class WorkspaceStatus:
     """The workspace file behind a config: whether it is trusted and, when it is not,
     which of its keys were ignored (dotted, as written in the file), or the
@@ -411,19 +385,3 @@ class Config:
         """`<file>: <dotted key>`, the prefix of an error about a configured value."""
         origin = self.origins.get(key)
         return f"{origin}: {key}" if origin is not None else key
-
-
-def untrusted_keys() -> Mapping[tuple[str, str], Gate]:
-    """`(table, key)` to `Gate`, for every key declared as one that only tightens."""
-    root = Config()
-    found: dict[tuple[str, str], Gate] = {}
-    for table in dataclasses.fields(Config):
-        value = getattr(root, table.name)
-        if dataclasses.is_dataclass(value):
-            for key in dataclasses.fields(value):
-                if UNTRUSTED in key.metadata:
-                    found[(table.name, key.name)] = key.metadata[UNTRUSTED]
-    return MappingProxyType(found)
-
-
-UNTRUSTED_KEYS = untrusted_keys()

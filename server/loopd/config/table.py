@@ -7,12 +7,27 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from loopd.config.merge import KeyPath, Merged
-from loopd.config.schema import ConfigFileError
+from loopd.protocol.errors import ConfigError
 
 E = TypeVar("E", bound=StrEnum)
+
+
+class ConfigFileError(ConfigError):
+    """A config file holds a value loopd cannot use. `path` is the file the offending
+    key came from (after merging, the file that set it last), `key` its dotted TOML
+    path, `problem` what is wrong, in words meant for the person editing the file."""
+
+    def __init__(self, path: Path | None, key: str, problem: str) -> None:
+        where = f"{path}: " if path is not None else ""
+        super().__init__(f"{where}{key}: {problem}")
+        self.path = path
+        self.key = key
+        self.problem = problem
+
 
 # Names of providers and runtimes: what a person types after `--runtime`.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

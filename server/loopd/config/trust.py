@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from loopd.config.pins import Pins, fingerprint, pinned_runs
-from loopd.config.schema import ConfigFileError, TrustState
+from loopd.config.schema import TrustState
+from loopd.config.table import ConfigFileError
 from loopd.policy.reading import DiskReader
 from loopd.protocol.reading import FileRead, Over, ReadRefused
 

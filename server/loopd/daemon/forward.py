@@ -36,7 +36,7 @@ _INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ")
 
 def forward(protocol: str) -> int | None:
     if not _open(0) or not _open(1):
-        return None  # served here, which says so (see `loopd.stdio`)
+        return None  # served here, which says so (see `loopd.streams.stdio`)
     env = dict(os.environ)
     idle = daemon_idle(env)
     if idle is None:

@@ -2,8 +2,8 @@
 
 Standard library only: the forwarder imports this before anything else.
 
-The socket lives in a private folder: `$XDG_RUNTIME_DIR/loopd` when the session
-has a runtime dir of this user's, else `<data dir>/run`. Its name is derived from
+The socket lives in a private folder (`loopd.home.daemon_folder`: the rule sits
+there because the rest of loopd keeps commands and file tools out of it). Its name is derived from
 the data dir's real path, so a throwaway `LOOPD_HOME` (a test, a tool) gets its
 own daemon and never joins one serving another store. The folder must be a real
 folder owned by this user with no access for anyone else; the socket must be a
@@ -23,7 +23,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-from loopd.home import data_path
+from loopd.home import daemon_folder, data_path
 
 
 class Unsafe(Exception):
@@ -90,11 +90,7 @@ class Place(NamedTuple):
 def place_of(env: Mapping[str, str]) -> Place:
     data = data_path(env)
     key = hashlib.sha256(os.fsencode(os.path.realpath(data))).hexdigest()[:16]
-    runtime = env.get("XDG_RUNTIME_DIR") or ""
-    folder = os.path.join(data, "run")
-    if os.path.isabs(runtime) and _owned_dir(runtime):
-        folder = os.path.join(runtime, "loopd")
-    return Place(data, folder, f"loopd-{key}.sock")
+    return Place(data, daemon_folder(env), f"loopd-{key}.sock")
 
 
 def private_folder(folder: str) -> None:
@@ -136,11 +132,3 @@ def _private(info: os.stat_result, what: str, path: str, *, kind: Callable[[int]
         raise Unsafe(f"the {what} {path} belongs to uid {info.st_uid}, not to this user")
     if info.st_mode & 0o077:
         raise Unsafe(f"the {what} {path} is open to others (mode {info.st_mode & 0o777:o})")
-
-
-def _owned_dir(path: str) -> bool:
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()

@@ -1,4 +1,5 @@
-"""What an `Engine` is built from: its settings and the ports it talks to.
+"""What an `Engine` is built from: its settings and the ports it talks to, and the
+parts of a step built from both (`streamer_of`, `tool_phase_of`).
 
 Both are plain values the owner (the native runtime, a delegate, the test harness)
 assembles and may swap between steps with `Engine.reconfigure`: settings are frozen
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from loopd.context.compaction import CompactionPolicy
 from loopd.engine.compactor import MemoryWindows, NoContextJournal
 from loopd.engine.done import DoneChecks
+from loopd.engine.guard import LoopGuard
 from loopd.engine.history import random_id
 from loopd.engine.limits import Limits
 from loopd.engine.ports import (
@@ -33,7 +35,8 @@ from loopd.engine.ports import (
     WindowBook,
 )
 from loopd.engine.steer import SteerBox
-from loopd.engine.streaming import RetryPolicy
+from loopd.engine.streaming import ReplyStreamer, RetryPolicy
+from loopd.engine.toolrun import ToolPhase
 from loopd.protocol.model import ThinkingLevel
 
 
@@ -68,3 +71,29 @@ class EnginePorts:
     steer: SteerBox | None = None  # what the person says while a turn runs
     mentions: Mentions | None = None  # mentioned context read in at a turn's start
     guides: Guides | None = None  # instructions of the folders a turn works in
+
+
+def streamer_of(
+    config: EngineConfig, ports: EnginePorts, emitter: Emitter | None = None
+) -> ReplyStreamer:
+    """A step's model call, shown on `emitter` (the session's screen by default)."""
+    p = ports
+    return ReplyStreamer(
+        p.provider,
+        emitter or p.emitter,
+        p.clock,
+        p.new_id,
+        p.jitter,
+        config.retry,
+        config.show_reasoning,
+    )
+
+
+def tool_phase_of(
+    session_id: str, config: EngineConfig, ports: EnginePorts, guard: LoopGuard
+) -> ToolPhase:
+    """A step's tool round, under the turn's loop `guard`."""
+    p = ports
+    return ToolPhase(
+        session_id, p.tools, p.policy, p.approver, p.emitter, p.journal, config.limits, guard
+    )

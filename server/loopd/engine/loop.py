@@ -14,7 +14,8 @@ owner cancels the task running `run` (or `exec`), which returns `cancelled`.
 This module is the driver and the step (model call, then tool round); what it is
 built from is `loopd.engine.config`, the turn's accounting and its endings are
 `loopd.engine.turn`, and the shape of the messages it appends is
-`loopd.engine.history`. The names other packages use stay importable from here.
+`loopd.engine.history`, a command the person typed `loopd.engine.typed`. The names
+other packages use stay importable from here.
 """
 
 from __future__ import annotations
@@ -27,23 +28,23 @@ from loopd.context.compaction import Rejected
 from loopd.context.reminders import reminder_part
 from loopd.context.view import ContextView
 from loopd.engine.compactor import Compacted, ContextKeeper, Failed, told_budget
-from loopd.engine.config import EngineConfig, EnginePorts
+from loopd.engine.config import EngineConfig, EnginePorts, streamer_of, tool_phase_of
 from loopd.engine.done import settle
 from loopd.engine.guard import LoopGuard, LoopVerdict
 from loopd.engine.history import distinct_tool_ids, exec_message, prompt_parts, random_id
-from loopd.engine.limits import guard_options, truncate_result
+from loopd.engine.limits import guard_options
 from loopd.engine.notices import Notices
-from loopd.engine.ports import NOTHING_SPENT, Emitter, Spending, ToolCall, ToolResult
+from loopd.engine.ports import NOTHING_SPENT, Emitter, Spending
 from loopd.engine.spend import charge_calls, charge_summary
 from loopd.engine.steer import steer_text, unless_steered
-from loopd.engine.streaming import ReplyStreamer
+from loopd.engine.streaming import NOBODY, ReplyStreamer
 from loopd.engine.toolrun import ToolPhase
 from loopd.engine.turn import MODEL_STOPS, Turn, close_open_calls, iteration_note, sealed
+from loopd.engine.typed import EXEC_TOOL, run_typed
 from loopd.protocol.events import (
     AgentMessageChunk,
     Notice,
     Prompt,
-    SessionEvent,
     TextBlock,
     UsageUpdated,
     UserMessageChunk,
@@ -62,10 +63,6 @@ __all__ = [
     "prompt_parts",
     "random_id",
 ]
-
-EXEC_TOOL = "bash"
-"""The tool a command typed by the person runs through: through the tool and its
-policy and sandbox, never around them. `!` skips the model, not the boundary."""
 
 
 class Engine:
@@ -158,27 +155,14 @@ class Engine:
         return await self._sealed(outcome)
 
     async def exec(self, command: str) -> Outcome:
-        """Run a command the PERSON typed (`!cmd`), outside any model turn.
-
-        The call goes through `EXEC_TOOL` exactly as the model's would: declared,
-        decided by the policy, asked when it crosses the boundary, run in the sandbox.
-        The screen gets the tool events it already draws. The history gets ONE user
-        message holding the command and its output, because the person ran it and
-        the next turn must know what they saw; a user message, not a tool result,
-        because no provider accepts a result without a call, and inventing a call the
-        model never made would put words in its mouth."""
+        """Run a command the PERSON typed (`!cmd`), outside any model turn: through
+        the tool phase as `loopd.engine.typed.run_typed` says; the history gets the
+        one message it makes."""
         turn = self._new_turn()
-        call = ToolCall(self.ports.new_id("exec"), EXEC_TOOL, {"command": command})
-        reason: StopReason = "end_turn"
-        try:
-            result = await self._tool_phase(turn).run_alone(call)
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-            result, reason = ToolResult("Cancelled by the user.", is_error=True), "cancelled"
-        output = truncate_result(result.output, self.config.limits.max_result_bytes)
-        await self._append(Message("user", (TextPart(exec_message(command, output)),)))
+        call_id = self.ports.new_id("exec")
+        limit = self.config.limits.max_result_bytes
+        message, reason = await run_typed(self._tool_phase(turn), call_id, command, limit)
+        await self._append(message)
         return turn.outcome(reason)
 
     async def compact(self) -> Compacted | Rejected:
@@ -353,34 +337,15 @@ class Engine:
         """A request of the engine's own (a summary): retried like a turn's, shown to
         nobody, paid for like one: the session's cost, and within a turn (`turn`)
         the turn's token and cost budgets."""
-        done = await self._streamer(_NOBODY).request(request)
+        done = await self._streamer(NOBODY).request(request)
         await charge_summary(self.keeper, self._notices, turn, request.model, done.usage)
         return done
 
     def _streamer(self, emitter: Emitter | None = None) -> ReplyStreamer:
-        p = self.ports
-        return ReplyStreamer(
-            p.provider,
-            emitter or p.emitter,
-            p.clock,
-            p.new_id,
-            p.jitter,
-            self.config.retry,
-            self.config.show_reasoning,
-        )
+        return streamer_of(self.config, self.ports, emitter)
 
     def _tool_phase(self, turn: Turn) -> ToolPhase:
-        p = self.ports
-        return ToolPhase(
-            self.session_id,
-            p.tools,
-            p.policy,
-            p.approver,
-            p.emitter,
-            p.journal,
-            self.config.limits,
-            turn.guard,
-        )
+        return tool_phase_of(self.session_id, self.config, self.ports, turn.guard)
 
     async def _append(self, message: Message) -> None:
         self._history.append(message)
@@ -417,11 +382,3 @@ class Engine:
         reached, an `error` when a request failed."""
         await self._say(message, notice)
         return turn.outcome(reason, message)
-
-
-class _Nobody:
-    async def emit(self, event: SessionEvent) -> None:
-        return None
-
-
-_NOBODY = _Nobody()

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from loopd.engine.ports import Clock, Emitter, Provider
 from loopd.protocol.errors import IncompleteStream, ProviderError, StreamStalled
-from loopd.protocol.events import AgentMessageChunk, AgentThoughtChunk
+from loopd.protocol.events import AgentMessageChunk, AgentThoughtChunk, SessionEvent
 from loopd.protocol.model import (
     ModelRequest,
     ResponseDone,
@@ -34,6 +34,15 @@ from loopd.protocol.model import (
 )
 
 IdSource = Callable[[str], str]
+
+
+class _Nobody:
+    async def emit(self, event: SessionEvent) -> None:
+        return None
+
+
+NOBODY: Emitter = _Nobody()
+"""An emitter no one hears: for requests the person is not shown (a summary)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from loopd.lsp.server import LoopdServer, rpc
+from loopd.lsp.base import LoopdServer, rpc
 from loopd.lsp.wire import BadParams, config_options_to_wire, decision_named, field
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import EmbeddedResourceBlock, Prompt, TextBlock

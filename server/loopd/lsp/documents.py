@@ -27,7 +27,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
-from loopd.tools.env import FileAccess, GatedFiles
+from loopd.tools.access import FileAccess, GatedFiles
 
 log = logging.getLogger(__name__)
 

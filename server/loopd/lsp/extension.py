@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopd.lsp.server import LoopdServer, rpc
+from loopd.lsp.base import LoopdServer, rpc
 from loopd.lsp.wire import (
     config_options_to_wire,
     field,

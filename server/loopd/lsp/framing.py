@@ -30,8 +30,8 @@ from typing import Any
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCProtocol
 
-from loopd.lines import LineReader, Overlong
 from loopd.protocol.jsonvalues import loads_bounded
+from loopd.streams.lines import LineReader, Overlong
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ from loopd.lsp.wire import (
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import DiffContent
 from loopd.protocol.questions import Question
-from loopd.tools.env import FileAccess
+from loopd.tools.access import FileAccess
 
 log = logging.getLogger(__name__)
 

@@ -48,7 +48,8 @@ from pygls.uris import from_fs_path
 
 from loopd.lsp.hunks import Proposal
 from loopd.policy.globs import path_glob
-from loopd.tools.env import RUNNING_CALL, FileAccess, GatedFiles, PathRefused, Reviewed
+from loopd.tools.access import FileAccess, GatedFiles, PathRefused, Reviewed
+from loopd.tools.env import RUNNING_CALL
 
 log = logging.getLogger(__name__)
 

@@ -1,10 +1,8 @@
-"""`loopd lsp`: one `LoopdServer` per editor connection, all on one SessionManager.
+"""`loopd lsp`: one `LoopdServer` (`loopd.lsp.base`) per editor connection, all on
+one SessionManager, with every handler registered.
 
-pygls serves one connection per server object, and everything per connection (the
-client's capabilities and opt-ins, its link, its turns, its open documents) lives on
-that object, never in module state. Over stdio there is one connection; over TCP
-each accepted connection gets a fresh server, so several editors can share one
-loopd (and its sessions) at once.
+Over stdio there is one connection; over TCP each accepted connection gets a fresh
+server, so several editors can share one loopd (and its sessions) at once.
 
 Handlers are async and thin: they parse, call the session layer, translate. Errors
 the person can fix (bad params, an unknown session or option) answer -32602; other
@@ -14,208 +12,30 @@ loopd errors answer with their message; nothing a client sends takes the server 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
-import os
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcInvalidRequest
-from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, lsp_method
 
-from loopd import __version__
-from loopd.lines import LineReader
+from loopd.lsp import commands, extension
+from loopd.lsp.base import LoopdServer
 from loopd.lsp.framing import MARKER, MAX_HEADER_LINE, serve_frames
 from loopd.lsp.link import (
-    ASK_USER_METHOD,
-    PERMISSION_METHOD,
-    UPDATE_METHOD,
     ClientOptions,
-    LspLink,
 )
-from loopd.lsp.review import PROPOSE_METHOD, SETTLED_METHOD
-from loopd.lsp.turns import Turns
-from loopd.lsp.wire import BadParams, raw_converter
-from loopd.protocol.errors import ConfigError, LoopdError
-from loopd.runtimes.base import McpServerConfig
-from loopd.sessions.manager import SessionBusy, SessionManager, SessionNotFound, SessionView
-from loopd.sessions.queue import NotRunning
-from loopd.sessions.starting import StartFailed, Starting, started, wait_started
-from loopd.stdio import open_stdin, open_stdout, protect_stdout
+from loopd.sessions.manager import SessionManager
+from loopd.sessions.starting import Starting
+from loopd.streams.lines import LineReader
+from loopd.streams.stdio import open_stdin, open_stdout, protect_stdout
 
 log = logging.getLogger(__name__)
-
-SESSION_REQUESTS = (
-    "new",
-    "load",
-    "list",
-    "prompt",
-    "continue",
-    "close",
-    "delete",
-    "setConfigOption",
-    "steer",
-    "mentions",
-    "checkpoints",
-    "restore",
-)
-R = TypeVar("R")
-
-
-class LoopdProtocol(LanguageServerProtocol):
-    """Adds what pygls has no knob for: the server's `experimental.loopd` answer, and
-    an `exit` that ends this connection instead of the whole process."""
-
-    _server: LoopdServer
-
-    @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams) -> Any:
-        result = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {
-            "loopd": {
-                "version": 1,
-                "requests": [f"loopd/session/{m}" for m in SESSION_REQUESTS],
-                "notifications": ["loopd/session/cancel"],
-                "sessionUpdate": UPDATE_METHOD,
-                "requestPermission": PERMISSION_METHOD,
-                "askUser": ASK_USER_METHOD,
-                "review": {"propose": PROPOSE_METHOD, "settled": SETTLED_METHOD},
-            }
-        }
-        return result
-
-    @lsp_method(types.EXIT)
-    def lsp_exit(self, *args: Any) -> Any:
-        self._server.hang_up()
-        yield from ()
-
-
-class LoopdServer(LanguageServer):
-    """One editor connection: its options, link, turns, documents and sessions."""
-
-    def __init__(self, manager: Starting) -> None:
-        super().__init__(
-            "loopd",
-            __version__,
-            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-            protocol_cls=LoopdProtocol,
-            converter_factory=raw_converter,
-        )
-        self._manager = manager
-        self.link = LspLink(self, ClientOptions())
-        self.turns = Turns(self, self.link)
-        self.link.on_step = self.turns.on_step
-        self.current: str | None = None  # the session commands act on by default
-        self.opened: list[str] = []
-        self.hang_up: Callable[[], None] = lambda: None
-
-    # -- sessions of this connection -------------------------------------------------
-
-    @property
-    def manager(self) -> SessionManager:
-        """The session manager. Only for handlers that ran `ready()` first (`rpc`
-        does): while loopd is starting there is none."""
-        manager = started(self._manager)
-        if manager is None:
-            raise StartFailed("loopd is still starting")
-        return manager
-
-    async def ready(self) -> SessionManager:
-        """Wait until the manager is built; `StartFailed` says why it never will be."""
-        return await wait_started(self._manager)
-
-    def root(self) -> str:
-        try:
-            root = self.workspace.root_path
-        except RuntimeError:
-            root = None
-        return root or os.getcwd()
-
-    async def open_new(
-        self,
-        cwd: str,
-        additional_dirs: Sequence[str] = (),
-        mcp: Sequence[McpServerConfig] = (),
-    ) -> SessionView:
-        view = await self.manager.new_session(cwd, self.link, additional_dirs, mcp)
-        self._attach(view.id)
-        return view
-
-    async def load(self, session_id: str, mcp: Sequence[McpServerConfig] = ()) -> SessionView:
-        view = await self.manager.load_session(session_id, self.link, mcp)
-        self._attach(session_id)
-        return view
-
-    async def close(self, session_id: str) -> None:
-        await self.manager.close_session(session_id, self.link)
-        self._detach(session_id)
-
-    async def session_for(self, session_id: str | None) -> str:
-        """The session a command acts on: the one named (it must be open here), else
-        the current one, else a new one in the workspace root."""
-        if session_id is not None:
-            return self.require_open(session_id)
-        if self.current is None:
-            await self.open_new(self.root())
-        assert self.current is not None
-        return self.current
-
-    def require_open(self, session_id: str) -> str:
-        if session_id not in self.opened:
-            raise BadParams(f"session {session_id!r} is not open on this connection; load it")
-        return session_id
-
-    def _attach(self, session_id: str) -> None:
-        if session_id not in self.opened:
-            self.opened.append(session_id)
-        self.current = session_id
-
-    def _detach(self, session_id: str) -> None:
-        if session_id in self.opened:
-            self.opened.remove(session_id)
-        if self.current == session_id:
-            self.current = self.opened[-1] if self.opened else None
-
-    async def disconnect(self) -> None:
-        """The connection ended: cancel its turns, let go of its sessions."""
-        await self.turns.close()
-        manager = started(self._manager)
-        if manager is not None:  # no session can be open before it exists
-            await manager.detach(self.link)
-        for session_id in list(self.opened):
-            self._detach(session_id)
-
-
-def rpc(
-    handler: Callable[[LoopdServer, Any], Awaitable[R]],
-) -> Callable[[LoopdServer, Any], Awaitable[R]]:
-    """Map loopd's errors to JSON-RPC errors at the edge, in one place; and wait,
-    in arrival order, for a manager still starting."""
-
-    @functools.wraps(handler)
-    async def wrapped(ls: LoopdServer, params: Any) -> R:
-        try:
-            await ls.ready()
-            return await handler(ls, params)
-        except (BadParams, SessionNotFound, ConfigError) as e:
-            raise JsonRpcInvalidParams(str(e)) from e
-        except (SessionBusy, NotRunning) as e:  # refused now, not failed: try otherwise
-            raise JsonRpcInvalidRequest(str(e)) from e
-        except LoopdError as e:
-            raise JsonRpcInternalError(str(e)) from e
-
-    return wrapped
 
 
 def build_server(manager: Starting) -> LoopdServer:
     """A server for one connection, with every feature registered."""
-    from loopd.lsp import commands, extension
-
     server = LoopdServer(manager)
 
     @server.feature(types.INITIALIZE)
@@ -233,7 +53,7 @@ async def serve(
     """Serve LSP on stdio (one connection) or on TCP (any number, until cancelled).
     `manager` may still be starting: `initialize` is answered at once, and requests
     that need sessions wait for it (see `loopd.sessions.starting`).
-    `out` is the protocol's stdout from `loopd.stdio.protect_stdout`, for callers
+    `out` is the protocol's stdout from `loopd.streams.stdio.protect_stdout`, for callers
     that protect it before building the manager (recommended: nothing may print)."""
     if tcp is None:
         await serve_streams(manager, 0, out if out is not None else protect_stdout())

@@ -17,16 +17,15 @@ import uuid
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from lsprotocol import types
+from pygls.progress import Progress
 
 from loopd.lsp.link import LspLink
 from loopd.protocol.events import Prompt
 from loopd.protocol.turns import Outcome
-
-if TYPE_CHECKING:
-    from loopd.lsp.server import LoopdServer
+from loopd.sessions.manager import SessionManager
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +59,23 @@ class Turn:
         return out
 
 
+class TurnHost(Protocol):
+    """What the turns need of their connection (`loopd.lsp.base.LoopdServer`): the
+    manager, once started (turns only run after that), and the client's progress."""
+
+    @property
+    def manager(self) -> SessionManager: ...
+
+    @property
+    def client_capabilities(self) -> types.ClientCapabilities: ...
+
+    @property
+    def work_done_progress(self) -> Progress: ...
+
+
 @dataclass(eq=False, slots=True)
 class Turns:
-    server: LoopdServer  # its manager, once started: turns only run after that
+    server: TurnHost
     link: LspLink
     running: dict[str, Turn] = field(default_factory=dict)
     finished: OrderedDict[str, Turn] = field(default_factory=OrderedDict)

@@ -20,6 +20,7 @@ from pygls.protocol import (
     default_converter,
 )
 
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ANSWERS, ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import (
     AvailableCommandsUpdated,
@@ -33,7 +34,6 @@ from loopd.protocol.events import (
     config_option_to_wire,
     to_wire,
 )
-from loopd.runtimes.base import McpServerConfig
 from loopd.sessions.manager import SessionView
 from loopd.store.sqlite import SessionPage
 

@@ -22,10 +22,10 @@ from typing import Any
 
 from loopd import __version__
 from loopd.engine.ports import Clock
+from loopd.mcp.config import McpServerConfig
 from loopd.mcp.http import HttpTransport
 from loopd.mcp.rpc import JsonObject, McpError, McpExpired, RpcPeer, Transport
 from loopd.mcp.stdio import StdioTransport
-from loopd.runtimes.base import McpServerConfig
 
 log = logging.getLogger(__name__)
 

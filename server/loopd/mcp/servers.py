@@ -36,13 +36,13 @@ from typing import Any
 
 from loopd.engine.ports import Clock
 from loopd.mcp.client import McpClient, McpTimeouts, McpToolInfo
+from loopd.mcp.config import McpServerConfig
 from loopd.mcp.prompts import McpPrompt
 from loopd.mcp.resources import McpResource, resolve
 from loopd.mcp.rpc import McpError
 from loopd.mcp.tools import McpTool, tool_name
 from loopd.protocol.events import Prompt
 from loopd.protocol.mentions import Mention
-from loopd.runtimes.base import McpServerConfig
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ from typing import Any
 
 from loopd.engine.ports import Clock
 from loopd.executables import find_program
+from loopd.mcp.config import McpServerConfig
 from loopd.mcp.rpc import McpClosed, McpError, RpcPeer
 from loopd.protocol.jsonvalues import loads_bounded
-from loopd.runtimes.base import McpServerConfig
 from loopd.sandbox.base import sanitized_env
 
 log = logging.getLogger(__name__)

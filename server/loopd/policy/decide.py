@@ -48,8 +48,8 @@ from loopd.policy.modes import ApprovalPolicy, Mode, SandboxMode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.paths import PathIssue, PathPolicy, Unresolvable
 from loopd.policy.rules import MatchContext, Rule, RuleAction, RuleSet, escape_glob, first_match
+from loopd.policy.tiers import Tier
 from loopd.protocol.approvals import ApprovalDecision
-from loopd.sandbox.tiers import Tier
 
 NO_RULES = RuleSet()
 _SEVERITY = {Verdict.ALLOW: 0, Verdict.ASK: 1, Verdict.DENY: 2}

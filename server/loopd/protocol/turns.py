@@ -1,4 +1,5 @@
-"""How a turn ends, in ACP's closed set of stop reasons."""
+"""How a turn ends, in ACP's closed set of stop reasons, and what the session
+commands that end without a turn report (`/undo`, `/compact`)."""
 
 from __future__ import annotations
 
@@ -42,3 +43,10 @@ class UndoReport:
         lines = [f"Restored {p}" for p in self.restored]
         lines += [f"Left {p} as it is: {why}" for p, why in self.refused]
         return "\n".join(lines)
+
+
+def compacted_note(summary: str, refused: str = "") -> str:
+    """What the person reads after `/compact`: the summary, or why there was none."""
+    if not summary:
+        return f"Nothing compacted: {refused}." if refused else "Nothing to compact yet."
+    return f"Compacted the context. The model continues from this summary:\n\n{summary}"

@@ -1,2 +1,3 @@
 """Who runs a session's turns, behind one contract (`runtimes.base`): the native
-engine, and the Claude Code and Codex CLIs driven as children."""
+engine (`native/`), the Claude Code and Codex CLIs driven as children (`foreign/`),
+and any ACP agent as a child (`acp/`)."""

@@ -15,23 +15,12 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from loopd.config.pins import Pins, moved
 from loopd.engine.ports import Approver, Emitter
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.errors import RuntimeFailure
 from loopd.protocol.events import ConfigOption, Prompt
 from loopd.protocol.questions import UserQuestions
 from loopd.protocol.turns import Outcome
-from loopd.tools.env import EditorTerminals, FileAccess
-
-
-@dataclass(frozen=True, slots=True)
-class McpServerConfig:
-    """An MCP server handed over by the editor: stdio (`command`) or http (`url`)."""
-
-    name: str
-    command: str | None = None
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
-    url: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
+from loopd.tools.access import EditorTerminals, FileAccess
 
 
 def refuse_moved(pins: Pins) -> None:

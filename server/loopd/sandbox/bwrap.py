@@ -55,13 +55,13 @@ from dataclasses import dataclass, field
 from loopd.executables import find_program
 from loopd.policy.network import NetworkGrant
 from loopd.policy.paths import contains
+from loopd.policy.tiers import Tier
 from loopd.sandbox import landlock_syscalls, relay
 from loopd.sandbox.base import CommandSpec, PreparedCommand, sanitized_env
 from loopd.sandbox.hide import Hidden, covered_by, hidden_view
 from loopd.sandbox.protect import protection
 from loopd.sandbox.scan import Masks, scan
 from loopd.sandbox.seccomp import filter_file, unix_socket_filter
-from loopd.sandbox.tiers import Tier
 
 SANDBOX_TMP = "/tmp"
 DOCKER_SOCKETS = ("/run/docker.sock", "/var/run/docker.sock")

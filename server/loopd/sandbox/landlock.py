@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from loopd.policy.network import NetworkGrant
+from loopd.policy.tiers import Tier
 from loopd.sandbox.base import CommandSpec, PreparedCommand, sanitized_env
 from loopd.sandbox.landlock_syscalls import (
     abi_version,
@@ -29,7 +30,6 @@ from loopd.sandbox.landlock_syscalls import (
     restrict,
 )
 from loopd.sandbox.seccomp import unix_socket_filter
-from loopd.sandbox.tiers import Tier
 
 __all__ = ["LandlockSandbox", "abi_version"]
 

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from loopd.policy.network import NetworkGrant
+from loopd.policy.tiers import Tier
 from loopd.sandbox.base import CommandSpec, PreparedCommand, outside_roots, sanitized_env
 from loopd.sandbox.landlock_syscalls import die_with_parent
-from loopd.sandbox.tiers import Tier
 
 
 def unshare_argv(network: bool, unshare: str = "unshare") -> list[str]:

@@ -23,11 +23,11 @@ from loopd.home import home_path
 from loopd.policy.domains import DomainLists
 from loopd.policy.modes import Mode, SandboxMode
 from loopd.policy.network import NetworkGrant
+from loopd.policy.tiers import TIER_ORDER, Tier
 from loopd.sandbox.base import CommandSandbox, CommandSpec, Unsandboxed
 from loopd.sandbox.bwrap import BwrapFeatures, BwrapSandbox
 from loopd.sandbox.landlock import LandlockSandbox, abi_version
 from loopd.sandbox.netns import NetnsSandbox
-from loopd.sandbox.tiers import TIER_ORDER, Tier
 
 log = logging.getLogger(__name__)
 

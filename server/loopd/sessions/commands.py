@@ -43,7 +43,8 @@ class ContextCompacting(Protocol):
     """A runtime that can replace its model context with a summary of it."""
 
     async def compact_context(self) -> str | None:
-        """The note to show (see `compacted_note`), None if cancelled."""
+        """The note to show (see `loopd.protocol.turns.compacted_note`), None if
+        cancelled."""
         ...
 
 
@@ -103,13 +104,6 @@ def command_text(prompt: Prompt) -> str:
     """The words after a command's name."""
     words = prompt.text.strip().split(maxsplit=1)
     return words[1] if len(words) > 1 else ""
-
-
-def compacted_note(summary: str, refused: str = "") -> str:
-    """What the person reads after `/compact`: the summary, or why there was none."""
-    if not summary:
-        return f"Nothing compacted: {refused}." if refused else "Nothing to compact yet."
-    return f"Compacted the context. The model continues from this summary:\n\n{summary}"
 
 
 def slash_command(prompt: Prompt, runtime: object) -> str | None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 from loopd.engine.limits import bound_shown
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import (
     ConfigOption,
@@ -30,10 +31,10 @@ from loopd.protocol.events import (
 )
 from loopd.protocol.questions import Question, UserQuestions
 from loopd.protocol.turns import Outcome
-from loopd.runtimes.base import McpServerConfig, Runtime, RuntimeContext
+from loopd.runtimes.base import Runtime, RuntimeContext
 from loopd.sessions.errors import SessionBusy
 from loopd.store.sqlite import SessionRecord, SqliteStore
-from loopd.tools.env import EditorTerminals, FileAccess
+from loopd.tools.access import EditorTerminals, FileAccess
 
 log = logging.getLogger(__name__)
 

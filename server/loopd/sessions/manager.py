@@ -22,10 +22,10 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
-from loopd.catalog.identity import entry_changes
 from loopd.checkpoints.service import Checkpoints
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import (
     AgentMessageChunk,
@@ -33,12 +33,7 @@ from loopd.protocol.events import (
 )
 from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import Outcome, UndoReport
-from loopd.runtimes.base import (
-    ForkableFactory,
-    McpServerConfig,
-    RuntimeContext,
-    RuntimeFactory,
-)
+from loopd.runtimes.base import ForkableFactory, RuntimeContext, RuntimeFactory
 from loopd.sessions.commands import (
     FileUndoing,
     mentions_of,
@@ -50,6 +45,7 @@ from loopd.sessions.live import (
     SessionEmitter,
     Unopened,
 )
+from loopd.sessions.offer import Credentials, RuntimeOffer
 from loopd.sessions.options import RUNTIME_OPTION, Options, SessionView, carried
 from loopd.sessions.queue import say_entry_changed, steer_turn
 from loopd.sessions.resume import say_cut, was_cut
@@ -70,17 +66,8 @@ __all__ = [  # the refusals and the queue bound live beside the turns; frontends
 log = logging.getLogger(__name__)
 
 
-class Credentials(Protocol):
-    """Where runtimes get their credentials: read again after a login, forgotten
-    at logout. Either way the manager is then offered the runtimes they give."""
-
-    async def reload(self) -> None: ...
-
-    async def logout(self) -> None: ...
-
-
 @dataclass(slots=True)
-class SessionManager(Rewinding):
+class SessionManager(Rewinding, RuntimeOffer):
     store: SqliteStore
     runtimes: Mapping[str, RuntimeFactory]
     default_runtime: str
@@ -339,24 +326,6 @@ class SessionManager(Rewinding):
     def _context(self, live: LiveSession) -> RuntimeContext:
         return live.runtime_context(self._emitter(live), self.approval_timeout)
 
-    def _reidentify(self, record: SessionRecord) -> tuple[SessionRecord, tuple[str, ...]]:
-        """What changed in the catalog entry of a stored session since it was last
-        open; when something did, the record takes the identity it resolves to now
-        (so the person is told once, not on every load)."""
-        name = str(record.runtime.get("name", self.default_runtime))
-        stored = record.runtime.get("identity")
-        if not isinstance(stored, Mapping):
-            return record, ()
-        identity = self._identity(name, record.config)
-        changed = entry_changes(stored, identity["identity"])
-        if changed:
-            self.store.update(record.id, runtime=identity)
-            record = replace(record, runtime=identity)
-        return record, changed
-
-    def _identity(self, name: str, config: Mapping[str, str]) -> dict[str, Any]:
-        return {"name": name, "identity": dict(self.identify(name, config))}
-
     def _emitter(self, live: LiveSession) -> SessionEmitter:
         return self._turns().emitter(live)
 
@@ -376,29 +345,6 @@ class SessionManager(Rewinding):
         """Offer these runtimes to sessions opened from now on; open sessions keep
         the runtime they have."""
         self.runtimes, self.default_runtime, self.identify = runtimes, default_runtime, identify
-
-    async def refresh_runtimes(self) -> bool:
-        """Look again for credentials (`loopd login` may have run meanwhile); True
-        when a session can now be opened."""
-        if self.credentials is not None:
-            await self.credentials.reload()
-        return bool(self.runtimes)
-
-    async def logout(self) -> None:
-        """Forget the stored login; credentials from the environment still apply."""
-        if self.credentials is not None:
-            await self.credentials.logout()
-
-    def _factory(self, name: str) -> RuntimeFactory:
-        if not self.runtimes:
-            raise NoRuntime(f"no runtime is available: {self.no_runtime_help}")
-        if not name:
-            raise ConfigError(self.no_default_help)
-        factory = self.runtimes.get(name)
-        if factory is None:
-            known = ", ".join(sorted(self.runtimes)) or "none"
-            raise ConfigError(f"unknown runtime {name!r} (configured: {known})")
-        return factory
 
     def _require(self, session_id: str) -> LiveSession:
         live = self._live.get(session_id)

@@ -14,10 +14,10 @@ from typing import Protocol
 
 from loopd.checkpoints.book import Checkpoint
 from loopd.checkpoints.service import Checkpoints, Restored
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import AgentMessageChunk, Prompt
 from loopd.protocol.turns import Outcome
-from loopd.runtimes.base import McpServerConfig
 from loopd.sessions.live import ClientLink, LiveSession, SessionEmitter
 from loopd.sessions.options import SessionView
 from loopd.sessions.rewind import RewindArgs, Rewinds

@@ -12,15 +12,22 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeAlias
+from typing import Protocol, TypeAlias, TypeVar
 
 from loopd.protocol.errors import LoopdError
 from loopd.sessions.manager import SessionManager
 
-if TYPE_CHECKING:
-    from loopd.app import App
-
 Starting: TypeAlias = SessionManager | asyncio.Future[SessionManager]
+
+
+class Built(Protocol):
+    """What a build makes (`loopd.app.App`): the manager the protocol serves."""
+
+    @property
+    def manager(self) -> SessionManager: ...
+
+
+App = TypeVar("App", bound=Built)
 
 
 class StartFailed(LoopdError):

@@ -70,7 +70,7 @@ import sys
 import threading
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -78,26 +78,17 @@ from typing import Any
 from loopd.testing.llm_script import (
     HttpError,
     RawStream,
+    RecordedRequest,
     Reply,
     ScriptedCall,
     Step,
     steps_from_json,
 )
 from loopd.testing.llm_wire import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, WIRES, Wire, sse
+from loopd.testing.long_session import LongSession
 
 ANY_ROUTE = "*"
 COUNT_TOKENS = "/v1/messages/count_tokens"
-
-
-@dataclass(slots=True)
-class RecordedRequest:
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-    size: int = 0
-    """The body's length in bytes, as sent."""
-    disconnected: bool = False
-    """The client closed the connection before the reply was fully written."""
 
 
 class FakeLLMServer:
@@ -361,8 +352,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     responder = None
     if args.long_session:
-        from loopd.testing.long_session import LongSession
-
         responder = LongSession(reply_words=args.long_session).respond
     fake = FakeLLMServer(args.host, args.port, window=args.window, responder=responder)
     if args.script:

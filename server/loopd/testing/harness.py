@@ -18,7 +18,6 @@ from typing import Any
 from loopd.engine.done import DoneChecks
 from loopd.engine.loop import EngineConfig
 from loopd.engine.ports import Provider, ToolBox
-from loopd.instructions import read_chain, read_guides
 from loopd.policy.reading import DiskReader
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import RuntimeFailure
@@ -26,12 +25,13 @@ from loopd.protocol.events import Command, Prompt
 from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import UndoReport
 from loopd.runtimes.base import RuntimeContext
-from loopd.runtimes.native import NativeRuntimeFactory
-from loopd.runtimes.native_wiring import NativeWiring
+from loopd.runtimes.native.instructions import read_chain, read_guides
+from loopd.runtimes.native.runtime import NativeRuntimeFactory
+from loopd.runtimes.native.wiring import NativeWiring
 from loopd.sessions.manager import SessionManager
 from loopd.store.sqlite import SqliteStore
 from loopd.testing.fakes import FakeClock, FakeToolBox, ScriptedPolicy
-from loopd.tools.env import FileAccess
+from loopd.tools.access import FileAccess
 
 
 @dataclass(eq=False, slots=True)

@@ -3,7 +3,8 @@
 A step says *what* the model replies (text, thinking, tool calls, why it stopped)
 and *how* it is delivered (chunking, pings, unknown events, a fault); the server
 renders it in whichever wire format the request's route speaks, so one script can
-drive any provider. Three kinds of step:
+drive any provider; a responder computes the step from the `RecordedRequest`.
+Three kinds of step:
 
 - `Reply`: a streamed answer, optionally with a delivery fault.
 - `HttpError`: an error status with the format's JSON error body.
@@ -20,6 +21,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from loopd.protocol.model import ModelStop
+
+
+@dataclass(slots=True)
+class RecordedRequest:
+    """One request the server received, as a responder and the test see it."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    size: int = 0
+    """The body's length in bytes, as sent."""
+    disconnected: bool = False
+    """The client closed the connection before the reply was fully written."""
+
 
 ErrorKind = Literal[
     "rate_limited", "overloaded", "server_error", "context_overflow", "auth", "bad_request"

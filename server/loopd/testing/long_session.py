@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from loopd.testing.fake_llm import RecordedRequest
-from loopd.testing.llm_script import Reply, ScriptedCall, Step
+from loopd.testing.llm_script import RecordedRequest, Reply, ScriptedCall, Step
 
 SUMMARY = "Summary: the person asks about one module after another; each was read and explained."
 

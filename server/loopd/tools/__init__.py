@@ -4,7 +4,8 @@
 sandbox, background processes and plan.
 """
 
-from loopd.tools.env import FileAccess, LocalFiles, ToolEnv, ToolLimits
+from loopd.tools.access import FileAccess, LocalFiles
+from loopd.tools.env import ToolEnv, ToolLimits
 from loopd.tools.registry import ToolRegistry, builtin_tools
 
 __all__ = ["FileAccess", "LocalFiles", "ToolEnv", "ToolLimits", "ToolRegistry", "builtin_tools"]

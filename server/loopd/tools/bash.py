@@ -37,14 +37,15 @@ from loopd.executables import find_program
 from loopd.policy.commands import is_safe_command
 from loopd.policy.grants import Grant, current_grant
 from loopd.policy.paths import SECRET_DIR_NAMES, is_secret_name
+from loopd.policy.tiers import Tier
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import TerminalContent, TextBlock, ToolKind
 from loopd.sandbox.base import CommandSandbox, CommandSpec, PreparedCommand
 from loopd.sandbox.landlock_syscalls import die_with_parent
 from loopd.sandbox.netgate import Lease
-from loopd.sandbox.tiers import Tier
+from loopd.tools.access import EditorTerminals
 from loopd.tools.base import Args, failure
-from loopd.tools.env import RUNNING_CALL, EditorTerminals, ToolEnv
+from loopd.tools.env import RUNNING_CALL, ToolEnv
 from loopd.tools.output import HeadTail, LiveView, Spill
 from loopd.tools.processes import Finished, run_captured, started
 

@@ -15,12 +15,9 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from loopd.protocol.turns import UndoReport
-
-if TYPE_CHECKING:  # env.py holds a ChangeLog; the Protocol is only a type here
-    from loopd.tools.env import FileAccess
+from loopd.tools.access import FileAccess
 
 
 @dataclass(frozen=True, slots=True)

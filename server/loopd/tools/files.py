@@ -29,7 +29,7 @@ from loopd.policy.beneath import write_text_beneath
 from loopd.policy.grants import current_grant
 from loopd.policy.paths import PathIssue, PathPolicy, PathVerdict
 from loopd.policy.reading import DiskReader
-from loopd.tools.env import Admitted, FileTooLarge, PathRefused, read_text_with
+from loopd.tools.access import Admitted, FileTooLarge, PathRefused, read_text_with
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 

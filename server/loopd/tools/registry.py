@@ -18,11 +18,12 @@ from loopd.policy.beneath import PathEscapeError
 from loopd.policy.paths import Unresolvable
 from loopd.protocol.errors import ToolInputError, ToolUnusable
 from loopd.protocol.model import INVALID_JSON_KEY, ToolSpec
+from loopd.tools.access import FileTooLarge, NotText, PathRefused
 from loopd.tools.ask_user import AskUser
 from loopd.tools.base import Conditional, Tool, failure
 from loopd.tools.bash import Bash
 from loopd.tools.edit import Edit, Write
-from loopd.tools.env import RUNNING_CALL, FileTooLarge, NotText, PathRefused, ToolEnv
+from loopd.tools.env import RUNNING_CALL, ToolEnv
 from loopd.tools.glob import Glob
 from loopd.tools.grep import Grep
 from loopd.tools.plan import Plan

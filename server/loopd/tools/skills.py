@@ -27,7 +27,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
 from loopd.home import home_path
@@ -36,9 +36,6 @@ from loopd.protocol.events import TextBlock, ToolKind
 from loopd.protocol.reading import FileReader, ReadRefused
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
-
-if TYPE_CHECKING:
-    from loopd.runtimes.base import RuntimeContext
 
 SKILL_FILE = "SKILL.md"
 MAX_SKILLS = 100
@@ -146,6 +143,16 @@ def split_front_matter(text: str) -> tuple[dict[str, str], str]:
     return {}, text  # no closing fence: not front matter
 
 
+class OpenSession(Protocol):
+    """The session a book is found for (`loopd.runtimes.base.RuntimeContext`)."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def cwd(self) -> str: ...
+
+
 @dataclass(slots=True)
 class SkillShelf:
     """Each open session's skills, found once when it opens and frozen like its
@@ -155,7 +162,7 @@ class SkillShelf:
     reader: FileReader
     _books: dict[str, SkillBook] = field(default_factory=dict)
 
-    def book(self, ctx: RuntimeContext) -> SkillBook:
+    def book(self, ctx: OpenSession) -> SkillBook:
         if ctx.session_id not in self._books:
             self._books[ctx.session_id] = find_skills(ctx.cwd, self.env, self.reader)
         return self._books[ctx.session_id]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from loopd import __version__
-from loopd.sandbox.tiers import Tier
+from loopd.policy.tiers import Tier
 from tests.e2e.conftest import serving
 
 pytestmark = pytest.mark.e2e

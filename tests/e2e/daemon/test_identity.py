@@ -18,8 +18,8 @@ import pytest
 from acp.schema import ClientCapabilities
 
 from loopd.daemon.place import place_of
+from loopd.policy.tiers import Tier
 from loopd.sandbox.probe import probe_sandbox
-from loopd.sandbox.tiers import Tier
 from loopd.testing.llm_script import Reply, ScriptedCall
 from tests.e2e.acp.conftest import ROOT, Home, RawAgent, loopd_acp, raw_loopd, text
 from tests.e2e.daemon.conftest import LOOPD, loopd, shared, status

@@ -15,7 +15,7 @@ from loopd.protocol.events import (
     ToolCallUpdated,
     UsageUpdated,
 )
-from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
+from loopd.runtimes.foreign.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
 from tests.e2e.conftest import anthropic_texts
 

@@ -16,7 +16,7 @@ from loopd.protocol.events import (
     ToolCallUpdated,
     UsageUpdated,
 )
-from loopd.runtimes.codex import CodexProvider, CodexRuntimeFactory, CodexSettings
+from loopd.runtimes.foreign.codex import CodexProvider, CodexRuntimeFactory, CodexSettings
 from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
 from tests.e2e.conftest import responses_texts
 

@@ -30,8 +30,8 @@ from acp.schema import (
     TextContentBlock,
 )
 
+from loopd.policy.tiers import Tier
 from loopd.sandbox.probe import probe_sandbox
-from loopd.sandbox.tiers import Tier
 from loopd.testing.fake_llm import FakeLLMServer, Reply, ScriptedCall
 from tests.e2e.conftest import serving
 

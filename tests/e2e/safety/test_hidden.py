@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from loopd.policy.tiers import Tier
 from loopd.sandbox.probe import probe_sandbox
-from loopd.sandbox.tiers import Tier
 from loopd.testing.fake_llm import Reply
 from tests.e2e.safety.conftest import FAKE_KEY, Box, calls, loopd_acp, loopd_run
 from tests.unit.acp.conftest import RecordingClient

@@ -26,12 +26,12 @@ from acp.schema import (
 
 from loopd.acp.link import AcpLink
 from loopd.acp.translate import decision_of, mcp_configs, permission_tool_call
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import DiffContent, Location
-from loopd.runtimes.base import McpServerConfig
 from loopd.testing.fakes import ScriptedProvider
 from loopd.testing.harness import scripted_manager
-from loopd.tools.env import PathRefused
+from loopd.tools.access import PathRefused
 from tests.unit.acp.conftest import EDITOR, EditorClient, RecordingClient, connected, gate
 from tests.unit.acp.swapping import Swapper, exchange
 

@@ -21,7 +21,8 @@ from loopd.acp.client_io import AcpFiles
 from loopd.sandbox.base import PreparedCommand
 from loopd.testing.fakes import ScriptedProvider
 from loopd.testing.harness import scripted_manager
-from loopd.tools.env import PathRefused, SystemClock
+from loopd.tools.access import PathRefused
+from loopd.tools.env import SystemClock
 from loopd.tools.processes import BackgroundProcesses
 from tests.unit.acp.conftest import EDITOR, EditorClient, connected, gate
 from tests.unit.acp.swapping import Swapper, exchange, plant_link, swapper_command

@@ -13,7 +13,7 @@ import pytest
 from loopd.app import build_app
 from loopd.config import TrustState, TrustStore, WorkspaceFile, load_config
 from loopd.protocol.errors import RuntimeFailure
-from loopd.runtimes.acp_agent import AcpRuntimeFactory, AcpSettings
+from loopd.runtimes.acp.agent import AcpRuntimeFactory, AcpSettings
 from loopd.runtimes.base import RuntimeContext
 from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
 

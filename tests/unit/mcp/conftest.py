@@ -13,7 +13,7 @@ from pathlib import Path
 
 from loopd.engine.ports import Clock
 from loopd.mcp import McpServers, McpTimeouts
-from loopd.runtimes.base import McpServerConfig
+from loopd.mcp.config import McpServerConfig
 from loopd.testing import fake_mcp
 from loopd.testing.fake_mcp import FakeMcpHttpServer
 from loopd.tools.env import SystemClock

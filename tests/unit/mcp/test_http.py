@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 
 from loopd.mcp.client import PROTOCOL_VERSION
-from loopd.runtimes.base import McpServerConfig
+from loopd.mcp.config import McpServerConfig
 from loopd.testing.fake_mcp import SESSION, FakeMcpHttpServer
 from loopd.tools.env import ToolEnv
 from tests.unit.mcp.conftest import HeldClock, connected

@@ -11,8 +11,8 @@ import pytest
 
 from loopd.engine.ports import ToolResult
 from loopd.mcp import McpServers, McpTool
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.events import TextBlock
-from loopd.runtimes.base import McpServerConfig
 from loopd.tools.env import ToolEnv
 from tests.unit.mcp.conftest import FAKE_MCP, HeldClock, connected, stdio
 from tests.unit.tools.tooltest import GatedClock, RecordingProgress

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from loopd.mcp.client import KNOWN_VERSIONS
-from loopd.runtimes.base import McpServerConfig
+from loopd.mcp.config import McpServerConfig
 from loopd.testing.fake_mcp import FakeMcpHttpServer
 from tests.unit.mcp.conftest import connected, served, stdio
 

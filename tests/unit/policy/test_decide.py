@@ -12,8 +12,8 @@ from loopd.policy.decide import RulePolicy
 from loopd.policy.modes import Mode, SandboxMode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
+from loopd.policy.tiers import Tier
 from loopd.protocol.approvals import ApprovalDecision
-from loopd.sandbox.tiers import Tier
 
 A, Q, D = Verdict.ALLOW, Verdict.ASK, Verdict.DENY
 

@@ -11,8 +11,8 @@ from loopd.policy.grants import NO_GRANT, CallGrants, Grant, current_grant
 from loopd.policy.modes import Mode, SandboxMode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
+from loopd.policy.tiers import Tier
 from loopd.protocol.approvals import ApprovalDecision
-from loopd.sandbox.tiers import Tier
 
 A, Q, D = Verdict.ALLOW, Verdict.ASK, Verdict.DENY
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from loopd.engine.ports import Approver
 from loopd.policy.rules import RuleSet
-from loopd.runtimes.acp_agent import AcpRuntime, AcpRuntimeFactory, AcpSettings
+from loopd.runtimes.acp.agent import AcpRuntime, AcpRuntimeFactory, AcpSettings
 from loopd.runtimes.base import RuntimeContext
 from loopd.sandbox.probe import SandboxProbe, probe_sandbox
 from loopd.testing.fakes import RecordingEmitter, ScriptedApprover

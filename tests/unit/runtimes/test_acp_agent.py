@@ -18,8 +18,8 @@ from loopd.protocol.events import (
     ToolCallUpdated,
     UsageUpdated,
 )
-from loopd.runtimes.acp_agent import decide, stop_reason
-from loopd.runtimes.acp_wire import event_of, options_of, paths_of, prompt_blocks
+from loopd.runtimes.acp.modes import decide, stop_reason
+from loopd.runtimes.acp.wire import event_of, options_of, paths_of, prompt_blocks
 
 
 def test_updates_become_loopd_events() -> None:

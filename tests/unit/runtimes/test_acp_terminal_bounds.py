@@ -11,7 +11,7 @@ import pytest
 
 from loopd.policy.paths import PathPolicy
 from loopd.protocol.events import SessionEvent
-from loopd.runtimes.acp_terminals import (
+from loopd.runtimes.acp.terminals import (
     AcpTerminals,
     TerminalRefused,
     command_line,

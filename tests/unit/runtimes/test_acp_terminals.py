@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from loopd.policy.rules import RuleSet
+from loopd.policy.tiers import Tier
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import (
     Prompt,
@@ -23,7 +24,6 @@ from loopd.protocol.events import (
     ToolCallStarted,
     ToolCallUpdated,
 )
-from loopd.sandbox.tiers import Tier
 from loopd.testing.fakes import ScriptedApprover
 from loopd.testing.processes import ended, running
 from loopd.tools.env import ToolLimits

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import (
     AgentMessageChunk,
@@ -25,10 +26,9 @@ from loopd.protocol.events import (
     UsageUpdated,
 )
 from loopd.protocol.model import Usage
-from loopd.runtimes import claude_events as ce
-from loopd.runtimes import claude_tools as ct
-from loopd.runtimes.base import McpServerConfig
-from loopd.runtimes.claude import mcp_config
+from loopd.runtimes.foreign import claude_events as ce
+from loopd.runtimes.foreign import claude_tools as ct
+from loopd.runtimes.foreign.claude import mcp_config
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CWD = "/tmp/fscratch/w2"

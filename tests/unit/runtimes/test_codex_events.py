@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import (
     AgentMessageChunk,
@@ -21,9 +22,8 @@ from loopd.protocol.events import (
     ToolCallUpdated,
     UsageUpdated,
 )
-from loopd.runtimes import codex_events as cx
-from loopd.runtimes.base import McpServerConfig
-from loopd.runtimes.codex import mcp_overrides
+from loopd.runtimes.foreign import codex_events as cx
+from loopd.runtimes.foreign.codex import mcp_overrides
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CWD = "/tmp/fscratch/w4"

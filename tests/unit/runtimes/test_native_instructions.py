@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from loopd.instructions import MAX_INSTRUCTION_BYTES, read_chain, system_prompt
 from loopd.policy.reading import DiskReader
 from loopd.protocol.events import Prompt, TextBlock
+from loopd.runtimes.native.instructions import MAX_INSTRUCTION_BYTES, read_chain, system_prompt
 from loopd.testing.fakes import Reply, ScriptedProvider
 from loopd.testing.harness import RecordingLink, scripted_manager
 from loopd.tools import ToolEnv, ToolRegistry

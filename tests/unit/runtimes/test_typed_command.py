@@ -3,7 +3,7 @@
 import pytest
 
 from loopd.protocol.events import ImageBlock, Prompt, TextBlock
-from loopd.runtimes.native import typed_command
+from loopd.runtimes.native.runtime import typed_command
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,9 @@ import pytest
 
 from loopd.policy.modes import Mode
 from loopd.policy.network import NetworkGrant
+from loopd.policy.tiers import Tier
 from loopd.sandbox.base import CommandSandbox, CommandSpec, PreparedCommand
 from loopd.sandbox.probe import SandboxProbe, probe_sandbox, select_sandbox
-from loopd.sandbox.tiers import Tier
 
 FAKE_KEY = "sk-ant-test-must-not-leak"
 _probes: dict[Tier, SandboxProbe] = {}

@@ -13,9 +13,9 @@ from sandbox_boxes import forced_probe
 
 from loopd.policy.modes import Mode
 from loopd.policy.network import NetworkGrant
+from loopd.policy.tiers import Tier
 from loopd.sandbox.base import CommandSandbox, CommandSpec, Unsandboxed
 from loopd.sandbox.probe import select_sandbox
-from loopd.sandbox.tiers import Tier
 
 KEY = "sk-ant-stored-by-loopd-login"
 

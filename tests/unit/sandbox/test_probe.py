@@ -6,12 +6,12 @@ from sandbox_boxes import forced_probe, make_box
 
 from loopd.policy.modes import Mode, SandboxMode
 from loopd.policy.network import NetworkGrant
+from loopd.policy.tiers import Tier
 from loopd.sandbox.base import CommandSpec, Unsandboxed
 from loopd.sandbox.bwrap import BwrapSandbox
 from loopd.sandbox.landlock import LandlockSandbox
 from loopd.sandbox.netns import NetnsSandbox
 from loopd.sandbox.probe import SandboxProbe, TierReport, probe_sandbox, select_sandbox
-from loopd.sandbox.tiers import Tier
 
 
 def test_nothing_probed_means_the_none_tier() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sandbox_boxes import make_box
 
-from loopd.sandbox.tiers import Tier
+from loopd.policy.tiers import Tier
 
 BWRAP_TIERS = [Tier.BWRAP_LANDLOCK, Tier.BWRAP]
 GIT_ENV = {

@@ -15,12 +15,12 @@ import pytest
 from tests.unit.sandbox.sandbox_boxes import Box, make_box
 
 from loopd.policy.domains import DomainLists
+from loopd.policy.tiers import Tier
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.sandbox.base import CommandSpec
 from loopd.sandbox.netgate import Lease, NetworkGate
 from loopd.sandbox.relay import INSIDE_SOCKET
 from loopd.sandbox.resolve import HookedNetwork
-from loopd.sandbox.tiers import Tier
 
 PUBLIC = "93.184.216.34"
 PROBE = (

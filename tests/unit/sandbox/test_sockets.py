@@ -16,9 +16,9 @@ from sandbox_boxes import FAKE_KEY, Box, forced_probe
 
 from loopd.policy.modes import Mode
 from loopd.policy.network import NetworkGrant
+from loopd.policy.tiers import Tier
 from loopd.sandbox.base import CommandSpec
 from loopd.sandbox.probe import select_sandbox
-from loopd.sandbox.tiers import Tier
 
 FILTERING = [Tier.BWRAP_LANDLOCK, Tier.BWRAP, Tier.LANDLOCK]
 

@@ -11,7 +11,7 @@ import pytest
 from sandbox_boxes import FAKE_KEY, make_box
 
 from loopd.policy.modes import Mode
-from loopd.sandbox.tiers import Tier
+from loopd.policy.tiers import Tier
 
 ALL = [Tier.BWRAP_LANDLOCK, Tier.BWRAP, Tier.LANDLOCK, Tier.NETNS]
 CONFINING = [t for t in ALL if t.contains_writes]

@@ -9,6 +9,7 @@ from loopd.context.view import ACK, summary_message
 from loopd.engine.compactor import SUMMARISER
 from loopd.protocol.errors import ProviderError
 from loopd.protocol.events import Prompt, TextBlock
+from loopd.protocol.turns import compacted_note
 from loopd.sessions.commands import (
     CLEAR,
     CLEARED_NOTE,
@@ -16,7 +17,6 @@ from loopd.sessions.commands import (
     CONTINUE,
     UNDO,
     commands_for,
-    compacted_note,
     slash_command,
 )
 from loopd.testing.fakes import Reply, ScriptedProvider

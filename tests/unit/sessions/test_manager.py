@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from loopd.engine.ports import Verdict
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.errors import ConfigError
 from loopd.protocol.events import ConfigOption, Prompt, TextBlock
-from loopd.runtimes.base import McpServerConfig, Runtime, RuntimeContext
-from loopd.runtimes.claude import ClaudeRuntimeFactory, ClaudeSettings
+from loopd.runtimes.base import Runtime, RuntimeContext
+from loopd.runtimes.foreign.claude import ClaudeRuntimeFactory, ClaudeSettings
 from loopd.sessions.manager import SessionManager, SessionNotFound
 from loopd.testing.fakes import FakeToolBox, Reply, ScriptedPolicy, ScriptedProvider
 from loopd.testing.harness import RecordingLink, scripted_manager

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from loopd.protocol.events import Prompt, TextBlock
 from loopd.protocol.messages import TextPart
-from loopd.runtimes.native import NativeRuntimeFactory
+from loopd.runtimes.native.runtime import NativeRuntimeFactory
 from loopd.sessions.manager import SessionManager
 from loopd.testing.fakes import Reply, ScriptedProvider
 from loopd.testing.harness import RecordingLink, scripted_manager

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from loopd.engine.guard import LoopGuardSnapshot
 from loopd.engine.ports import Spending
-from loopd.store.sqlite import MIGRATIONS, SCHEMA, SessionRecord, SqliteStore
+from loopd.store.schema import MIGRATIONS, SCHEMA
+from loopd.store.sqlite import SessionRecord, SqliteStore
 
 
 def old_store(path: Path) -> None:

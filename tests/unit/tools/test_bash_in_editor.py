@@ -16,8 +16,8 @@ from loopd.protocol.events import TerminalContent
 from loopd.sandbox.base import PreparedCommand
 from loopd.sandbox.landlock_syscalls import die_with_parent
 from loopd.tools import ToolEnv, ToolRegistry
+from loopd.tools.access import TerminalRun
 from loopd.tools.bash import Bash, editor_argv
-from loopd.tools.env import TerminalRun
 
 
 @dataclass

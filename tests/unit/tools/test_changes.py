@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loopd.tools.access import LocalFiles, Reviewed
 from loopd.tools.changes import ChangeLog
-from loopd.tools.env import LocalFiles, Reviewed
 
 
 async def test_undo_restores_edits_and_removes_created_files(tmp_path: Path) -> None:

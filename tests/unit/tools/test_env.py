@@ -6,7 +6,7 @@ import pytest
 
 from loopd.protocol.errors import ToolInputError
 from loopd.tools import LocalFiles, ToolEnv
-from loopd.tools.env import NotText
+from loopd.tools.access import NotText
 
 
 async def test_paths_resolve_against_the_cwd_and_through_symlinks(tmp_path: Path) -> None:

@@ -17,9 +17,9 @@ from tooltest import RecordingProgress
 import loopd
 from loopd.engine.ports import ToolCall
 from loopd.executables import clean_path, find_program
+from loopd.mcp.config import McpServerConfig
 from loopd.mcp.rpc import McpError
 from loopd.mcp.stdio import StdioTransport
-from loopd.runtimes.base import McpServerConfig
 from loopd.sandbox.base import CommandSpec, Unsandboxed
 from loopd.tools import ToolEnv, ToolRegistry
 from loopd.tools.env import SystemClock

@@ -17,7 +17,7 @@ from loopd.policy.beneath import PathEscapeError
 from loopd.policy.grants import CallGrants, Grant
 from loopd.policy.paths import PathPolicy, PathVerdict
 from loopd.tools import ToolEnv, ToolRegistry
-from loopd.tools.env import FileTooLarge, PathRefused
+from loopd.tools.access import FileTooLarge, PathRefused
 from loopd.tools.files import BeneathFiles
 
 

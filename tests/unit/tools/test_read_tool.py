@@ -6,7 +6,7 @@ from tooltest import Call, RecordingProgress
 from loopd.engine.ports import ToolCall
 from loopd.protocol.events import Location
 from loopd.tools import LocalFiles, ToolEnv, ToolLimits, ToolRegistry
-from loopd.tools.env import FileTooLarge
+from loopd.tools.access import FileTooLarge
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from loopd.engine.ports import ToolCall, ToolResult
 from loopd.policy.beneath import NotRegularFile, read_bytes_beneath, write_text_beneath
 from loopd.policy.paths import PathPolicy
 from loopd.tools import ToolEnv, ToolRegistry
-from loopd.tools.env import LocalFiles
+from loopd.tools.access import LocalFiles
 from loopd.tools.files import BeneathFiles
 from loopd.tools.grep import Grep
 from loopd.tools.registry import builtin_tools

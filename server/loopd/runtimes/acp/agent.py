@@ -8,7 +8,7 @@ native turns, and the session layer journals them.
 
 The boundary stays loopd's:
 - the child is put in its most careful mode (one that asks before acting), and each
-  question it asks is decided by loopd's mode first (`decide`): a call naming a
+  question it asks is decided by loopd's mode first (`modes.decide`): a call naming a
   secret (`.env`, keys, credentials) is refused; reads inside the session's folders
   pass; edits pass in `accept_edits` and `full_auto`; whatever would ask is refused
   in `full_auto` and put to the person otherwise;
@@ -16,7 +16,7 @@ The boundary stays loopd's:
   protected paths never written); a write needs `accept_edits`/`full_auto` or a
   permission granted for that path in this turn;
 - its `terminal/*` requests run in the session's sandbox, after loopd's command
-  policy decided them as it decides a native `bash` call (`acp_gate`, `acp_terminals`);
+  policy decided them as it decides a native `bash` call (`gate`, `terminals`);
   a question about a command it runs itself is refused outright by a deny rule.
 
 A child that dies fails its turn with a message and a stop reason, like the Claude
@@ -33,7 +33,7 @@ import os
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast, get_args
+from typing import TYPE_CHECKING, Any
 
 from loopd.config.pins import Pins
 from loopd.engine.ports import Emitter
@@ -46,10 +46,11 @@ from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import AgentMessageChunk, ConfigOption, Prompt
 from loopd.protocol.turns import Outcome, StopReason
-from loopd.runtimes.acp_bounds import ChildBounds, TurnBounds
-from loopd.runtimes.acp_gate import AcpGuard, command_of
-from loopd.runtimes.acp_terminals import AcpTerminals
-from loopd.runtimes.acp_wire import event_of, options_of, paths_of, prompt_blocks
+from loopd.runtimes.acp.bounds import ChildBounds, TurnBounds
+from loopd.runtimes.acp.gate import AcpGuard, command_of
+from loopd.runtimes.acp.modes import CAREFUL_MODES, decide, stop_reason
+from loopd.runtimes.acp.terminals import AcpTerminals
+from loopd.runtimes.acp.wire import event_of, options_of, paths_of, prompt_blocks
 from loopd.runtimes.base import RuntimeContext, refuse_moved
 from loopd.runtimes.options import DEFAULT_MODE, mode_option
 from loopd.sandbox.probe import NO_BOUNDARY, Boundary, SandboxProbe, probe_sandbox
@@ -57,13 +58,9 @@ from loopd.tools.env import SystemClock, ToolLimits
 from loopd.tools.files import BeneathFiles
 
 if TYPE_CHECKING:  # the ACP SDK loads only when an ACP agent runs (`loopd lsp` never pays)
-    from loopd.runtimes.acp_child import ChildConnection, Question
+    from loopd.runtimes.acp.child import ChildConnection, Question
 
 log = logging.getLogger(__name__)
-
-CAREFUL_MODES = ("default", "ask", "manual", "read-only")  # the child's "ask first" modes
-READ_KINDS = frozenset({"read", "search", "think"})
-EDIT_KINDS = frozenset({"edit", "delete", "move"})
 
 
 def _no_sandbox() -> SandboxProbe:
@@ -99,23 +96,6 @@ class AcpRuntimeFactory:
         runtime = AcpRuntime(context, self.settings, probe)
         await runtime.start()
         return runtime
-
-
-def stop_reason(child: str) -> StopReason:
-    """The child's stop reason; one loopd does not know ends the turn normally."""
-    return cast(StopReason, child) if child in get_args(StopReason) else "end_turn"
-
-
-def decide(mode: Mode, kind: str, paths: tuple[str, ...], inside: bool) -> str:
-    """loopd's answer to a child's question before the person is asked:
-    "allow", "deny" or "ask". Outside the session's folders always asks."""
-    if kind in READ_KINDS and inside:
-        return "allow"
-    if kind in EDIT_KINDS and inside and paths and mode in (Mode.ACCEPT_EDITS, Mode.FULL_AUTO):
-        return "allow"
-    if mode is Mode.READ_ONLY and kind in EDIT_KINDS:
-        return "deny"
-    return "deny" if mode is Mode.FULL_AUTO else "ask"
 
 
 class AcpRuntime:
@@ -157,7 +137,7 @@ class AcpRuntime:
     # -- lifecycle --------------------------------------------------------------------
 
     async def start(self) -> None:
-        from loopd.runtimes.acp_child import ChildConnection
+        from loopd.runtimes.acp.child import ChildConnection
 
         s = self._settings
         refuse_moved(s.pins)

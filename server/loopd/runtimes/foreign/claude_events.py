@@ -39,7 +39,7 @@ from loopd.protocol.events import (
 )
 from loopd.protocol.model import Usage
 from loopd.protocol.turns import StopReason
-from loopd.runtimes.claude_tools import mcp_title, tool_view
+from loopd.runtimes.foreign.claude_tools import mcp_title, tool_view
 
 # loopd mode -> Claude Code permission mode. full_auto is not `bypassPermissions`
 # (refused as root, and it would run everything): the CLI stays in acceptEdits, and

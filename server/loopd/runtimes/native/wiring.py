@@ -1,6 +1,6 @@
 """What a native session is built from: its parts (tools and policy, sharing the
 session's safety state) and the wiring `loopd.app` fills in. Split from
-`loopd.runtimes.native`, which runs sessions from them."""
+`loopd.runtimes.native.runtime`, which runs sessions from them."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ from loopd.policy.network import NetworkGrant
 from loopd.policy.rules import RuleSet
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import TextBlock, ToolCallStarted, ToolCallUpdated
-from loopd.runtimes.acp_terminals import TerminalRefused
+from loopd.runtimes.acp.terminals import TerminalRefused
 from loopd.sandbox.base import CommandSandbox
 from loopd.sandbox.probe import Boundary, SandboxProbe
 

@@ -44,13 +44,12 @@ from loopd.protocol.events import (
 from loopd.protocol.mentions import Mention
 from loopd.protocol.messages import Message
 from loopd.protocol.model import ThinkingLevel
-from loopd.protocol.turns import Outcome, UndoReport
+from loopd.protocol.turns import Outcome, UndoReport, compacted_note
 from loopd.runtimes.base import RuntimeContext
-from loopd.runtimes.native_store import StoreJournal, StoreWindows
-from loopd.runtimes.native_wiring import NativeWiring, SessionParts
+from loopd.runtimes.native.store import StoreJournal, StoreWindows
+from loopd.runtimes.native.wiring import NativeWiring, SessionParts
 from loopd.runtimes.options import MODES, check_mode, mode_option, model_option
 from loopd.runtimes.pending import WAITS, PendingOptions
-from loopd.sessions.commands import compacted_note
 from loopd.store.reconcile import reconcile_messages
 from loopd.store.sqlite import ContextRecord, SqliteStore
 

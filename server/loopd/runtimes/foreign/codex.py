@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopd.config.schema import HARNESS_CLIS, Harness
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import (
     EmbeddedResourceBlock,
@@ -35,9 +36,9 @@ from loopd.protocol.events import (
     ToolCallUpdated,
 )
 from loopd.protocol.turns import Outcome
-from loopd.runtimes import codex_events as cx
-from loopd.runtimes.base import McpServerConfig, RuntimeContext
-from loopd.runtimes.foreign import Cli, ForeignRuntime, ForeignSettings
+from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.foreign import codex_events as cx
+from loopd.runtimes.foreign.runtime import Cli, ForeignRuntime, ForeignSettings
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ It is started on the first prompt, with `--resume=<id>` when the session layer
 handed back a `state()` from an earlier run, and restarted the same way if it dies.
 
 The turn discipline (bounded waits, interrupt then stop, failures as messages) is
-`loopd.runtimes.foreign`'s; this module is the CLI's own protocol: its flags, the
+`loopd.runtimes.foreign.runtime`'s; this module is the CLI's own protocol: its flags, the
 control requests, and the `api_retry` notices counted against `max_api_retries`.
 """
 
@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopd.config.schema import HARNESS_CLIS, Harness
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import ModeChanged, Prompt
 from loopd.protocol.turns import Outcome
-from loopd.runtimes import claude_events as ce
-from loopd.runtimes import claude_tools as ct
-from loopd.runtimes.base import McpServerConfig, RuntimeContext
-from loopd.runtimes.foreign import Cli, ForeignRuntime, ForeignSettings
+from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.foreign import claude_events as ce
+from loopd.runtimes.foreign import claude_tools as ct
+from loopd.runtimes.foreign.runtime import Cli, ForeignRuntime, ForeignSettings
 
 # Switches every other call home off (research §2.3): only the model endpoint remains.
 _QUIET_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}

@@ -48,14 +48,14 @@ from acp.schema import (
 )
 
 from loopd import __version__
+from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.errors import RuntimeFailure
 from loopd.protocol.events import ConfigOption
-from loopd.runtimes.acp_bounds import READ_CHUNK, BoundedReader
-from loopd.runtimes.acp_terminals import AcpTerminals, TerminalRefused, UnknownTerminal
-from loopd.runtimes.acp_wire import options_of
-from loopd.runtimes.base import McpServerConfig
-from loopd.tools.env import FileAccess
+from loopd.runtimes.acp.bounds import READ_CHUNK, BoundedReader
+from loopd.runtimes.acp.terminals import AcpTerminals, TerminalRefused, UnknownTerminal
+from loopd.runtimes.acp.wire import options_of
+from loopd.tools.access import FileAccess
 
 log = logging.getLogger(__name__)
 

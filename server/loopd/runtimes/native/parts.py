@@ -29,6 +29,7 @@ from loopd.policy.modes import parse_mode
 from loopd.policy.network import NetworkGrant
 from loopd.policy.reading import DiskReader
 from loopd.policy.rules import RuleSet
+from loopd.policy.tiers import Tier
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import AgentMessageChunk, Command, PlanEntry, PlanUpdated, Prompt
 from loopd.protocol.mentions import Mention
@@ -38,16 +39,10 @@ from loopd.sandbox.base import Unsandboxed
 from loopd.sandbox.netgate import NetworkGate
 from loopd.sandbox.probe import NO_BOUNDARY, Boundary, SandboxProbe, probe_sandbox
 from loopd.sandbox.resolve import network_for
-from loopd.sandbox.tiers import Tier
 from loopd.store.sqlite import outputs_dir
+from loopd.tools.access import FileTooLarge, NotText, RoutedFiles
 from loopd.tools.criteria import SandboxedDone
-from loopd.tools.env import (
-    FileTooLarge,
-    NotText,
-    RoutedFiles,
-    ToolEnv,
-    ToolLimits,
-)
+from loopd.tools.env import ToolEnv, ToolLimits
 from loopd.tools.explore import Explore
 from loopd.tools.files import BeneathFiles
 from loopd.tools.registry import ToolRegistry, builtin_tools

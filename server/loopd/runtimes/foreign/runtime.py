@@ -39,7 +39,7 @@ from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import AgentMessageChunk, ConfigOption, Notice, Prompt
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import RuntimeContext, refuse_moved
-from loopd.runtimes.jsonl import JsonlProcess, wait_while_active
+from loopd.runtimes.foreign.jsonl import JsonlProcess, wait_while_active
 from loopd.runtimes.options import (
     CLI_DEFAULT_EFFORT,
     DEFAULT_MODE,

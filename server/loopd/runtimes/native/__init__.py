@@ -1,0 +1,3 @@
+"""The native runtime: loopd's own engine on a provider, with its guarded parts
+(`parts`: tools, policy, sandbox, MCP), its system prompt (`instructions`), its
+wiring from the app (`wiring`) and its context in the store (`store`)."""
