@@ -15,6 +15,7 @@ ALL = (
     "idle",
     "load",
     "checkpoints",
+    "remote",
 )
 
 

@@ -9,7 +9,10 @@ turn's own time in the same run.
    loopback, the real SQLite store) with checkpoints on and off, rounds alternating;
    the ratio is what checkpoints add to a turn. The turn is a text reply: it writes
    nothing, so it takes its prompt checkpoint only (a turn that writes takes an
-   `after` one too: about one more incremental checkpoint).
+   `after` one too: about one more incremental checkpoint). Also its start: from the
+   prompt to the reply's first chunk. The model is asked while the checkpoint is
+   taken (only tools wait for it), so the start should not move; the turn's end
+   waits for the checkpoint, so a turn faster than it (this fake model's) ends with it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from loopd.app import build_app
 from loopd.checkpoints.service import Checkpoints, blob_folder
@@ -85,7 +91,20 @@ def checkpoint_alone(tmp: Path) -> dict[str, float]:
     }
 
 
-async def _turn_ms(tmp: Path, fake: FakeLLMServer, root: Path, on: bool) -> float:
+@dataclass(eq=False, slots=True)
+class _Timed(RecordingLink):
+    """When the first agent chunk came (perf_counter), since `reset`."""
+
+    first: float | None = None
+
+    async def send_update(self, session_id: str, update: Mapping[str, Any]) -> None:
+        if self.first is None and update.get("sessionUpdate") == "agent_message_chunk":
+            self.first = time.perf_counter()
+        await RecordingLink.send_update(self, session_id, update)
+
+
+async def _turn_ms(tmp: Path, fake: FakeLLMServer, root: Path, on: bool) -> tuple[float, float]:
+    """The turn's time and its start's (to the first chunk), in ms."""
     env = {
         "HOME": str(tmp / "home"),
         "LOOPD_HOME": str(tmp / ("on" if on else "off")),
@@ -99,12 +118,15 @@ async def _turn_ms(tmp: Path, fake: FakeLLMServer, root: Path, on: bool) -> floa
     config.write_text(f"[checkpoints]\nenabled = {'true' if on else 'false'}\n")
     app = build_app(env, str(root))
     try:
-        link = RecordingLink()
+        link = _Timed()
         view = await app.manager.new_session(str(root), link)
         await app.manager.prompt(view.id, Prompt((TextBlock("warm up"),)), link)
+        link.first = None
         start = time.perf_counter()
         await app.manager.prompt(view.id, Prompt((TextBlock("say hi"),)), link)
-        return (time.perf_counter() - start) * 1000
+        end = time.perf_counter()
+        assert link.first is not None
+        return (end - start) * 1000, (link.first - start) * 1000
     finally:
         await app.aclose()
 
@@ -112,18 +134,22 @@ async def _turn_ms(tmp: Path, fake: FakeLLMServer, root: Path, on: bool) -> floa
 def turn_with_and_without(tmp: Path) -> dict[str, float]:
     root = (tmp / "repo").resolve()
     make_repo(root)
-    on: list[float] = []
-    off: list[float] = []
+    on: list[tuple[float, float]] = []
+    off: list[tuple[float, float]] = []
     with FakeLLMServer() as fake:
         fake.script("*", *[Reply(text="hi there")] * (4 * ROUNDS))
         for n in range(ROUNDS):
             off.append(asyncio.run(_turn_ms(tmp / f"off{n}", fake, root, False)))
             on.append(asyncio.run(_turn_ms(tmp / f"on{n}", fake, root, True)))
-    turn, with_checkpoints = statistics.median(off), statistics.median(on)
+    turn, with_checkpoints = (statistics.median(t for t, _ in runs) for runs in (off, on))
+    start, start_with = (statistics.median(s for _, s in runs) for runs in (off, on))
     return {
         "turn_ms": turn,
         "turn_with_checkpoints_ms": with_checkpoints,
         "ratio": with_checkpoints / turn,
+        "start_ms": start,
+        "start_with_checkpoints_ms": start_with,
+        "start_ratio": start_with / start,
     }
 
 

@@ -10,9 +10,13 @@ CPU is not the daemon's). In one run, on one daemon:
    `session/load` of the long one (its whole history replayed), in ms;
 2. alone: one session's turn, nothing else running (median of 3);
 3. sequential: every session's turn, one after another;
-4. burst: every session's turn at once.
+4. burst: every session's turn at once;
+5. floor: as many bare httpx-sse consumers of the same reply at once, against the
+   same fake, and nothing else (`benchmarks.turn.bare_consumer`): what the fake and
+   the machine allow any client.
 
-Printed: first-chunk and end-to-end p50/p99 of the burst against alone, the
+Printed: first-chunk and end-to-end p50/p99 of the burst against alone and
+against the floor, the
 burst's wall time against the sequential one's, the daemon's RSS per idle session
 (sessions opened, none streaming) and per streaming session (the burst's peak),
 and whether anything was lost: every chunk of every turn reached its editor and
@@ -39,10 +43,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 from benchmarks.acp_start import agent_env
 from benchmarks.editors import Editor, Protocol
 from benchmarks.memory import TreeMemory, rss
-from benchmarks.turn import FakeServer
+from benchmarks.turn import FakeServer, bare_consumer
 from loopd.protocol.events import AgentMessageChunk, TextBlock, UserMessageChunk, to_wire
 from loopd.protocol.messages import Message, TextPart
 from loopd.store.sqlite import SessionRecord, SqliteStore
@@ -79,6 +85,9 @@ class Figures:
     burst: float = 0.0
     burst_first: Sequence[float] = ()
     burst_end: Sequence[float] = ()
+    floor_first: Sequence[float] = ()
+    floor_end: Sequence[float] = ()
+    floor_failed: int = 0  # bare consumers whose connection the fake dropped
     rss_none: int = 0  # the daemon, editors connected, one session each
     rss_idle: int = 0  # every session open, none streaming
     rss_ready: int = 0  # just before the burst (the long session loaded, turns run)
@@ -131,7 +140,7 @@ async def measure(run: Run, root: Path) -> Figures:
     work = root / "work"
     work.mkdir()
     long_id = stock(root / "data", work, run)
-    fake = FakeServer([{"text": run.text} for _ in range(3 + 2 * run.turns)])
+    fake = FakeServer([{"text": run.text} for _ in range(3 + 3 * run.turns)])
     env = agent_env(root, os.environ.get("PATH", "/usr/bin:/bin"))
     env |= {"LOOPD_DAEMON": "on", "ANTHROPIC_BASE_URL": fake.base_url}
     editors: list[Editor] = []
@@ -155,6 +164,9 @@ async def measure(run: Run, root: Path) -> Figures:
         with TreeMemory(lambda: [pid]).sampling() as memory:
             figures.burst_first, figures.burst_end, figures.burst = await _burst(sessions)
         figures.rss_peak = memory.peak
+        figures.floor_first, figures.floor_end, figures.floor_failed = await _floor(
+            fake.base_url, run.turns
+        )
         figures.lost = _lost(run, root / "data", sessions)
         figures.updates = statistics.mean(len(e.streams[sid].turn) for e, sid in sessions)
     finally:
@@ -201,6 +213,24 @@ async def _burst(sessions: list[tuple[Editor, str]]) -> tuple[list[float], list[
     return firsts, totals, wall
 
 
+async def _floor(base_url: str, turns: int) -> tuple[list[float], list[float], int]:
+    """`turns` bare consumers at once: the first event and the end of each that
+    read its reply, in seconds, and how many failed (the fake dropped them)."""
+    limits = httpx.Limits(max_connections=turns, max_keepalive_connections=turns)
+    async with httpx.AsyncClient(timeout=300, limits=limits) as client:
+
+        async def one() -> tuple[float, float] | None:
+            start = time.perf_counter()
+            try:
+                first = await bare_consumer(client, base_url)
+            except httpx.TransportError:
+                return None
+            return first - start, time.perf_counter() - start
+
+        times = [t for t in await asyncio.gather(*(one() for _ in range(turns))) if t]
+    return [t[0] for t in times], [t[1] for t in times], turns - len(times)
+
+
 def _lost(run: Run, data: Path, sessions: list[tuple[Editor, str]]) -> tuple[str, ...]:
     """Each session's chunks as its editor saw them, against the journal's, and the
     burst's turn against the reply the fake sent (loopd may join deltas that come
@@ -231,6 +261,10 @@ def table(run: Run, f: Figures, machine: str) -> str:
         _vs("first chunk p99", p99_first, f.alone_first, _met(p99_first <= 0.3, "<= 300 ms")),
         _vs("end to end p50", percentile(f.burst_end, 50), f.alone_end, ""),
         _vs("end to end p99", percentile(f.burst_end, 99), f.alone_end, ""),
+        *(_vs(f"{what} p{p}", percentile(burst, p), percentile(floor, p), "", "floor")
+          for what, burst, floor in (("first chunk", f.burst_first, f.floor_first),
+                                     ("end to end", f.burst_end, f.floor_end))
+          for p in (50, 99) if floor),
         ("burst / sequential (wall)", f"{f.burst:.2f} s / {f.sequential:.2f} s",
          f"{f.burst / f.sequential:.2f}x", _met(f.burst <= f.sequential, "<= 1.00x")),
         ("RSS per idle session", f"{idle / MB:.2f} MB", "", _met(idle <= 2 * MB, "<= 2 MB")),
@@ -250,12 +284,18 @@ def table(run: Run, f: Figures, machine: str) -> str:
     )
     lines = [head, f"{'':46} {'figure':>22} {'ratio':>7}  target"]
     lines += [f"{a:46} {b:>22} {c:>7}  {d}" for a, b, c, d in rows]
+    if f.floor_failed:
+        lines.append(
+            f"  floor: {f.floor_failed} of {n} bare consumers failed (the fake dropped them)"
+        )
     return "\n".join(lines + [f"  lost: {x}" for x in f.lost])
 
 
-def _vs(what: str, burst: float, alone: float, target: str) -> tuple[str, str, str, str]:
-    figure = f"{burst * 1e3:.0f} ms / {alone * 1e3:.0f} ms"
-    return f"{what}, burst / alone", figure, f"{burst / alone:.1f}x", target
+def _vs(
+    what: str, burst: float, base: float, target: str, against: str = "alone"
+) -> tuple[str, str, str, str]:
+    figure = f"{burst * 1e3:.0f} ms / {base * 1e3:.0f} ms"
+    return f"{what}, burst / {against}", figure, f"{burst / base:.1f}x", target
 
 
 def _met(ok: bool, target: str) -> str:
@@ -275,6 +315,7 @@ def main(argv: Sequence[str] = ()) -> dict[str, dict[str, float]]:
     print(table(run, figures, machine))
     return {"load": {
         "first_chunk_p99_s": percentile(figures.burst_first, 99),
+        "floor_first_chunk_p99_s": percentile(figures.floor_first or [math.nan], 99),
         "burst_vs_sequential": figures.burst / figures.sequential,
         "list_ms": figures.list_ms, "load_ms": figures.load_ms, "lost": len(figures.lost),
     }}  # fmt: skip

@@ -1,6 +1,7 @@
-"""Memory of a process tree, read from /proc (Linux): the summed resident set of
-every process under some roots, sampled while they run, and the loopd daemon that
-serves a data dir (not a child of the forwarder that started it)."""
+"""Memory and CPU of a process tree, read from /proc (Linux): the summed resident
+set of every process under some roots, sampled while they run, their CPU time, and
+the loopd daemon that serves a data dir (not a child of the forwarder that started
+it)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,22 @@ def rss(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return 0
+
+
+def tree_cpu(roots: Iterable[int]) -> float:
+    """Seconds of CPU (user and system) the processes of the tree under `roots` have
+    used so far; a process that already exited no longer counts."""
+    return sum(cpu(pid) for pid in tree(roots))
+
+
+def cpu(pid: int) -> float:
+    """Seconds of CPU `pid` has used (all its threads); 0 once it is gone."""
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat.rpartition(")")[2].split()  # after the name, which may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def daemon_pids(loopd_home: str, exclude: int) -> list[int]:

@@ -6,6 +6,12 @@
    Target: at most 1.15x.
 2. History cost: the CPU time of one short turn with 10 versus 1,000 prior turns of
    history. Target: at most 1.5x.
+3. Where the streaming time goes, layer by layer, each against the bare httpx-sse
+   consumer in CPU and wall time: the response's bytes only; the provider's events
+   (SSE parse and the Anthropic decoder); the engine's turn (its batching into
+   updates) showing to nobody; the engine journaling to SQLite. What the daemon adds
+   on top (ACP or LSP encoding, the pipe to the editor) is in `warm_start`'s long
+   reply; `python -m benchmarks.turn` prints the table.
 
 The fake server runs in its own process so its CPU is not counted as ours; rounds
 alternate between subject and baseline so drift hits both alike.
@@ -20,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +37,7 @@ from loopd.engine.limits import Limits
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
 from loopd.protocol.events import Prompt, SessionEvent, TextBlock, to_wire
 from loopd.protocol.messages import Message, TextPart, ToolResultPart, ToolUsePart
+from loopd.protocol.model import ModelRequest
 from loopd.providers.anthropic import AnthropicProvider
 from loopd.store.sqlite import SessionRecord, SqliteStore
 from loopd.testing.fakes import FakeClock, FakeToolBox, MemoryJournal, ScriptedPolicy
@@ -70,6 +77,13 @@ class StoreEmitter:
         self.store.append_event(self.session_id, to_wire(event))
 
 
+class Quiet:
+    """Shows to nobody: the event is only encoded, as for any editor."""
+
+    async def emit(self, event: SessionEvent) -> None:
+        to_wire(event)
+
+
 class NoApprover:
     async def approve(self, request: object) -> Any:
         raise AssertionError("no approvals in the benchmark")
@@ -87,22 +101,24 @@ def engine_for(
     return Engine("bench", config, ports, history)
 
 
-async def bare_consumer(client: httpx.AsyncClient, base_url: str) -> int:
+async def bare_consumer(client: httpx.AsyncClient, base_url: str, prompt: str = "go") -> float:
+    """The floor: the reply's events parsed by httpx-sse and `json.loads`, nothing
+    else. Returns when the first event came (perf_counter)."""
     body = {
         "model": "bench",
         "max_tokens": 8192,
         "stream": True,
-        "messages": [{"role": "user", "content": "go"}],
+        "messages": [{"role": "user", "content": prompt}],
     }
-    count = 0
+    first = 0.0
     headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
     async with aconnect_sse(
         client, "POST", f"{base_url}/v1/messages", json=body, headers=headers
     ) as es:
         async for sse in es.aiter_sse():
             json.loads(sse.data)
-            count += 1
-    return count
+            first = first or time.perf_counter()
+    return first
 
 
 async def timed(work: Awaitable[Any]) -> tuple[float, float]:
@@ -162,10 +178,6 @@ async def history_ratio() -> dict[str, float]:
     subject: list[tuple[float, float]] = []
     baseline: list[tuple[float, float]] = []
 
-    class Quiet:
-        async def emit(self, event: SessionEvent) -> None:
-            to_wire(event)
-
     try:
         await engine_for(provider, Quiet(), list(small), MemoryJournal()).run(prompt)
         for _ in range(ROUNDS):
@@ -193,10 +205,79 @@ def _ratios(
     }
 
 
+async def raw_bytes(client: httpx.AsyncClient, base_url: str) -> None:
+    body = {"model": "bench", "max_tokens": 8192, "stream": True,
+            "messages": [{"role": "user", "content": "go"}]}  # fmt: skip
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    async with client.stream("POST", f"{base_url}/v1/messages", json=body, headers=headers) as r:
+        async for _ in r.aiter_raw():
+            pass
+
+
+async def provider_only(provider: AnthropicProvider) -> None:
+    request = ModelRequest("bench", "", (Message("user", (TextPart("go"),)),))
+    async for _ in provider.stream(request):
+        pass
+
+
+async def stream_layers() -> dict[str, dict[str, float]]:
+    """Each layer of the 2,000-chunk reply against the bare consumer, alternating."""
+    text = " ".join(f"w{i}" for i in range(CHUNKS))
+    server = FakeServer([{"text": text} for _ in range(6 * (ROUNDS + 1))])
+    tmp = tempfile.TemporaryDirectory()
+    store = SqliteStore(Path(tmp.name) / "bench.db")
+    store.create(SessionRecord(id="bench", cwd="/", created_at="0", updated_at="0"))
+    client = httpx.AsyncClient(timeout=60)
+    provider = AnthropicProvider(api_key="k", base_url=server.base_url, client=client)
+    prompt = Prompt((TextBlock("go"),))
+
+    layers: dict[str, Callable[[], Awaitable[Any]]] = {
+        "bare httpx-sse": lambda: bare_consumer(client, server.base_url),
+        "bytes only": lambda: raw_bytes(client, server.base_url),
+        "provider": lambda: provider_only(provider),
+        "engine": lambda: engine_for(provider, Quiet(), [], MemoryJournal()).run(prompt),
+        "engine + journal": lambda: engine_for(
+            provider, StoreEmitter(store, "bench"), [], MemoryJournal()
+        ).run(prompt),
+    }
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in layers}
+    try:
+        for i in range(ROUNDS + 1):  # the first round warms up and is not kept
+            for name, layer in layers.items():
+                took = await timed(layer())
+                if i:
+                    times[name].append(took)
+    finally:
+        await client.aclose()
+        server.close()
+        store.close()
+        tmp.cleanup()
+    floor = times.pop("bare httpx-sse")
+    return {name: _ratios(subject, floor) for name, subject in times.items()}
+
+
+def layer_table(layers: Mapping[str, Mapping[str, float]]) -> str:
+    floor = next(iter(layers.values()))
+    lines = [
+        f"{CHUNKS}-chunk reply, medians: CPU ms (x the bare httpx-sse consumer's"
+        f" {floor['baseline_cpu_ms']:.1f} ms), wall ms (x its {floor['baseline_wall_ms']:.1f})"
+    ]
+    lines += [f"  {name:18} CPU {r['subject_cpu_ms']:6.1f} ({r['cpu_ratio']:.2f}x)"
+              f"  wall {r['subject_wall_ms']:6.1f} ({r['wall_ratio']:.2f}x)"
+              for name, r in layers.items()]  # fmt: skip
+    return "\n".join(lines)
+
+
 def main() -> dict[str, dict[str, float]]:
     return {
         "stream_2000_chunks (engine+store vs bare httpx-sse; target <= 1.15)": asyncio.run(
             streaming_ratio()
         ),
         "turn_cpu_1000_vs_10_prior_turns (target <= 1.5)": asyncio.run(history_ratio()),
-    }
+        **{f"stream layer: {name} vs bare httpx-sse": r
+           for name, r in asyncio.run(stream_layers()).items()},
+    }  # fmt: skip
+
+
+if __name__ == "__main__":
+    print(layer_table(asyncio.run(stream_layers())))

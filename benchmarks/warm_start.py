@@ -7,12 +7,17 @@ Claude Code CLI), every model request answered by the loopback fake.
 Measured per start: spawn to `initialize` answered; spawn to session ready
 (`initialize` + `session/new`); prompt to its request reaching the fake model (the
 hot path; a count of tokens does not count) and to the first `agent_message_chunk`;
+a second prompt whose reply is a `LONG`-chunk stream, from prompt to its answer,
+and the CPU the agent's process tree (and daemon) used meanwhile (for cold, that is
+the new daemon's first long reply; the echo agent asks no model and has none);
 stdin closed to exit; and the peak memory of the whole process tree (summed RSS
 sampled from /proc; for loopd's daemon modes the daemon and its children count
 too). Every figure is a median over rounds that alternate between the contenders,
 so drift hits all alike; targets are ratios to baselines measured in the same run
 (issue 16). Also `loopd lsp` against `loopd acp`, spawn to `initialize`, in the
-same mode.
+same mode. And, in each round, the floor of the long reply: a bare httpx-sse
+consumer of the same stream from the same fake (`benchmarks.turn.bare_consumer`),
+against which each contender's long reply is given as a ratio (issue 25).
 
 Where this build has no daemon (`loopd daemon` unknown), the cold and warm rows run
 the in-process `loopd acp` and the table says so.
@@ -22,6 +27,7 @@ the in-process `loopd acp` and the table says so.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -37,9 +43,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import httpx
+
 from benchmarks.acp_start import ECHO, agent_env
-from benchmarks.memory import TreeMemory, daemon_pids
+from benchmarks.memory import TreeMemory, daemon_pids, tree_cpu
 from benchmarks.startup import lsp_initialize
+from benchmarks.turn import bare_consumer
 from loopd.testing.fake_llm import COUNT_TOKENS, FakeLLMServer, RecordedRequest
 from loopd.testing.llm_script import Reply
 
@@ -54,7 +63,10 @@ ADAPTER_ENV = {  # as tests/e2e/acp_runtime/test_claude_agent_acp.py gives it
     "CLAUDE_CODE_MAX_RETRIES": "0",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 }
-MEASURES = ("initialize", "session", "to_model", "first_chunk", "exit")
+MEASURES = ("initialize", "session", "to_model", "first_chunk", "long_reply", "exit")
+LONG = 2000  # chunks of the long reply
+LONG_PROMPT = "go on at length"  # the fake answers a request whose last message has it
+LONG_TEXT = " ".join(f"w{i}" for i in range(LONG))
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +86,8 @@ class Start:
     session: float
     to_model: float  # prompt to its model request at the fake (nan: none is made)
     first_chunk: float
+    long_reply: float  # the long prompt to its answer (nan: no model was asked)
+    long_cpu: float  # CPU the agent's tree (and daemon) used meanwhile
     exit: float
     peak_rss: int
 
@@ -82,6 +96,8 @@ class Start:
 class Figures:
     starts: dict[str, list[Start]] = field(default_factory=dict)
     lsp: dict[str, list[float]] = field(default_factory=dict)
+    floor: list[float] = field(default_factory=list)  # the long reply, bare httpx-sse
+    floor_cpu: list[float] = field(default_factory=list)  # and its CPU
 
     def median(self, name: str, measure: str) -> float:
         return float(statistics.median(getattr(s, measure) for s in self.starts[name]))
@@ -161,11 +177,18 @@ def first_chunk(message: dict[str, Any]) -> bool:
 
 
 class StampedFake(FakeLLMServer):
-    """The fake model, noting when each request arrives (on this process's clock)."""
+    """The fake model, noting when each request arrives (on this process's clock).
+    A request whose last message holds `LONG_PROMPT` is answered `LONG_TEXT`, one
+    word a chunk; every other, with a short text."""
 
     def __init__(self) -> None:
-        answer = Reply(text="hello from the fake model")
-        super().__init__(responder=lambda request: answer)
+        short, long = Reply(text="hello from the fake model"), Reply(text=LONG_TEXT)
+
+        def answer(request: RecordedRequest) -> Reply:
+            last = (request.body.get("messages") or [{}])[-1]
+            return long if LONG_PROMPT in json.dumps(last) else short
+
+        super().__init__(responder=answer)
         self.arrivals: list[tuple[float, str]] = []
 
     def record(self, request: RecordedRequest) -> None:
@@ -199,11 +222,53 @@ def one_start(contender: Contender, env: Mapping[str, str], work: Path, fake: St
             agent.until(first_chunk)
             chunked = time.perf_counter()
             agent.until(lambda m: m.get("id") == agent.next_id and "method" not in m)
+            cpu = tree_cpu([agent.proc.pid, *daemons])
+            long_reply = _long_reply(agent, sid, fake)
+            long_cpu = tree_cpu([agent.proc.pid, *daemons]) - cpu
             memory.sample()
         finally:
             exited = agent.close()
     to_model = fake.model_request_after(asked) - asked
-    return Start(initialized - start, ready - start, to_model, chunked - asked, exited, memory.peak)
+    first = chunked - asked
+    return Start(initialized - start, ready - start, to_model, first, long_reply, long_cpu,
+                 exited, memory.peak)  # fmt: skip
+
+
+def _long_reply(agent: Agent, sid: str, fake: StampedFake) -> float:
+    """Seconds from the long prompt to its answer; nan when no model was asked."""
+    prompt = [{"type": "text", "text": LONG_PROMPT}]
+    asked = time.perf_counter()
+    rid = agent.request("session/prompt", {"sessionId": sid, "prompt": prompt})
+    agent.until(lambda m: m.get("id") == rid and "method" not in m)
+    answered = time.perf_counter() - asked
+    return math.nan if math.isnan(fake.model_request_after(asked)) else answered
+
+
+def floor_once(base_url: str) -> tuple[float, float]:
+    """Seconds for a bare httpx-sse consumer to read the long reply, and its CPU
+    seconds. In a process of its own, as every contender is: in this one it would
+    share the interpreter lock with the fake's thread."""
+    code = f"from benchmarks.warm_start import _floor; _floor({base_url!r})"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=TIMEOUT, check=True, cwd=ROOT)  # fmt: skip
+    wall, cpu = json.loads(done.stdout)
+    return float(wall), float(cpu)
+
+
+def _floor(base_url: str) -> None:
+    """After a short reply (what its first request loads is not counted, as a warm
+    daemon has it loaded), the long one on a new client, so its connection is
+    counted, as a first prompt's is."""
+
+    async def read() -> tuple[float, float]:
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            await bare_consumer(client, base_url)
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            start, cpu = time.perf_counter(), time.process_time()
+            await bare_consumer(client, base_url, LONG_PROMPT)
+            return time.perf_counter() - start, time.process_time() - cpu
+
+    print(json.dumps(asyncio.run(read())))
 
 
 def lsp_start(argv: tuple[str, ...], env: Mapping[str, str], work: Path) -> float:
@@ -290,6 +355,10 @@ def measure(rounds: int = ROUNDS) -> tuple[Figures, bool]:
                     took = lsp_start(c.argv, env, work)
                     if i:
                         figures.lsp.setdefault(c.name, []).append(took)
+                took, cpu = floor_once(fake.base_url)
+                if i:
+                    figures.floor.append(took)
+                    figures.floor_cpu.append(cpu)
         finally:
             if daemon:
                 stop_daemon(env)
@@ -312,18 +381,28 @@ class Target:
 
 def targets(daemon: bool) -> list[Target]:
     warm, nod, node, echo = "loopd warm", "loopd --no-daemon", "claude-agent-acp", "echo agent"
-    lsp_rows = ("loopd cold", warm, nod) if daemon else (nod,)
+    cold = "loopd cold"
+    lsp_rows = (cold, warm, nod) if daemon else (nod,)
     return [
         Target("warm: spawn -> session ready vs the Node adapter's", (warm, "session"),
                (node, "session"), 0.1),
         Target("warm: spawn -> session ready vs the echo agent's initialize", (warm, "session"),
                (echo, "initialize"), 0.1),
-        Target("cold: spawn -> session ready vs --no-daemon", ("loopd cold", "session"),
+        Target("cold: spawn -> initialize vs the Node adapter's", (cold, "initialize"),
+               (node, "initialize"), 1.0),
+        Target("cold: spawn -> session ready vs the Node adapter's", (cold, "session"),
+               (node, "session"), 1.0),
+        Target("warm: spawn -> initialize vs the Node adapter's", (warm, "initialize"),
+               (node, "initialize"), 1.0),
+        Target("cold: spawn -> session ready vs --no-daemon", (cold, "session"),
                (nod, "session"), 1.0),
         Target("warm: prompt -> first chunk vs the Node adapter's", (warm, "first_chunk"),
                (node, "first_chunk"), 0.1),
         Target("--no-daemon: prompt -> first chunk vs the Node adapter's", (nod, "first_chunk"),
                (node, "first_chunk"), 0.1),
+        *(Target(f"{mode}: {LONG}-chunk reply -> end vs the Node adapter's",
+                 (f"loopd {mode}", "long_reply"), (node, "long_reply"), 0.1)
+          for mode in ("warm", "cold")),
         Target("warm: peak memory (daemon + forwarder) vs the Node adapter's tree",
                (warm, "peak_rss"), (node, "peak_rss"), 0.25),
         *(Target(f"loopd lsp initialize vs loopd acp initialize ({mode.removeprefix('loopd ')})",
@@ -333,38 +412,63 @@ def targets(daemon: bool) -> list[Target]:
 
 
 def _value(f: Figures, row: str, measure: str) -> float:
+    if row == "floor":
+        return statistics.median(f.floor)
     return f.lsp_median(measure) if row == "lsp" else f.median(row, measure)
+
+
+def floor_ratios(f: Figures) -> dict[str, tuple[float, float]]:
+    """Each contender's long reply against the bare consumer's, in wall time and in
+    CPU (no target: the floor is what any Python client of this fake pays; on a
+    loaded machine the CPU is the steadier of the two)."""
+    wall, cpu = statistics.median(f.floor), statistics.median(f.floor_cpu)
+    ratios = {
+        name: (f.median(name, "long_reply") / wall, f.median(name, "long_cpu") / cpu)
+        for name in f.starts
+    }
+    return {name: r for name, r in ratios.items() if not math.isnan(r[0])}
 
 
 def table(f: Figures, daemon: bool) -> str:
     note = "" if daemon else "  (no daemon in this build: cold and warm run in-process)"
     head = (
         f"{'':22}{'initialize':>12}{'session':>10}{'to model':>10}{'1st chunk':>11}"
-        f"{'exit':>8}{'peak MB':>9}"
+        f"{'long reply':>12}{'exit':>8}{'peak MB':>9}"
     )
     lines = [f"warm start, medians in ms{note}", head]
     for name in f.starts:
         ms = [f.median(name, m) * 1000 for m in MEASURES]
         mb = f.median(name, "peak_rss") / 2**20
-        model = "-" if math.isnan(ms[2]) else f"{ms[2]:.1f}"
+        model, long = ("-" if math.isnan(v) else f"{v:.1f}" for v in (ms[2], ms[4]))
         lines.append(
-            f"{name:22}{ms[0]:12.0f}{ms[1]:10.0f}{model:>10}{ms[3]:11.1f}{ms[4]:8.0f}{mb:9.0f}"
+            f"{name:22}{ms[0]:12.0f}{ms[1]:10.0f}{model:>10}{ms[3]:11.1f}{long:>12}"
+            f"{ms[5]:8.0f}{mb:9.0f}"
         )
+    floor_ms = statistics.median(f.floor) * 1000
+    lines.append(f"{'bare httpx-sse':22}{'':54}{floor_ms:12.1f}")
     for mode in f.lsp:
         lines.append(f"{'loopd lsp (' + mode.removeprefix('loopd ') + ')':22}"
                      f"{f.lsp_median(mode) * 1000:12.0f}")  # fmt: skip
-    lines += ["", "targets (issue 16)"]
+    lines += ["", "targets (issues 16 and 25)"]
     for t in targets(daemon):
         r = t.figures(f)
         met = "met" if r["ratio"] <= t.limit else "NOT met"
         lines.append(f"  {t.title}: {r['ratio']:.2f}x (target <= {t.limit:g}x) {met}")
+    lines += ["", f"{LONG}-chunk reply against the floor (bare httpx-sse, same fake, same run)"]
+    lines.append(f"  bare httpx-sse: {floor_ms:.0f} ms, {statistics.median(f.floor_cpu) * 1e3:.0f}"
+                 " ms of CPU")  # fmt: skip
+    for name, (wall, cpu) in floor_ratios(f).items():
+        cpu_ms = f.median(name, "long_cpu") * 1000
+        lines.append(f"  {name}: {wall:.2f}x wall, {cpu:.2f}x CPU ({cpu_ms:.0f} ms)")
     return "\n".join(lines)
 
 
 def main(rounds: int = ROUNDS) -> dict[str, dict[str, float]]:
     figures, daemon = measure(rounds)
     print(table(figures, daemon))
-    return {t.title: t.figures(figures) for t in targets(daemon)}
+    floor = {f"{name} long reply vs bare httpx-sse": {"wall_ratio": w, "cpu_ratio": c}
+             for name, (w, c) in floor_ratios(figures).items()}  # fmt: skip
+    return {t.title: t.figures(figures) for t in targets(daemon)} | floor
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 
 import { rejectOnce } from './approval';
 import {
+  type CheckpointsResult,
   type ConfigOption,
   type ContentBlock,
   type ListResult,
@@ -20,6 +21,8 @@ import {
   type PermissionOutcome,
   type PermissionParams,
   type PromptResult,
+  type RestoreResult,
+  type RestoreScope,
   type SessionInfo,
   type SessionNotification,
 } from './protocol';
@@ -60,6 +63,12 @@ export interface Remembered {
   set(sessionId: string | undefined): void;
 }
 
+/**
+ * Whether a restore may overwrite these files, changed outside the agent since the
+ * checkpoint (the person is asked); without an answer nothing is overwritten.
+ */
+export type ConfirmOverwrite = (paths: string[], summary: string) => Promise<boolean>;
+
 interface Pending {
   approval: Approval;
   resolve(optionId: string | undefined): void;
@@ -75,7 +84,12 @@ export class Controller {
     private readonly ui: SessionUi,
     private readonly cwd: string,
     private readonly remembered: Remembered,
-    private readonly options: { defaults?: Defaults; approvalTimeoutMs?: number; mcpServers?: McpServer[] } = {},
+    private readonly options: {
+      defaults?: Defaults;
+      approvalTimeoutMs?: number;
+      mcpServers?: McpServer[];
+      confirmOverwrite?: ConfirmOverwrite;
+    } = {},
   ) {}
 
   get sessionId(): string | undefined {
@@ -191,6 +205,7 @@ export class Controller {
     });
     this.show({ type: 'update', sessionId, update: { sessionUpdate: 'config_option_update', configOptions: result.configOptions } });
     this.remembered.set(sessionId);
+    await this.checkpoints();
   }
 
   /**
@@ -236,7 +251,61 @@ export class Controller {
       throw error;
     } finally {
       this.activity();
+      await this.checkpoints();
     }
+  }
+
+  // -- checkpoints (loopd/session/checkpoints|restore|fork) ---------------------------
+
+  /** The session's checkpoints, one before each prompt, asked again and shown. */
+  async checkpoints(): Promise<CheckpointsResult> {
+    const sessionId = this.state.sessionId;
+    let result: CheckpointsResult = { checkpoints: [], redo: false };
+    if (sessionId) {
+      // A server without checkpoints (or with them off) has none to show.
+      result = await this.rpc.sendRequest<CheckpointsResult>(Method.checkpoints, { sessionId }).catch(() => result);
+    }
+    if (sessionId === this.state.sessionId) this.show({ type: 'checkpoints', checkpoints: result });
+    return result;
+  }
+
+  /**
+   * Back to before prompt `point` (undefined: redo the last restore), for `scope`.
+   * Files changed outside the agent since are never overwritten unasked: the server
+   * names them and changes nothing, the person is asked, and only a yes sends
+   * `force`. Whether anything was restored.
+   */
+  async restore(point: number | undefined, scope: RestoreScope = 'both'): Promise<boolean> {
+    const sessionId = await this.ensureSession();
+    const target = point === undefined ? { redo: true } : { prompt: point, scope };
+    const ask = (force: boolean) =>
+      this.rpc.sendRequest<RestoreResult>(Method.restore, { sessionId, ...target, ...(force ? { force } : {}) });
+    let result = await ask(false);
+    if (!result.restored) {
+      const confirm = this.options.confirmOverwrite ?? (async () => false);
+      if (await confirm(result.changedOutside, result.summary)) result = await ask(true);
+    }
+    await this.checkpoints();
+    return result.restored;
+  }
+
+  /** A new session whose conversation is the one before prompt `point`, shown in the panel. */
+  async fork(point: number): Promise<string> {
+    const sessionId = await this.ensureSession();
+    const result = await this.rpc.sendRequest<NewSessionResult>(Method.fork, {
+      sessionId,
+      beforePrompt: point,
+      cwd: this.cwd,
+      mcpServers: this.mcpServers,
+    });
+    await this.load(result.sessionId);
+    return result.sessionId;
+  }
+
+  /** Edit prompt `point`: restore the code and the conversation to before it, then run `blocks`. */
+  async edit(point: number, blocks: ContentBlock[]): Promise<string | undefined> {
+    if (!(await this.restore(point, 'both'))) return undefined;
+    return this.prompt(blocks);
   }
 
   async cancel(): Promise<void> {

@@ -8,6 +8,8 @@ import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import { askApproval } from './approval';
 import { commands } from './commands';
+import { toBlock } from './attachments';
+import { gatherContext } from './context';
 import { type Activity, Controller } from './controller';
 import { DiffDocuments } from './diffs';
 import { loginCommand } from './discovery';
@@ -120,6 +122,7 @@ export class Loopd {
         },
         approvalTimeoutMs: timeout > 0 ? timeout * 1000 : undefined,
         mcpServers: mcp.servers,
+        confirmOverwrite,
       },
     );
   }
@@ -236,6 +239,9 @@ export class Loopd {
         return this.controller?.answer(message.approvalId, message.optionId);
       case 'mention':
         return this.mention();
+      case 'mentionContext':
+        for (const attachment of await gatherContext(message.kind)) this.attach(attachment);
+        return;
       case 'listMentions':
         await this.controller?.mentions();
         return;
@@ -245,6 +251,21 @@ export class Loopd {
       case 'copy':
         await vscode.env.clipboard.writeText(message.text);
         return;
+      case 'restore':
+        await this.requireController().restore(message.prompt, message.scope);
+        return;
+      case 'redo':
+        await this.requireController().restore(undefined);
+        return;
+      case 'fork':
+        await this.requireController().fork(message.prompt);
+        return;
+      case 'edit': {
+        const blocks: ContentBlock[] = [{ type: 'text', text: message.text }, ...message.attachments.map(toBlock)];
+        await this.panel.reveal();
+        await this.requireController().edit(message.prompt, blocks);
+        return;
+      }
     }
   }
 
@@ -331,15 +352,15 @@ function isAskArgument(value: unknown): value is AskArgument {
   return typeof a?.uri === 'string' && typeof a.range?.start?.line === 'number' && typeof a.range?.end?.line === 'number';
 }
 
-function toBlock(a: Attachment): ContentBlock {
-  switch (a.kind) {
-    case 'file':
-      return { type: 'resource_link', uri: a.uri, name: a.name };
-    case 'resource':
-      return { type: 'resource_link', uri: a.uri, name: a.name, ...(a.mimeType ? { mimeType: a.mimeType } : {}) };
-    case 'selection':
-      return { type: 'resource', resource: { uri: a.uri, text: a.text ?? '' } };
-  }
+/** A modal naming the files a restore would overwrite (changed outside the agent since). */
+async function confirmOverwrite(paths: string[], summary: string): Promise<boolean> {
+  const overwrite = 'Overwrite';
+  const choice = await vscode.window.showWarningMessage(
+    `loopd: ${paths.length} file(s) changed outside the agent since this checkpoint`,
+    { modal: true, detail: `${paths.map((p) => vscode.workspace.asRelativePath(p)).join('\n')}\n\n${summary}\nRestoring overwrites them.` },
+    overwrite,
+  );
+  return choice === overwrite;
 }
 
 let loopd: Loopd | undefined;

@@ -41,7 +41,9 @@ export function panelHtml({ scriptUri, styleUri, cspSource, nonce }: ShellOption
 <main id="conversation" class="conversation" aria-live="polite"></main>
 <section id="plan" class="plan" hidden></section>
 <section id="approval" class="approval" hidden></section>
+<div id="redo" class="rewind-redo" hidden></div>
 <footer>
+  <div id="editing" class="banner editing" hidden></div>
   <div id="attachments" class="chips"></div>
   <ul id="completions" class="completions" hidden></ul>
   <textarea id="input" rows="3" placeholder="Ask loopd — Enter sends, Shift+Enter for a new line, / for commands"></textarea>

@@ -14,6 +14,9 @@ export const Method = {
   delete: 'loopd/session/delete',
   setConfigOption: 'loopd/session/setConfigOption',
   mentions: 'loopd/session/mentions',
+  checkpoints: 'loopd/session/checkpoints',
+  restore: 'loopd/session/restore',
+  fork: 'loopd/session/fork',
   cancel: 'loopd/session/cancel',
   update: 'loopd/session/update',
   requestPermission: 'loopd/session/requestPermission',
@@ -234,3 +237,31 @@ export interface ReviewSettled {
   uri: string;
   written: boolean;
 }
+
+/** A checkpoint of the session: the workspace and the conversation before prompt `prompt`. */
+export interface Checkpoint {
+  prompt: number;
+  /** The prompt's first line (as the session's title is made). */
+  label: string;
+  createdAt: string;
+  /** Whether the conversation can be restored too (the runtime's context is loopd's). */
+  conversation: boolean;
+  /** Files the checkpoint could not hold (too large, or the store was full). */
+  leftOut: string[];
+}
+
+export interface CheckpointsResult {
+  checkpoints: Checkpoint[];
+  /** Whether the last restore can be redone. */
+  redo: boolean;
+}
+
+export type RestoreScope = 'both' | 'code' | 'conversation';
+
+/**
+ * `loopd/session/restore`'s answer: done, or refused (nothing changed) because files
+ * changed outside the agent since the checkpoint; `force: true` overwrites them.
+ */
+export type RestoreResult =
+  | { restored: true; summary: string; written: string[]; removed: string[]; failed: { path: string; reason: string }[] }
+  | { restored: false; summary: string; changedOutside: string[] };

@@ -23,6 +23,7 @@ from acp.interfaces import Agent
 from acp.router import MessageRouter
 
 from loopd.acp.agent import LoopdAgent
+from loopd.acp.handshake import Handshake, Handshaking
 from loopd.acp.models import ModelRoutes
 from loopd.acp.transport import BoundedNdjson
 from loopd.sessions.starting import Starting
@@ -39,28 +40,44 @@ class _Routes(Agent, ModelRoutes):
     legacy `session/set_model`."""
 
 
+class _Connection(Connection):
+    """The SDK's connection, whose observers are shown requests and answers only:
+    ours read nothing else, and the SDK deep-copies every message it shows them
+    (each update of a 10,000-message replay, for nothing)."""
+
+    def _notify_observers(self, direction: StreamDirection, message: dict[str, Any]) -> None:
+        if "id" in message:
+            super()._notify_observers(direction, message)
+
+
 async def serve(
     agent: LoopdAgent,
     writer: asyncio.StreamWriter,
     reader: asyncio.StreamReader,
     requests: InFlight | None = None,
     pace: Callable[[], Awaitable[None]] | None = None,
+    handshake: Handshake | None = None,
 ) -> None:
     """Serve one ACP connection until the peer closes it. On the way out, whatever
     the connection was running is cancelled and sessions only it had are closed.
     `pace`, when given, is awaited before each message is read. With `requests`, the
-    end of the input first waits for what it asked (see `_answer_what_arrived`)."""
+    end of the input first waits for what it asked (see `_answer_what_arrived`).
+    `handshake`: what the forwarder read and answered first (`loopd.acp.handshake`)."""
     router = MessageRouter.from_protocol(_Routes, agent, use_unstable_protocol=True)
 
     async def at_end() -> None:
         if requests is not None:
             await _answer_what_arrived(agent, conn, requests, writer)
 
-    transport = BoundedNdjson(reader, writer, STDIN_LIMIT, pace=pace, at_end=at_end)
+    start = handshake or Handshake()
+    lines = BoundedNdjson(
+        reader, writer, STDIN_LIMIT, pace=pace, at_end=at_end, pending=start.pending
+    )
+    transport = Handshaking(lines, start)
     watchers: list[StreamObserver] = [agent.observe]
     if requests is not None:
         watchers.append(requests.observe)
-    conn = Connection(router, transport, listening=False, observers=watchers)
+    conn = _Connection(router, transport, listening=False, observers=watchers)
     AgentSideConnection.attach(agent, conn, use_unstable_protocol=True)  # the client side
     try:
         await conn.main_loop()
@@ -103,10 +120,15 @@ async def serve_stdio(manager: Starting, out: IO[bytes] | None = None) -> None:
     out = out if out is not None else protect_stdout()
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    await serve_streams(manager, 0, cast(BinaryIO, out))
+    from loopd.daemon.early import take_read_ahead
+
+    here = Handshake(take_read_ahead())  # what the forwarder read and answered, if it did
+    await serve_streams(manager, 0, cast(BinaryIO, out), here)
 
 
-async def serve_streams(manager: Starting, stdin_fd: int, out: BinaryIO) -> None:
+async def serve_streams(
+    manager: Starting, stdin_fd: int, out: BinaryIO, handshake: Handshake | None = None
+) -> None:
     """One ACP connection on an editor's stdin (descriptor `stdin_fd`) and stdout
     (`out`): this process's own, or an editor's handed to the daemon.
 
@@ -122,7 +144,7 @@ async def serve_streams(manager: Starting, stdin_fd: int, out: BinaryIO) -> None
         # mypy sees the SDK's unstable routes as abstract; `errors.refuse_unimplemented`
         # fills them in when the module loads.
         agent = LoopdAgent(manager, client_answers=not stdin.batch)  # type: ignore[abstract]
-        await serve(agent, writer, stdin.reader, requests=requests, pace=pace)
+        await serve(agent, writer, stdin.reader, requests=requests, pace=pace, handshake=handshake)
         sys.stderr.write("loopd acp: stdin closed, exiting\n")
     finally:
         writer.close()

@@ -43,9 +43,13 @@ class BlobStore:
         if os.path.exists(target):
             return digest, 0
         packed = zlib.compress(data, 1)
-        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
         temp = f"{target}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        try:
+            fd = os.open(temp, flags, 0o600)
+        except FileNotFoundError:  # the first blob of its two-letter folder
+            os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+            fd = os.open(temp, flags, 0o600)
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(packed)

@@ -8,23 +8,42 @@ shown is not touched (the restore is journaled there as a note)."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from loopd.checkpoints.blobs import BlobStore
 from loopd.protocol.jsonvalues import dumps_safe
 from loopd.protocol.messages import message_from_json, message_to_json
-from loopd.store.sqlite import SqliteStore
+from loopd.store.sqlite import ContextRecord, SqliteStore
 
 
-def keep(store: SqliteStore, blobs: BlobStore, session_id: str) -> tuple[str, int]:
-    """The conversation's digest, and the bytes keeping it added."""
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """The model context as it stands: where its messages end, and its compacted view.
+    Taken before a turn may add to it, kept later (in a thread) as it was then."""
+
+    upto: int
+    context: ContextRecord
+
+
+def mark(store: SqliteStore, session_id: str) -> Mark:
+    return Mark(store.last_message(session_id), store.context(session_id))
+
+
+def keep(
+    store: SqliteStore, blobs: BlobStore, session_id: str, at: Mark | None = None
+) -> tuple[str, int]:
+    """The conversation's digest as it is at `at` (None: now), and the bytes keeping
+    it added. Messages are only ever appended during a turn (a restore or `/clear`
+    runs between turns), so what `at` marked is still there."""
+    at = at or mark(store, session_id)
     added = 0
     digests = []
-    for message in store.messages(session_id):
+    for message in store.messages(session_id, at.upto):
         body = dumps_safe(message_to_json(message), separators=(",", ":")).encode()
         digest, n = blobs.put(body)
         digests.append(digest)
         added += n
-    context = store.context(session_id)
+    context = at.context
     whole = {
         "messages": digests,
         "start": context.start,

@@ -4,7 +4,8 @@ Kept as one small JSON blob per directory plus one that maps each directory to i
 blob, so a checkpoint after a turn that changed one file writes two small blobs,
 and two manifests are compared folder by folder (`changed_paths`) without reading
 the folders that did not change. The stat fields (size, mtime, inode, ctime) let the
-next scan reuse a file's digest without reading it.
+next scan reuse a file's digest without reading it (the device too, since rows have 8
+fields; a row of 7 was kept before).
 
 An entry whose digest is "" was left out (too large to keep): a restore leaves that
 path as it finds it.
@@ -30,6 +31,7 @@ class Entry:
     mtime_ns: int
     ino: int
     ctime_ns: int
+    dev: int = 0  # st_dev (0 in a manifest kept before it was: its files are read again)
 
     @property
     def kept(self) -> bool:
@@ -46,21 +48,36 @@ class Entry:
 Manifest = Mapping[str, Entry]
 
 
-def save(blobs: BlobStore, manifest: Manifest) -> tuple[str, int]:
-    """Keep `manifest`; the digest of its top blob and the bytes added."""
-    folders: dict[str, list[list[object]]] = {}
+Folders = dict[str, tuple[tuple[tuple[str, Entry], ...], str]]
+"""Folder -> its entries and the blob that keeps them, from an earlier `save`."""
+
+
+def save(blobs: BlobStore, manifest: Manifest, known: Folders | None = None) -> tuple[str, int]:
+    """Keep `manifest`; the digest of its top blob and the bytes added. A folder
+    whose entries are those `known` has (and whose blob is still kept) is not
+    encoded again; `known` is brought up to date."""
+    folders: dict[str, list[tuple[str, Entry]]] = {}
     for path in sorted(manifest):
-        e = manifest[path]
         folder, name = posixpath.split(path)
-        row: list[object] = [name, e.digest, e.mode, e.size, e.mtime_ns, e.ino, e.ctime_ns]
-        folders.setdefault(folder, []).append(row)
+        folders.setdefault(folder, []).append((name, manifest[path]))
     top: dict[str, str] = {}
     added = 0
-    for folder, rows in folders.items():
-        top[folder], n = blobs.put(_json(rows))
+    for folder, listed in folders.items():
+        entries = tuple(listed)
+        was = known.get(folder) if known is not None else None
+        if was is not None and was[0] == entries and blobs.has(was[1]):
+            top[folder] = was[1]
+            continue
+        top[folder], n = blobs.put(_json([_row(name, e) for name, e in entries]))
         added += n
+        if known is not None:
+            known[folder] = (entries, top[folder])
     digest, n = blobs.put(_json(top))
     return digest, added + n
+
+
+def _row(name: str, e: Entry) -> list[object]:
+    return [name, e.digest, e.mode, e.size, e.mtime_ns, e.ino, e.ctime_ns, e.dev]
 
 
 def load(blobs: BlobStore, digest: str) -> dict[str, Entry]:
@@ -122,7 +139,9 @@ def _folder(blobs: BlobStore, folder: str, digest: str) -> dict[str, Entry]:
 
 
 def _rows(rows: object) -> Iterable[list[object]]:
-    if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 7 for r in rows):
+    if not isinstance(rows, list) or not all(
+        isinstance(r, list) and len(r) in (7, 8) for r in rows
+    ):
         raise ValueError("a manifest folder is damaged")
     return rows
 

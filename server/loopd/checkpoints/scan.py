@@ -3,10 +3,11 @@
 The walk lists directories by descriptors, each opened from its parent with
 `O_NOFOLLOW` (the root beneath itself), so a directory swapped for a symlink
 mid-walk ends that folder's walk; every file's content is read through loopd's one
-reader (`FileReader`: beneath the root through no link, regular files only, without
-blocking, bounded, never a secret), and a file it refuses is left out, named. A
-symlink is kept as a link (its target is its content), never followed; FIFOs,
-sockets and devices are not files anyone restores and are passed over.
+reader (`FileReader.read_in`: from the folder's descriptor, through no link, regular
+files only, without blocking, bounded, never a secret), and a file it refuses is
+left out, named. A symlink is kept as a link (its target is its content), never
+followed; FIFOs, sockets and devices are not files anyone restores and are passed
+over.
 
 Left out: what `.gitignore` ignores (and `.git/info/exclude` at the root), every
 `.git`, loopd's own folders (`own`), and secrets by the file tools' own rule
@@ -15,8 +16,12 @@ credential locations): a checkpoint never copies a key into the store, and a
 restore never writes one. A file over `max_file_bytes` is listed with
 no blob, and the scan says so.
 
-A file whose (size, mtime_ns, inode, ctime_ns) and mode are those of the previous
-manifest keeps its digest unread: on a large repository only what changed is read.
+A file whose (mode, size, mtime_ns, inode, ctime_ns, device) are those of the
+previous manifest keeps its digest unread: on a large repository only what changed
+is read. A replacement of the same size and mtime has another ctime (and mostly
+another inode). A file changed within `RACY_NS` of the scan could change again
+within the same clock tick, its stamp unchanged: it is kept with a stamp no file
+has (`ctime_ns` -1), so the next scan reads it again (git's "racy clean" rule).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -35,6 +41,7 @@ from loopd.protocol.reading import FileReader, ReadRefused
 from loopd.tools.gitignore import MAX_BYTES, Ignore, inherited, read_ignore_file
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+RACY_NS = 1_000_000_000  # a change this close to the scan is not trusted to show in its stamp
 
 
 MAX_FILES = 200_000  # a root with more (a build tree not ignored) is not checkpointed
@@ -65,24 +72,30 @@ class Scan:
     own: tuple[str, ...]
     max_file_bytes: int
     room: int
+    clock: Callable[[], int] = time.time_ns  # wall time, ns: what a file's change is racy against
     added: int = 0
     left_out: list[str] = field(default_factory=list)
     manifest: dict[str, Entry] = field(default_factory=dict)
     _hidden: tuple[tuple[str, ...], ...] = ()
+    _secret_names: dict[str, bool] = field(default_factory=dict)
+    _racy_after: int = 0
 
     def run(self) -> dict[str, Entry]:
         self._hidden = _hidden_below(self.root, self.home, self.own)
         if () in self._hidden:
             return self.manifest  # the root itself is secret, or loopd's: nothing to keep
+        self._racy_after = self.clock() - RACY_NS
         fd = open_beneath(self.root, ".", _DIR, exact=True)
         with contextlib.closing(_Fd(fd)):
             self._walk(fd, (), inherited(self.root, self.root, self.reader))
         return self.manifest
 
     def _walk(self, fd: int, rel: tuple[str, ...], ignore: Ignore) -> None:
-        ignore_file = os.path.join(self.root, *rel, ".gitignore")
-        ignore = ignore.extended(rel, read_ignore_file(self.reader, ignore_file))
-        for entry in _entries(fd):
+        entries = _entries(fd)
+        if any(entry.name == ".gitignore" for entry in entries):
+            ignore_file = os.path.join(self.root, *rel, ".gitignore")
+            ignore = ignore.extended(rel, read_ignore_file(self.reader, ignore_file))
+        for entry in entries:
             path = (*rel, entry.name)
             info = _lstat(entry)
             if info is None or entry.name == ".git":
@@ -103,21 +116,30 @@ class Scan:
         """Secret or loopd's own, by the file tools' rule (`secret_reason`), decided
         by name here: the locations it names are placed once per scan."""
         name = path[-1].lower()
-        if name in SECRET_DIR_NAMES or (not is_dir and is_secret_name(name)):
+        if name in SECRET_DIR_NAMES or (not is_dir and self._secret_name(name)):
             return True
         if not self._hidden:
             return False
         lowered = tuple(p.lower() for p in path)
         return any(lowered[: len(h)] == h for h in self._hidden)
 
+    def _secret_name(self, name: str) -> bool:
+        """`is_secret_name`, once per name a scan meets (names repeat: `__init__.py`)."""
+        known = self._secret_names.get(name)
+        if known is None:
+            known = self._secret_names[name] = is_secret_name(name)
+        return known
+
     def _keep(self, fd: int, rel: str, name: str, info: os.stat_result) -> None:
         if len(self.manifest) >= MAX_FILES:
             raise TooManyFiles(self.root)
         before = self.previous.get(rel)
-        stamp = (info.st_mode, info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
+        stamp = _stamp_of(info)  # taken before the read: never newer than what is read
         if before is not None and before.kept and _stamp(before) == stamp:
             self.manifest[rel] = before
             return
+        if max(info.st_mtime_ns, info.st_ctime_ns) >= self._racy_after:
+            stamp = (*stamp[:4], -1, stamp[5])  # read again next time (see the module doc)
         digest = ""
         if info.st_size > self.max_file_bytes:
             self.left_out.append(f"{rel} ({info.st_size} bytes, over max_file_bytes)")
@@ -128,25 +150,25 @@ class Scan:
         self.manifest[rel] = Entry(digest, *stamp)  # no digest: a restore leaves it be
 
     def _content(self, fd: int, rel: str, name: str, info: os.stat_result) -> bytes | str:
-        """The file's bytes (through the reader: beneath the root, through no link,
+        """The file's bytes (through the reader, from the folder's descriptor: no link,
         regular, bounded, never a secret) or a symlink's target; else why not."""
         if stat.S_ISLNK(info.st_mode):
             try:
                 return os.fsencode(os.readlink(name, dir_fd=fd))
             except OSError as err:
                 return f"its link could not be read: {err.strerror}"
-        read = self.reader.read(os.path.join(self.root, rel), max_bytes=self.max_file_bytes)
+        path = os.path.join(self.root, rel)
+        read = self.reader.read_in(fd, name, path, max_bytes=self.max_file_bytes)
         if isinstance(read, ReadRefused):
             return f"it changed while it was read: {read.reason}"
         return read.data
 
     def _put(self, data: bytes) -> str:
         digest = digest_of(data)
-        if not self.blobs.has(digest):
-            if self.added + len(data) > self.room:
-                raise StoreFull
-            _, added = self.blobs.put(data, digest)
-            self.added += added
+        if self.added + len(data) > self.room and not self.blobs.has(digest):
+            raise StoreFull
+        _, added = self.blobs.put(data, digest)
+        self.added += added
         return digest
 
 
@@ -193,8 +215,19 @@ def _hidden_below(root: str, home: str, own: tuple[str, ...]) -> tuple[tuple[str
     return tuple(found)
 
 
-def _stamp(e: Entry) -> tuple[int, int, int, int, int]:
-    return (e.mode, e.size, e.mtime_ns, e.ino, e.ctime_ns)
+def _stamp_of(info: os.stat_result) -> tuple[int, int, int, int, int, int]:
+    return (
+        info.st_mode,
+        info.st_size,
+        info.st_mtime_ns,
+        info.st_ino,
+        info.st_ctime_ns,
+        info.st_dev,
+    )
+
+
+def _stamp(e: Entry) -> tuple[int, int, int, int, int, int]:
+    return (e.mode, e.size, e.mtime_ns, e.ino, e.ctime_ns, e.dev)
 
 
 def _entries(fd: int) -> list[os.DirEntry[str]]:

@@ -104,6 +104,7 @@ class Checkpoints:
     book: CheckpointBook = field(init=False)
     blobs: BlobStore = field(init=False)
     _newest: dict[str, dict[str, Entry]] = field(init=False, default_factory=dict)
+    _folders: dict[str, manifest.Folders] = field(init=False, default_factory=dict)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -115,10 +116,11 @@ class Checkpoints:
 
     def record(
         self, session_id: str, kind: Kind, roots: Sequence[str], now: str,
-        label: str = "", with_conversation: bool = True,
+        label: str = "", with_conversation: bool = True, at: conversation.Mark | None = None,
     ) -> Recorded:  # fmt: skip
-        """Record a checkpoint of `roots` and, `with_conversation`, of the
-        model context. Skipped, with a note, when the store has no room for it."""
+        """Record a checkpoint of `roots` and, `with_conversation`, of the model
+        context (as it was at `at`, None: now). Skipped, with a note, when the store
+        has no room for it."""
         roots = [os.path.realpath(r) for r in roots]  # as loopd's own folders are named
         with self._lock:
             try:
@@ -132,12 +134,13 @@ class Checkpoints:
             added = sum(s.added for s in scans)
             digests: dict[str, str] = {}
             for scan in scans:
-                digests[scan.root], n = manifest.save(self.blobs, scan.manifest)
+                known = self._folders.setdefault(scan.root, {})
+                digests[scan.root], n = manifest.save(self.blobs, scan.manifest, known)
                 added += n
                 self._newest[scan.root] = scan.manifest
             talk = None
             if with_conversation:
-                talk, n = conversation.keep(self.store, self.blobs, session_id)
+                talk, n = conversation.keep(self.store, self.blobs, session_id, at)
                 added += n
             left_out = tuple(f"{s.root}/{p}" for s in scans for p in s.left_out)
             earlier = self.book.of(session_id)

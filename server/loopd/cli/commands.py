@@ -69,6 +69,10 @@ def acp(args: argparse.Namespace) -> int:
         from loopd.cli.login import login
 
         return login(os.environ)
+    if args.remote is not None:
+        from loopd.remote.bridge import bridge_command
+
+        return bridge_command(args)
     code = _forwarded("acp", args)
     if code is not None:
         return code

@@ -3,8 +3,9 @@
 Shows the config files (found or not, and trusted or not), which credentials are set
 (never their values: a variable is `set` or `not set`; endpoints are shown without
 user info or query), the tools the native engine uses (ripgrep, bubblewrap), the
-shared daemon (running or not, and how it is started), the runtime catalog, the
-sandbox tier and network by domain (its lists, and whether this tier enforces them).
+shared daemon (running or not, and how it is started), what `loopd serve` serves
+and to whom, the runtime catalog, the sandbox tier and network by domain (its
+lists, and whether this tier enforces them).
 Exits 1 when no runtime works, 2 when a config file is wrong, so a script or a setup
 check can rely on it.
 """
@@ -54,6 +55,7 @@ def doctor(args: argparse.Namespace) -> int:
     print(credentials(env, config))
     print(tools())
     print(daemon_state(env))
+    print(escape(serving_state(env), multiline=True))
     build = discover_catalog(config, env, os.getcwd())
     print(escape(catalog_to_text(build.catalog, build.skipped), multiline=True))
     probe = probe_sandbox(env=env)
@@ -125,6 +127,12 @@ def daemon_state(env: Mapping[str, str]) -> str:
     else:
         started = "on demand by editors; exits when idle (`loopd daemon enable` keeps it up)"
     return f"daemon: {line}\n  started: {started}"
+
+
+def serving_state(env: Mapping[str, str]) -> str:
+    from loopd.remote.status import describe
+
+    return describe(env)
 
 
 def tools() -> str:

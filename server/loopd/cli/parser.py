@@ -52,6 +52,32 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
 def _acp_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("then", nargs="?", choices=["login"], help="login: what an editor's log-in runs")
     _no_daemon_argument(p)
+    p.add_argument(
+        "--remote",
+        metavar="URL",
+        help="relay to `loopd serve` at URL (token: LOOPD_REMOTE_TOKEN or --token-file)",
+    )
+    p.add_argument("--token-file", metavar="FILE", help="--remote: the file holding the token")
+    p.add_argument(
+        "--fingerprint",
+        metavar="SHA256",
+        help="--remote: the server certificate's fingerprint, as `loopd serve` printed it",
+    )
+    p.add_argument("--ca", metavar="FILE", help="--remote: the CA (or certificate) to trust")
+
+
+def _serve_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", nargs="?", choices=["token"], help="token: make a new bearer token")
+    p.add_argument("--listen", metavar="HOST:PORT", help="where to listen (port 0: any free one)")
+    p.add_argument(
+        "--root",
+        action="append",
+        metavar="DIR",
+        help="a folder remote clients may open (repeatable; default: here)",
+    )
+    p.add_argument("--tls-cert", metavar="FILE", help="the certificate (default: self-signed)")
+    p.add_argument("--tls-key", metavar="FILE", help="its private key")
+    p.add_argument("--no-tls", action="store_true", help="plain HTTP (loopback only)")
 
 
 def _lsp_arguments(p: argparse.ArgumentParser) -> None:
@@ -121,6 +147,8 @@ COMMANDS: tuple[Command, ...] = (
             "loopd.cli.commands:acp"),
     Command("lsp", "serve LSP with the loopd extension (VS Code, Neovim)", _lsp_arguments,
             "loopd.cli.commands:lsp"),
+    Command("serve", "serve the daemon's sessions over ACP's HTTP/WebSocket transport",
+            _serve_arguments, "loopd.remote.serve:serve_command"),
     Command("daemon", "the loopd daemon editors share: status, stop, enable, disable",
             _daemon_arguments,
             "loopd.cli.daemon:daemon"),

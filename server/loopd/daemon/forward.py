@@ -25,6 +25,7 @@ import time
 from collections.abc import Mapping
 
 from loopd import __version__
+from loopd.daemon import early
 from loopd.daemon.frames import LISTENING, LOST, BadFrame, receive, send
 from loopd.daemon.place import Place, Unsafe, place_of
 from loopd.home import user_config_path
@@ -75,22 +76,53 @@ def daemon_idle(env: Mapping[str, str]) -> str | None:
 
 
 def _forward(place: Place, protocol: str, env: dict[str, str]) -> int | None:
-    hello = {
+    sock = handover(place, protocol, env, os.getcwd(), (0, 1, 2), answer_early=True)
+    if sock is None:
+        return None
+    with sock:
+        early.handed_over()
+        _let_go()
+        return _wait(sock)
+
+
+def handover(
+    place: Place,
+    protocol: str,
+    env: dict[str, str],
+    cwd: str,
+    fds: tuple[int, int, int],
+    *,
+    answer_early: bool = False,
+) -> socket.socket | None:
+    """Hand `fds` (a connection's stdin, stdout and stderr) to the daemon, started if
+    none answers, and return the control socket once it serves them; None when it
+    would not (it closed its copies first). `loopd serve` hands over pipes of its own
+    for each remote connection the same way (`loopd.remote.upstream`). With
+    `answer_early` (`fds` are this process's own stdio), ACP's `initialize` may be
+    answered here while a daemon starts (`_early`)."""
+    hello: dict[str, object] = {
         "op": "connect", "version": __version__, "protocol": protocol,
-        "data": os.path.realpath(place.data), "cwd": os.getcwd(), "env": env,
+        "data": os.path.realpath(place.data), "cwd": cwd, "env": env,
     }  # fmt: skip
     for attempt in range(2):
-        sock = place.connect() or _start(place, env, protocol)
+        sock = place.connect()
+        starting = None if sock else _spawn(place, env, protocol)
+        if protocol == "acp" and not attempt:  # answered here while a daemon starts
+            hello["early"] = _early(place, env, answer=answer_early and starting is not None)
+        sock = sock or (_started(place, starting) if starting is not None else None)
         if sock is None:
             _say(f"the loopd daemon did not start (see {place.log}); serving here")
             return None
-        with sock:
-            send(sock, hello, fds=(0, 1, 2))
+        try:
+            send(sock, hello, fds=fds)
             sock.settimeout(None)  # it holds the editor's pipes now: never serve beside it
             reply, _ = receive(sock)  # (it closes them before any refusal, or by dying)
-            if reply.get("ok"):
-                _let_go()
-                return _wait(sock)
+        except BaseException:
+            sock.close()
+            raise
+        if reply.get("ok"):
+            return sock
+        sock.close()
         if reply.get("error") != "version" or not reply.get("idle") or attempt:
             return None  # a busy daemon of another version keeps its editors
         stop(place)  # an idle one of another version makes way
@@ -117,11 +149,23 @@ def _let_go() -> None:
     os.close(null)
 
 
-def _start(place: Place, env: Mapping[str, str], protocol: str) -> socket.socket | None:
-    """Start a daemon in the background and connect to it; None if it never listens.
-    The daemon says on the pipe handed to it (`--ready FD`) that it listens, or that
-    another forwarder's won the race (the data dir's lock lets one serve); a daemon
-    that dies first says nothing."""
+def _early(place: Place, env: Mapping[str, str], answer: bool) -> dict[str, object] | None:
+    """With `answer` (a daemon is starting), ACP's `initialize` answered here when a
+    daemon of this code wrote its answer down (`loopd.daemon.early`). What the daemon
+    needs to know of it (and to write its own down), or None when the SDK is not
+    where this loopd would import it from. A running daemon answers at once itself."""
+    sdk = early.sdk_dir_on_path()
+    if sdk is None:
+        return None
+    key = early.key(early.code_stamp(sdk), _own_config(user_config_path(env)))
+    path = early.answers_path(place.folder, place.name)
+    read = early.answer_early(path, key) if answer else None
+    return {"key": key, "readAhead": None if read is None else read.to_wire()}
+
+
+def _spawn(place: Place, env: Mapping[str, str], protocol: str) -> int:
+    """Start a daemon in the background; the pipe on which it says that it listens,
+    or that another forwarder's won the race (the data dir's lock lets one serve)."""
     import subprocess  # only to start one
 
     log = os.open(place.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -132,10 +176,21 @@ def _start(place: Place, env: Mapping[str, str], protocol: str) -> socket.socket
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/", pass_fds=(told,),
             env=daemon_env(env), start_new_session=True,
         )  # fmt: skip
+    except BaseException:
+        os.close(ready)
+        raise
+    finally:
         os.close(told)
+        os.close(log)
+    return ready
+
+
+def _started(place: Place, ready: int) -> socket.socket | None:
+    """A connection to the daemon `_spawn` started; None if it never listens (a
+    daemon that dies first says nothing on its pipe)."""
+    try:
         news = os.read(ready, 1) if select.select([ready], [], [], START_TIMEOUT)[0] else b""
     finally:
-        os.close(log)
         os.close(ready)
     if news == LISTENING:
         return place.connect()

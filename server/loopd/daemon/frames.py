@@ -3,7 +3,8 @@ daemon: frames of JSON, each after its length (4 bytes, big-endian), on the Unix
 socket. A forwarder's first frame carries the editor's stdin, stdout and stderr as
 descriptors (SCM_RIGHTS). Standard library only.
 
-    forwarder -> daemon   {"op": "connect", "version", "protocol", "data", "cwd", "env"}
+    forwarder -> daemon   {"op": "connect", "version", "protocol", "data", "cwd", "env",
+                           "early"?: {"key", "readAhead"} (`loopd.daemon.early`)}
                           {"op": "status" | "stop", "version"}
     daemon -> forwarder   {"ok": true, "pid"} | {"ok": false, "error", "version", "idle"}
                           ... then, at the connection's end, {"exit": code}

@@ -33,11 +33,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from loopd import __version__
+from loopd.daemon import early
 from loopd.daemon.frames import LISTENING, LOST, BadFrame, receive_within, send
 from loopd.daemon.place import Place, Unsafe, place_of, require_own_peer, short_path
 from loopd.daemon.stderr import RoutedStderr
 
 if TYPE_CHECKING:  # loaded after the socket listens (see `_load_stack`)
+    from loopd.acp.handshake import Record
     from loopd.app import App
     from loopd.sessions.table import SessionTable
 
@@ -119,15 +121,17 @@ class Daemon:
     since: float = field(default_factory=time.monotonic)  # idle since, or started
     leaving: int = 0  # connections whose editor is gone, still closing (not busy)
     real_data: str = ""  # the data dir's real path, which a forwarder must name
+    built: threading.Event = field(default_factory=threading.Event)  # a first app (see run)
 
     def __post_init__(self) -> None:
         self.real_data = os.path.realpath(self.place.data)
 
     async def run(self) -> None:
-        warming = asyncio.create_task(asyncio.to_thread(_warm_imports, self.first))
+        warming = asyncio.create_task(asyncio.to_thread(_warm_imports, self.first, self.built))
         accepting = asyncio.create_task(self._accept())
         idling = asyncio.create_task(self._idle())
         await self.stopping.wait()
+        self.built.set()  # the warm-up waits for no first app any more
         for task in (accepting, idling, *self.connections):
             task.cancel()
         await asyncio.gather(warming, *self.connections, return_exceptions=True)
@@ -231,7 +235,10 @@ class Daemon:
             send(conn, {"ok": False, "error": str(err)})
             return
         send(conn, {"ok": True, "pid": os.getpid()})
-        serving = asyncio.create_task(serve_editor(hello, fds, table, self.apps.append))
+        record = self._recorder(hello.early_key)
+        serving = asyncio.create_task(
+            serve_editor(hello, fds, table, self.apps.append, record, self.built.set)
+        )
         hangup = asyncio.create_task(_hung_up(conn))
         try:
             await asyncio.wait([serving, hangup], return_when=asyncio.FIRST_COMPLETED)
@@ -249,6 +256,14 @@ class Daemon:
         code = 1 if serving.cancelled() or serving.exception() else 0
         with contextlib.suppress(OSError):
             send(conn, {"exit": code})
+
+    def _recorder(self, key: str | None) -> Record | None:
+        """Writes down the `initialize` answer under the forwarder's key, when that
+        key's code is the code this daemon runs (`loopd.daemon.early`)."""
+        if key is None or not key.startswith(f"{_loaded_stamp.get('acp')}:"):
+            return None
+        path = early.answers_path(self.place.folder, self.place.name)
+        return lambda params, result: early.record(path, key, params, result)
 
     def _open_table(self) -> SessionTable:
         from pathlib import Path
@@ -288,17 +303,20 @@ class Daemon:
         }  # fmt: skip
 
 
-def _warm_imports(first: str | None) -> None:
+def _warm_imports(first: str | None, built: threading.Event) -> None:
     """What every connection needs, loaded once the socket listens: the stack of
     the editor that started the daemon first (its `initialize` waits for nothing
-    else; the forwarder is connecting meanwhile), then the app, its runtimes and
-    the HTTP transport. The other protocol's stack is loaded by the first editor
-    that speaks it (`_load_stack`)."""
+    else; the forwarder is connecting meanwhile), then the app and its runtimes;
+    and once the first connection's app is built (its `session/new` waits for it),
+    the HTTP transport (~0.15 s that would compete with that build for the
+    interpreter). The other protocol's stack is loaded by the first editor that
+    speaks it (`_load_stack`)."""
     _load_stack(first)
     import loopd.app
     import loopd.daemon.connection  # noqa: F401
     from loopd.providers.sse import prepare_transport
 
+    built.wait()
     prepare_transport()
     gc.freeze()  # see `_load_stack`
 
@@ -324,6 +342,9 @@ def _load_stack(protocol: object) -> None:
         if module in _loaded:
             return
         loaded = importlib.import_module(module)
+        if protocol == "acp":  # the stamp of the code loaded (see `Daemon._recorder`)
+            sdk = os.path.realpath(os.path.dirname(importlib.import_module("acp").__file__ or ""))
+            _loaded_stamp["acp"] = early.code_stamp(sdk)
         if protocol == "lsp":
             asyncio.run(loaded.rehearse())  # this thread's own loop
         _loaded.add(module)
@@ -331,6 +352,7 @@ def _load_stack(protocol: object) -> None:
 
 
 _loaded: set[str] = set()
+_loaded_stamp: dict[str, str] = {}
 _loading = threading.Lock()
 
 

@@ -54,6 +54,7 @@ SESSION_REQUESTS = (
     "mentions",
     "checkpoints",
     "restore",
+    "fork",
 )
 R = TypeVar("R")
 
@@ -134,6 +135,24 @@ class LoopdServer(LanguageServer):
         mcp: Sequence[McpServerConfig] = (),
     ) -> SessionView:
         view = await self.manager.new_session(cwd, self.link, additional_dirs, mcp)
+        self._attach(view.id)
+        return view
+
+    async def open_fork(
+        self,
+        session_id: str,
+        point: int | None,
+        cwd: str,
+        additional_dirs: Sequence[str] = (),
+        mcp: Sequence[McpServerConfig] = (),
+    ) -> SessionView:
+        """A fork of `session_id` opened here: its history so far, or (`point`) the
+        conversation as it was before that prompt."""
+        manager, link = self.manager, self.link
+        if point is None:
+            view = await manager.fork_session(session_id, cwd, link, additional_dirs, mcp)
+        else:
+            view = await manager.fork_at(session_id, point, cwd, link, additional_dirs, mcp)
         self._attach(view.id)
         return view
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from loopd.lsp.base import LoopdServer, rpc
 from loopd.lsp.wire import (
+    BadParams,
     config_options_to_wire,
     field,
     mcp_servers_from_wire,
@@ -131,6 +132,21 @@ async def session_restore(ls: LoopdServer, params: Any) -> dict[str, Any]:
 
 
 @rpc
+async def session_fork(ls: LoopdServer, params: Any) -> dict[str, Any]:
+    """A new session from `sessionId`'s history (ACP's `session/fork`), opened on this
+    connection; with `beforePrompt` N its conversation is the one before prompt N (the
+    files are shared: restore them with `loopd/session/restore`). Answers as
+    `loopd/session/new` does; the fork's history is shown by `loopd/session/load`."""
+    source = field(params, "sessionId")
+    point = field(params, "beforePrompt", int, None)
+    if isinstance(point, bool):
+        raise BadParams("`beforePrompt` is a prompt number")
+    dirs = [str(d) for d in field(params, "additionalDirectories", list, [])]
+    mcp = mcp_servers_from_wire(field(params, "mcpServers", list, []))
+    return view_to_wire(await ls.open_fork(source, point, field(params, "cwd"), dirs, mcp))
+
+
+@rpc
 async def session_cancel(ls: LoopdServer, params: Any) -> None:
     await ls.manager.cancel(ls.require_open(field(params, "sessionId")))
 
@@ -149,6 +165,7 @@ def register(server: LoopdServer) -> None:
         ("loopd/session/mentions", session_mentions),
         ("loopd/session/checkpoints", session_checkpoints),
         ("loopd/session/restore", session_restore),
+        ("loopd/session/fork", session_fork),
         ("loopd/session/cancel", session_cancel),
     ):
         server.feature(method)(handler)

@@ -23,6 +23,7 @@ from loopd.protocol.events import (
     Command,
     ContentBlock,
     EmbeddedResourceBlock,
+    FilledPrompt,
     ImageBlock,
     Prompt,
     ResourceLinkBlock,
@@ -51,7 +52,7 @@ class McpPrompt:
         blocks = tuple(_block(m.get("content")) for m in messages)
         if not blocks:
             raise McpError(f"the server filled in /{self.name} with nothing")
-        return Prompt(blocks)
+        return FilledPrompt(blocks)
 
     def arguments(self, text: str) -> dict[str, str]:
         names = [a.name for a in self.info.arguments]

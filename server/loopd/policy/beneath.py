@@ -171,6 +171,13 @@ def _open_no_follow(dir_fd: int, name: str, flags: int, mode: int, rel: str) -> 
         raise
 
 
+def open_in(dir_fd: int, name: str, flags: int) -> int:
+    """A descriptor for `name`, one component, in the open directory `dir_fd`, through
+    no link (`O_NOFOLLOW`): `PathEscapeError` when `name` is a symlink, `OSError`
+    otherwise. For a walk that reached `dir_fd` beneath its root by descriptors."""
+    return _open_no_follow(dir_fd, name, flags, 0, name)
+
+
 def open_beneath(
     root: str,
     relpath: str,

@@ -15,6 +15,10 @@ paths`) so the rules are written once:
 4. `fstat` on the open descriptor: only a regular file is read, and at most the
    bound the caller gave.
 
+`read_in` is the same read for a walk that holds the file's folder open (reached
+beneath a root by descriptors, through no link): steps 2 and 4 on the path it names,
+and step 3 as an `O_NOFOLLOW` open in that folder, without resolving the path again.
+
 Every outcome is a value (`FileRead` or `ReadRefused`); nothing is raised.
 """
 
@@ -26,7 +30,14 @@ import os
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from loopd.policy.beneath import Method, PathEscapeError, file_kind, open_beneath, relative_to
+from loopd.policy.beneath import (
+    Method,
+    PathEscapeError,
+    file_kind,
+    open_beneath,
+    open_in,
+    relative_to,
+)
 from loopd.policy.paths import contains, secret_reason
 from loopd.protocol.reading import FileRead, Over, ReadProblem, ReadRefused
 
@@ -58,20 +69,23 @@ class DiskReader:
         opened = self._open(path)
         if isinstance(opened, ReadRefused):
             return opened
-        canonical, handle = opened
-        with handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size > max_bytes and over == "refuse":
-                return _too_large(canonical, size, max_bytes)
-            try:
-                data = handle.read(max_bytes + 1)
-            except OSError as exc:
-                return ReadRefused(canonical, "unreadable", f"{canonical}: {exc.strerror}")
-        if len(data) <= max_bytes:
-            return FileRead(canonical, data, len(data))
-        if over == "refuse":
-            return _too_large(canonical, max(size, len(data)), max_bytes)
-        return FileRead(canonical, data[:max_bytes], max(size, len(data)), cut=True)
+        return _bounded(*opened, max_bytes, over)
+
+    def read_in(
+        self, folder: int, name: str, path: str, *, max_bytes: int
+    ) -> FileRead | ReadRefused:
+        if "/" in name or name in ("", ".", "..") or self._root_of(path) is None:
+            return ReadRefused(path, "outside", self._outside(path))
+        if (reason := self._secret(path)) is not None:
+            return ReadRefused(path, "secret", reason)
+        try:  # no link: one swapped in fails the open; O_NONBLOCK: a FIFO cannot block it
+            fd = open_in(folder, name, _FLAGS)
+        except PathEscapeError:
+            return ReadRefused(path, "outside", f"{path} changed into a link while read")
+        except OSError as exc:
+            return _refusal(path, exc)
+        opened = _regular(path, fd)
+        return opened if isinstance(opened, ReadRefused) else _bounded(*opened, max_bytes)
 
     def open(self, path: str) -> BinaryIO | ReadRefused:
         opened = self._open(path)
@@ -93,20 +107,14 @@ class DiskReader:
             return ReadRefused(canonical, "outside", self._outside(path))
         if (reason := self._secret(canonical)) is not None:
             return ReadRefused(canonical, "secret", reason)
-        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
         rel = relative_to(root, canonical)
         try:
-            fd = open_beneath(root, rel, flags, method=self.method, exact=True)
+            fd = open_beneath(root, rel, _FLAGS, method=self.method, exact=True)
         except PathEscapeError:  # a symlink swapped in since `realpath`
             return ReadRefused(canonical, "outside", f"{path} changed into a link while read")
         except OSError as exc:
             return _refusal(canonical, exc)
-        kind = file_kind(os.fstat(fd).st_mode)
-        if kind != "regular file":
-            os.close(fd)
-            problem: ReadProblem = "directory" if kind == "directory" else "special"
-            return ReadRefused(canonical, problem, f"{canonical} is a {kind}, not a regular file")
-        return canonical, os.fdopen(fd, "rb")
+        return _regular(canonical, fd)
 
     def _root_of(self, canonical: str) -> str | None:
         return next((r for r in self._canonical if contains(r, canonical)), None)
@@ -119,6 +127,38 @@ class DiskReader:
         if any(contains(k, canonical) for k in KERNEL_FOLDERS):
             return f"{canonical} is a file the kernel makes up, not one of the folder's"
         return secret_reason(canonical, self.home, self.secrets, self._spared)
+
+
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _regular(canonical: str, fd: int) -> tuple[str, BinaryIO] | ReadRefused:
+    """`fd`, opened: kept when `fstat` says a regular file, else closed and refused."""
+    kind = file_kind(os.fstat(fd).st_mode)
+    if kind != "regular file":
+        os.close(fd)
+        problem: ReadProblem = "directory" if kind == "directory" else "special"
+        return ReadRefused(canonical, problem, f"{canonical} is a {kind}, not a regular file")
+    return canonical, os.fdopen(fd, "rb")
+
+
+def _bounded(
+    canonical: str, handle: BinaryIO, max_bytes: int, over: Over = "refuse"
+) -> FileRead | ReadRefused:
+    """At most `max_bytes` of `handle` (closed after), or cut there when `over` is "cut"."""
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > max_bytes and over == "refuse":
+            return _too_large(canonical, size, max_bytes)
+        try:
+            data = handle.read(max_bytes + 1)
+        except OSError as exc:
+            return ReadRefused(canonical, "unreadable", f"{canonical}: {exc.strerror}")
+    if len(data) <= max_bytes:
+        return FileRead(canonical, data, len(data))
+    if over == "refuse":
+        return _too_large(canonical, max(size, len(data)), max_bytes)
+    return FileRead(canonical, data[:max_bytes], max(size, len(data)), cut=True)
 
 
 def _canonical(path: str) -> str | None:

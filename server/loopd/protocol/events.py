@@ -396,3 +396,9 @@ class Prompt:
     @property
     def text(self) -> str:
         return "\n".join(b.text for b in self.blocks if isinstance(b, TextBlock))
+
+
+@dataclass(frozen=True, slots=True)
+class FilledPrompt(Prompt):
+    """A prompt an MCP server filled in (a prompt command): its embedded resources are
+    that server's own content, not files the person attached from the editor."""

@@ -66,6 +66,16 @@ class FileReader(Protocol):
         same checks as `read`, but the caller reads and closes it."""
         ...
 
+    def read_in(
+        self, folder: int, name: str, path: str, *, max_bytes: int
+    ) -> FileRead | ReadRefused:
+        """`name` (one component) in the open directory descriptor `folder`, whose
+        canonical path is `path` beneath the roots: a walk that reached `folder` by
+        descriptors, through no link (the checkpoint scan's). The same checks as `read`
+        (a secret, not beneath the roots, a link, not a regular file, over the bound)
+        without resolving `path` again."""
+        ...
+
     def withheld(self, path: str) -> str | None:
         """Why `path` is never read wherever it lies (a secret: keys, credentials,
         loopd's own folders, kernel files), or None. For what another program read

@@ -9,6 +9,14 @@ journaled as a note (the journal stays whole), and a runtime whose context is
 loopd's store reloads it (`ContextRestoring`), so the model's next request is
 exactly what it was at that point.
 
+A runtime that `HoldsEffects` (the native one) starts its turn while the prompt's
+checkpoint is still taken (`Rewinds.begin`): the model is asked at once, and each
+tool call or done check of the turn waits until the checkpoint is recorded or said
+skipped (`PendingCheckpoint.settled`), so nothing of the turn changes a file the
+checkpoint has not seen as it was. Its model context is marked before the turn
+starts, so the checkpoint keeps the conversation as it was before the prompt.
+Any other runtime runs its own tools: its turn starts once the checkpoint settled.
+
 `/rewind` alone lists the points; `/rewind N [code|conversation|both] [force]`
 restores to before prompt N, `/rewind redo [force]` redoes. Files changed outside
 the agent since are put to the person through the Approver (`Rewinds.asking`);
@@ -20,10 +28,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
+from loopd.checkpoints import conversation
 from loopd.checkpoints.book import Checkpoint, Kind
 from loopd.checkpoints.service import SCOPES, Checkpoints, Conflict, Restored, Scope
 from loopd.engine.ports import Approver, Emitter
@@ -60,6 +69,35 @@ class WriteCounting(Protocol):
     meanwhile was not the agent's, and is asked about as such)."""
 
     def writes(self) -> int: ...
+
+
+@runtime_checkable
+class HoldsEffects(Protocol):
+    """A runtime whose turns change files only through loopd's tools and done checks:
+    until `hold` returns, none of them runs (None: nothing is held)."""
+
+    def hold_effects(self, hold: Callable[[], Awaitable[None]] | None) -> None: ...
+
+
+@dataclass(eq=False, slots=True)
+class PendingCheckpoint:
+    """A checkpoint being recorded (in a thread) while its turn starts."""
+
+    task: asyncio.Future[str]  # the note to show ("" if none)
+    say: Callable[[str], Awaitable[None]]
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _said: bool = False
+
+    async def settled(self) -> None:
+        """Returns once the checkpoint is recorded or skipped and its note shown (once,
+        before any waiter goes on). A waiter cancelled meanwhile leaves it running."""
+        async with self._lock:
+            if self._said:
+                return
+            note = await asyncio.shield(self.task)
+            self._said = True
+            if note:
+                await self.say(note)
 
 
 def writes_of(runtime: object) -> int | None:
@@ -117,17 +155,37 @@ class Rewinds:
     checkpoints: Checkpoints
     now: Callable[[], str]
 
+    def begin(
+        self, live: LiveSession, kind: Kind, label: str, say: Callable[[str], Awaitable[None]]
+    ) -> PendingCheckpoint:
+        """Start recording one checkpoint of the session; the model context is marked
+        now, before the turn can add to it. `say` shows its note."""
+        talk = isinstance(live.runtime, ContextRestoring)
+        try:
+            at = conversation.mark(self.checkpoints.store, live.id) if talk else None
+        except Exception as err:  # the store cannot be read: the checkpoint fails below
+            log.exception("checkpoint of %s failed", live.id)
+            failed = asyncio.get_running_loop().create_future()
+            failed.set_result(_failed(err))
+            return PendingCheckpoint(failed, say)
+        return PendingCheckpoint(asyncio.ensure_future(self._record(live, kind, label, at)), say)
+
     async def record(self, live: LiveSession, kind: Kind, label: str = "") -> str:
         """Record one checkpoint of the session; the note to show ("" if none)."""
+        return await self._record(live, kind, label, None)
+
+    async def _record(
+        self, live: LiveSession, kind: Kind, label: str, at: conversation.Mark | None
+    ) -> str:
         roots = [live.record.cwd, *live.record.additional_dirs]
         talk = isinstance(live.runtime, ContextRestoring)
         try:
             recorded = await asyncio.to_thread(
-                self.checkpoints.record, live.id, kind, roots, self.now(), label, talk
+                self.checkpoints.record, live.id, kind, roots, self.now(), label, talk, at
             )
         except Exception as err:  # the turn runs without it, and says so
             log.exception("checkpoint of %s failed", live.id)
-            return f"Checkpoint skipped: it could not be recorded ({err})."
+            return _failed(err)
         return recorded.note
 
     def points(self, session_id: str) -> list[Checkpoint]:
@@ -175,6 +233,10 @@ class Rewinds:
         if done.messages is not None and isinstance(live.runtime, ContextRestoring):
             await live.runtime.reload_context()
         return done
+
+
+def _failed(err: Exception) -> str:
+    return f"Checkpoint skipped: it could not be recorded ({err})."
 
 
 async def _ask_overwrite(

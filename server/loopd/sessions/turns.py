@@ -12,8 +12,9 @@ must not write into a session another process took over.
 The person's prompt is journaled before anything of the turn is shown, and shown
 in the other editors attached to the session; approvals and questions go to the
 editor whose prompt runs (`LiveSession.asker`). With checkpoints on, a turn records
-one before it runs and, when it wrote (or cannot say), one after
-(`loopd.sessions.rewind`); `/rewind` is run here like a session command.
+one before it changes anything (the native runtime asks the model meanwhile, its
+tools held until the checkpoint settles) and, when it wrote (or cannot say), one
+after (`loopd.sessions.rewind`); `/rewind` is run here like a session command.
 """
 
 from __future__ import annotations
@@ -46,7 +47,15 @@ from loopd.sessions.commands import (
 from loopd.sessions.live import ClientLink, LiveSession, SessionApprover, SessionEmitter
 from loopd.sessions.queue import say_queued, title_of
 from loopd.sessions.resume import CONTINUE_PROMPT, NOTHING_TO_CONTINUE, TURN_OPEN, was_cut
-from loopd.sessions.rewind import REWIND, Rewinds, listing, parse_rewind, writes_of
+from loopd.sessions.rewind import (
+    REWIND,
+    HoldsEffects,
+    PendingCheckpoint,
+    Rewinds,
+    listing,
+    parse_rewind,
+    writes_of,
+)
 from loopd.sessions.transcript import HANDOVER, with_handover
 from loopd.sessions.trust import WorkspaceTrust
 from loopd.store.sqlite import SqliteStore
@@ -108,12 +117,13 @@ class Turns:
             prompt = with_handover(prompt, handed)
         turn: asyncio.Task[Outcome] | None = None
         wrote: int | None = None
+        pending: PendingCheckpoint | None = None
         try:
             if self.workspace is not None and not live.greeted:
                 live.greeted = True
                 approver = SessionApprover(lambda: live, self.approval_timeout)
                 await self.workspace.first_turn(live.id, emitter, approver)
-            await self._checkpoint(live, "prompt", title_of(prompt.text))
+            pending = await self._begin_checkpoint(live, title_of(prompt.text))
             wrote = writes_of(live.runtime)
             self._mark_open(live)
             turn = live.turn = asyncio.create_task(live.runtime.prompt(prompt))
@@ -130,8 +140,25 @@ class Turns:
             live.asker = None
             live.turn = None
             self.save(live)
+            if pending is not None:
+                await pending.settled()
+                if isinstance(live.runtime, HoldsEffects):
+                    live.runtime.hold_effects(None)
             if turn is not None and (wrote is None or writes_of(live.runtime) != wrote):
                 await self._checkpoint(live, "after")
+
+    async def _begin_checkpoint(self, live: LiveSession, label: str) -> PendingCheckpoint | None:
+        """Start the prompt's checkpoint. A runtime that `HoldsEffects` holds its
+        tools until it settles (the turn asks the model meanwhile); for any other
+        the turn waits for it here, as the runtime's own tools could not be held."""
+        if self.rewinds is None:
+            return None
+        pending = self.rewinds.begin(live, "prompt", label, lambda note: self._tell(live, note))
+        if isinstance(live.runtime, HoldsEffects):
+            live.runtime.hold_effects(pending.settled)
+        else:
+            await pending.settled()
+        return pending
 
     async def _checkpoint(self, live: LiveSession, kind: Kind, label: str = "") -> None:
         """Record a checkpoint, saying why when one is skipped or a file left out."""
@@ -139,7 +166,10 @@ class Turns:
             return
         note = await self.rewinds.record(live, kind, label)
         if note:
-            await self.emitter(live).emit(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}"))
+            await self._tell(live, note)
+
+    async def _tell(self, live: LiveSession, note: str) -> None:
+        await self.emitter(live).emit(AgentMessageChunk(note, f"msg_{uuid.uuid4().hex[:12]}"))
 
     async def _rewind(
         self, live: LiveSession, rewinds: Rewinds, prompt: Prompt, link: ClientLink

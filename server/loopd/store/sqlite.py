@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from loopd.protocol.jsonvalues import dumps_safe, finite
+from loopd.protocol.jsonvalues import dumps_safe, finite, loads_finite
 from loopd.protocol.messages import Message, message_from_json, message_to_json
 from loopd.store.schema import MIGRATIONS, SCHEMA
 
@@ -289,15 +289,24 @@ class SqliteStore:
         )
         return [wire for seq, text in rows if (wire := _decode(text, dict, seq)) is not None]
 
-    def messages(self, session_id: str) -> list[Message]:
+    def messages(self, session_id: str, upto: int | None = None) -> list[Message]:
+        """The model context's messages, in order; with `upto`, those journaled by
+        then (`last_message`)."""
         rows = self._rows(
-            "SELECT seq, body FROM messages WHERE session_id = ? ORDER BY seq", session_id
+            "SELECT seq, body FROM messages WHERE session_id = ? AND seq <= ? ORDER BY seq",
+            session_id,
+            (1 << 62) if upto is None else upto,
         )
         return [m for seq, text in rows if (m := _decode(text, message_from_json, seq)) is not None]
 
-    def _rows(self, sql: str, session_id: str) -> list[tuple[int, str]]:
+    def last_message(self, session_id: str) -> int:
+        """Where the model context ends now: `messages(upto=...)` gives it as it is."""
+        sql = "SELECT COALESCE(MAX(seq), 0), '' FROM messages WHERE session_id = ?"
+        return int(self._rows(sql, session_id)[0][0])
+
+    def _rows(self, sql: str, session_id: str, *more: object) -> list[tuple[int, str]]:
         with self._lock:
-            return self._db.execute(sql, (session_id,)).fetchall()
+            return self._db.execute(sql, (session_id, *more)).fetchall()
 
 
 def outputs_dir(data: Path, session_id: str) -> Path:
@@ -310,7 +319,7 @@ def outputs_dir(data: Path, session_id: str) -> Path:
 def _decode(text: str, build: Callable[[Any], T], seq: int) -> T | None:
     """One journal row, repaired (`finite`), or None when it cannot be read."""
     try:
-        return build(finite(json.loads(text)))
+        return build(loads_finite(text))
     except (ValueError, TypeError, KeyError) as err:
         log.warning("skipping journal row %d that cannot be read: %r", seq, err)
         return None

@@ -91,6 +91,15 @@ ANY_ROUTE = "*"
 COUNT_TOKENS = "/v1/messages/count_tokens"
 
 
+class _Listener(ThreadingHTTPServer):
+    """A listen backlog for many clients at once. socketserver's default is 5: with
+    60 streams opening together the kernel dropped the rest of the handshakes, and
+    each dropped client waited for its SYN to be sent again (1 s, then 3 s, 7 s):
+    a load benchmark measured the fake's backlog, not the client."""
+
+    request_queue_size = 1024
+
+
 class FakeLLMServer:
     """Scripted loopback LLM endpoint. Use as a context manager (sync, so it also
     works inside async tests) or call `start` and `close`."""
@@ -114,7 +123,7 @@ class FakeLLMServer:
         answers 404, as a gateway without a model list does."""
         self.keys: set[str] | None = None
         """When set, `GET /v1/models` answers 401 unless one of these keys is sent."""
-        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._httpd = _Listener((host, port), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._serve, name="fake-llm", daemon=True)
 

@@ -145,7 +145,7 @@ async def test_status_stop_and_the_idle_exit(daemon_home: Home) -> None:
     assert (await loopd(home, "daemon", "stop"))[1] == "no daemon was running\n"
 
     async with raw_loopd(home, shared(home, LOOPD_DAEMON_IDLE="1")) as editor:
-        await editor.initialized()
+        await editor.new_session(home.work)  # its `initialize` may come before the daemon
     assert (await status(home))["running"]
     await until(lambda: not _socket(home).exists(), within=20)  # it exits by itself
 

@@ -58,3 +58,37 @@ async def test_restore_and_redo_over_the_lsp_extension(start: Start, home: Home)
 
     redo = await editor.request("loopd/session/restore", {"sessionId": sid, "redo": True})
     assert redo["restored"] is True and files(work) == after
+
+
+async def test_fork_before_a_prompt_over_the_lsp_extension(start: Start, home: Home) -> None:
+    """`loopd/session/fork` with `beforePrompt`: a new session, open on this
+    connection, whose conversation is the one before that prompt; a bad number is
+    invalid params and the source session goes on."""
+    home.fake.script("*", *THREE_TURNS, Reply(text="in the fork"))
+    editor = await start({}, server=([*LOOPD, "lsp"], home.env()))
+    assert editor.server is not None
+    assert "loopd/session/fork" in editor.server.capabilities.experimental["loopd"]["requests"]
+    new: dict[str, Any] = await editor.request(
+        "loopd/session/new", {"cwd": str(home.work), "mcpServers": []}
+    )
+    sid = new["sessionId"]
+    mode = {"sessionId": sid, "configId": "mode", "value": "full_auto"}
+    await editor.request("loopd/session/setConfigOption", mode)
+    for text in ("one", "two", "three"):
+        await prompt(editor, sid, text)
+
+    fork_params = {"sessionId": sid, "cwd": str(home.work), "mcpServers": []}
+    for bad in (True, "2"):
+        with pytest.raises(Exception, match="beforePrompt"):
+            await editor.request("loopd/session/fork", {**fork_params, "beforePrompt": bad})
+    with pytest.raises(Exception, match="no checkpoint before prompt 9"):
+        await editor.request("loopd/session/fork", {**fork_params, "beforePrompt": 9})
+
+    fork = await editor.request("loopd/session/fork", {**fork_params, "beforePrompt": 2})
+    assert fork["sessionId"] != sid and fork["configOptions"]
+    await prompt(editor, fork["sessionId"], "forked")
+    texts = anthropic_texts(home.fake.requests[-1].body)
+    assert texts[0] == "one" and texts[-1] == "forked"
+    assert "two" not in texts and "three" not in texts
+    listed = await editor.request("loopd/session/checkpoints", {"sessionId": sid})
+    assert [p["prompt"] for p in listed["checkpoints"]] == [1, 2, 3], "the source is as it was"

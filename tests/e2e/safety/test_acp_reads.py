@@ -66,9 +66,9 @@ async def test_a_fifo_in_place_of_the_config_does_not_block_the_trust_question(
 
 
 async def test_a_fifo_mentioned_in_a_prompt_is_not_read(tmp_path: Path) -> None:
-    """An editor's @-mention of a workspace file arrives as a link: loopd passes it to
-    the model by name and reads nothing behind it (the model may `read` it, which
-    refuses a FIFO)."""
+    """An editor's @-mention of a workspace file arrives as a link: loopd reads it in
+    through the one reader, which refuses a FIFO without blocking on it, and says so
+    by its uri (the model may `read` it too, which refuses it the same way)."""
     box = Box.make(tmp_path)
     pipe = box.ws / "notes.fifo"
     os.mkfifo(pipe)

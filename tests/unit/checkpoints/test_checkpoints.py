@@ -4,6 +4,7 @@ puts back, and what it refuses to overwrite or write through."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -202,7 +203,7 @@ def test_an_unchanged_file_keeps_its_digest_unread(tmp_path: Path) -> None:
     from dataclasses import replace
 
     from loopd.checkpoints.blobs import BlobStore
-    from loopd.checkpoints.scan import Scan
+    from loopd.checkpoints.scan import RACY_NS, Scan
 
     root = tmp_path / "work"
     root.mkdir()
@@ -210,11 +211,12 @@ def test_an_unchanged_file_keeps_its_digest_unread(tmp_path: Path) -> None:
     (root / "touched.txt").write_text("old")
     blobs = BlobStore(str(tmp_path / "blobs"))
     reader = DiskReader((str(root),), home=str(tmp_path))
-    first = Scan(str(root), reader, blobs, {}, str(tmp_path), (), 1000, 10**6).run()
+    later = lambda: time.time_ns() + 10 * RACY_NS  # noqa: E731 (the files are old by then)
+    first = Scan(str(root), reader, blobs, {}, str(tmp_path), (), 1000, 10**6, later).run()
     made_up = "f" * 64
     previous = {p: replace(e, digest=made_up) for p, e in first.items()}
     (root / "touched.txt").write_text("new")
-    again = Scan(str(root), reader, blobs, previous, str(tmp_path), (), 1000, 10**6).run()
+    again = Scan(str(root), reader, blobs, previous, str(tmp_path), (), 1000, 10**6, later).run()
     assert again["same.txt"].digest == made_up
     assert again["touched.txt"].digest not in (made_up, first["touched.txt"].digest)
 

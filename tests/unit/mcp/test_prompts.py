@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from loopd.mcp import McpError
-from loopd.protocol.events import Command, EmbeddedResourceBlock, Prompt, TextBlock
+from loopd.protocol.events import Command, EmbeddedResourceBlock, FilledPrompt, TextBlock
 from loopd.testing.fake_mcp import FakeMcpHttpServer
 from tests.unit.mcp.conftest import connected, served, stdio
 
@@ -26,14 +26,14 @@ async def test_prompts_are_commands_filled_in_by_the_server(transport: str) -> N
         Command("mcp__srv__review", "Review a file. (MCP: srv)", "file [focus]"),
         Command("mcp__srv__hello", "Say hello. (MCP: srv)"),
     ]
-    assert filled == Prompt(
+    assert filled == FilledPrompt(
         (
             TextBlock("Review src/a.py, focusing on error handling."),
             EmbeddedResourceBlock("file:///src/a.py", "print(1)\n"),
         )
     )
     assert first_only.blocks[0] == TextBlock("Review b.py, focusing on everything.")
-    assert greeting == Prompt((TextBlock("Hello!"),))
+    assert greeting == FilledPrompt((TextBlock("Hello!"),))
 
 
 async def test_a_missing_required_argument_is_refused_with_the_usage() -> None:

@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from loopd.protocol.jsonvalues import MAX_DEPTH, dumps_safe, finite, loads_bounded, loads_strict
+from loopd.protocol.jsonvalues import (
+    MAX_DEPTH,
+    dumps_safe,
+    finite,
+    loads_bounded,
+    loads_finite,
+    loads_strict,
+)
 from loopd.protocol.model import INVALID_JSON_KEY
 from loopd.providers.body import dumps
 from loopd.providers.sse import parse_tool_input
@@ -71,3 +78,18 @@ def test_brackets_in_strings_do_not_nest_and_the_bound_itself_is_read() -> None:
 def test_a_model_s_arguments_nested_thousands_deep_are_invalid_json_for_the_engine() -> None:
     raw = '{"path": ' + "[" * 5000 + "]" * 5000 + "}"
     assert parse_tool_input(raw) == {INVALID_JSON_KEY: raw}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": NaN, "b": [Infinity, -Infinity, 1.5, 2], "c": {"d": 1e999, "e": -1e999}}',
+        '[0.1, -0.0, 1e308, "NaN", null, true, {"k": [[]]}]',
+        '"plain"',
+    ],
+)
+def test_loads_finite_is_finite_of_loads_in_one_pass(text: str) -> None:
+    assert loads_finite(text) == finite(json.loads(text))
+    assert json.dumps(loads_finite(text), allow_nan=False) == json.dumps(
+        finite(json.loads(text)), allow_nan=False
+    )

@@ -6,23 +6,30 @@
  */
 
 import { drawDiff, drawMessage, drawTool, el } from './cards';
+import { drawCheckpoints, drawEditing, takeEditing } from './checkpoints';
+import {
+  Chips,
+  completeMention,
+  listenForImages,
+  type MentionChoice,
+  mentionAttachment,
+  mentionQuery,
+  withoutMentionQuery,
+} from './composer';
 import {
   type Approval,
   type Attachment,
   completeCommand,
-  completeMention,
+  type ContextKind,
   type HostMessage,
   type Item,
   initialState,
-  mentionAttachment,
-  mentionQuery,
   type PanelState,
   reduce,
   shortPath,
   type ToolCard,
   usageLabel,
   type WebviewMessage,
-  withoutMentionQuery,
 } from './state';
 
 interface VsCodeApi {
@@ -59,18 +66,19 @@ const ui = {
   stop: byId<HTMLButtonElement>('stop'),
   mention: byId<HTMLButtonElement>('mention'),
   addSelection: byId<HTMLButtonElement>('add-selection'),
+  redo: byId<HTMLElement>('redo'),
+  editing: byId<HTMLElement>('editing'),
 };
 
 let state: PanelState = initialState();
-let attachments: Attachment[] = [];
+const chips = new Chips(ui.attachments);
 const drawn = new Map<number, { item: Item; card?: ToolCard; node: HTMLElement }>();
 let scheduled = false;
 
 window.addEventListener('message', (event: MessageEvent<HostMessage>) => {
   const message = event.data;
   if (message.type === 'attach') {
-    attachments = [...attachments, message.attachment];
-    drawAttachments();
+    chips.add(message.attachment);
     ui.input.focus();
     return;
   }
@@ -108,6 +116,7 @@ function draw(): void {
   drawOptions();
   drawStatus();
   drawConversation();
+  drawCheckpoints(ui, state, post);
   drawPlan();
   drawApproval(state.approval);
 }
@@ -242,23 +251,6 @@ function drawApproval(approval: Approval | undefined): void {
   ui.approval.replaceChildren(...parts);
 }
 
-function drawAttachments(): void {
-  ui.attachments.replaceChildren(
-    ...attachments.map((a, index) => {
-      const chip = el('span', `chip ${a.kind}`, a.name);
-      chip.title = a.uri;
-      const remove = el('button', 'icon', '✕');
-      remove.title = 'Remove';
-      remove.onclick = () => {
-        attachments = attachments.filter((_, i) => i !== index);
-        drawAttachments();
-      };
-      chip.append(remove);
-      return chip;
-    }),
-  );
-}
-
 // -- input ----------------------------------------------------------------------------
 
 let completionIndex = 0;
@@ -270,7 +262,7 @@ interface Completion {
   accept(): void;
 }
 
-/** `/` completes the session's slash commands; `@` offers files and the session's MCP resources. */
+/** `/` completes the session's slash commands; `@` offers files, other context and the session's MCP resources. */
 function completions(): Completion[] {
   const input = ui.input.value;
   const commands = completeCommand(state.commands, input).map((command) => ({
@@ -278,16 +270,22 @@ function completions(): Completion[] {
     description: command.description,
     accept: () => takeCommand(command.name),
   }));
-  const mentions = completeMention(state.mentions, input).map((choice) =>
-    choice.kind === 'files'
-      ? { name: '@file…', description: 'A file of the workspace', accept: () => takeMention() }
-      : {
-          name: `@${choice.mention.title ?? choice.mention.name}`,
-          description: `${choice.mention.description ?? choice.mention.uri} (MCP: ${choice.mention.server})`,
-          accept: () => takeMention(mentionAttachment(choice.mention)),
-        },
-  );
-  return [...commands, ...mentions];
+  return [...commands, ...completeMention(state.mentions, input).map(mentionCompletion)];
+}
+
+function mentionCompletion(choice: MentionChoice): Completion {
+  switch (choice.kind) {
+    case 'files':
+      return { name: '@file…', description: 'A file of the workspace', accept: () => takeMention() };
+    case 'context':
+      return { ...choice.context, accept: () => takeMention(undefined, choice.context.kind) };
+    case 'resource':
+      return {
+        name: `@${choice.mention.title ?? choice.mention.name}`,
+        description: `${choice.mention.description ?? choice.mention.uri} (MCP: ${choice.mention.server})`,
+        accept: () => takeMention(mentionAttachment(choice.mention)),
+      };
+  }
 }
 
 function drawCompletions(): void {
@@ -313,26 +311,36 @@ function takeCommand(name: string): void {
   ui.input.focus();
 }
 
-/** The `@` typed goes; a resource becomes a chip, files open VS Code's picker (its choice comes back as a chip). */
-function takeMention(attachment?: Attachment): void {
+/**
+ * The `@` typed goes; a resource becomes a chip, files open VS Code's picker, other
+ * context the host gathers (each comes back as a chip).
+ */
+function takeMention(attachment?: Attachment, context?: ContextKind): void {
   ui.input.value = withoutMentionQuery(ui.input.value);
   ui.completions.hidden = true;
   if (attachment) {
-    attachments = [...attachments, attachment];
-    drawAttachments();
+    chips.add(attachment);
   } else {
-    post({ type: 'mention' });
+    post(context ? { type: 'mentionContext', kind: context } : { type: 'mention' });
   }
   ui.input.focus();
 }
 
+listenForImages(
+  ui.input,
+  (image) => chips.add(image),
+  (why) => chips.say(why),
+);
+
 function send(): void {
   const text = ui.input.value.trim();
+  const attachments = chips.all;
   if ((!text && !attachments.length) || state.turn.running || !state.trusted) return;
-  post({ type: 'prompt', text, attachments });
+  const edit = takeEditing();
+  post(edit ? { type: 'edit', prompt: edit.prompt, text, attachments } : { type: 'prompt', text, attachments });
+  drawEditing(ui);
   ui.input.value = '';
-  attachments = [];
-  drawAttachments();
+  chips.clear();
   ui.completions.hidden = true;
   vscode.setState({ draft: '' });
 }

@@ -7,12 +7,14 @@
 
 import type {
   AvailableCommand,
+  CheckpointsResult,
   ConfigOption,
   ContentBlock,
   Location,
   Mention,
   PermissionOption,
   PlanEntry,
+  RestoreScope,
   SessionInfo,
   SessionUpdate,
   ToolCallFields,
@@ -93,6 +95,8 @@ export interface PanelState {
   approval?: Approval;
   trusted: boolean;
   sessions: SessionInfo[];
+  /** The session's checkpoints (one before each prompt) and whether a restore can be redone. */
+  checkpoints: CheckpointsResult;
 }
 
 /** What the host posts to the webview. */
@@ -105,20 +109,28 @@ export type HostMessage =
   | { type: 'trust'; trusted: boolean }
   | { type: 'sessions'; sessions: SessionInfo[] }
   | { type: 'mentions'; mentions: Mention[] }
+  | { type: 'checkpoints'; checkpoints: CheckpointsResult }
   | { type: 'attach'; attachment: Attachment }
   | { type: 'focus'; text?: string };
 
 /**
  * What the person adds to a prompt besides text; the host turns it into content
- * blocks: a file or an MCP resource as a `resource_link`, a selection embedded.
+ * blocks: a file, a folder or an MCP resource as a `resource_link` (the server reads
+ * files and folders through its own gates), what only the editor knows (a selection,
+ * a file's Problems, a terminal's output, the git changes) embedded as `text`, an
+ * image as its base64 `data` (see composer.ts).
  */
 export interface Attachment {
-  kind: 'file' | 'selection' | 'resource';
+  kind: 'file' | 'folder' | 'selection' | 'resource' | 'problems' | 'terminal' | 'changes' | 'image';
   uri: string;
   name: string;
   text?: string;
   mimeType?: string;
+  data?: string;
 }
+
+/** Context the host gathers when the person picks it from the `@` menu. */
+export type ContextKind = 'folder' | 'problems' | 'terminal' | 'changes';
 
 /** What the webview posts to the host. */
 export type WebviewMessage =
@@ -134,9 +146,14 @@ export type WebviewMessage =
   | { type: 'openDiff'; path: string; oldText: string | null; newText: string }
   | { type: 'answer'; approvalId: string; optionId: string }
   | { type: 'mention' }
+  | { type: 'mentionContext'; kind: ContextKind }
   | { type: 'listMentions' }
   | { type: 'addSelection' }
-  | { type: 'copy'; text: string };
+  | { type: 'copy'; text: string }
+  | { type: 'restore'; prompt: number; scope: RestoreScope }
+  | { type: 'redo' }
+  | { type: 'fork'; prompt: number }
+  | { type: 'edit'; prompt: number; text: string; attachments: Attachment[] };
 
 export function initialState(): PanelState {
   return {
@@ -149,6 +166,7 @@ export function initialState(): PanelState {
     turn: { running: false },
     trusted: true,
     sessions: [],
+    checkpoints: { checkpoints: [], redo: false },
   };
 }
 
@@ -179,6 +197,8 @@ export function reduce(state: PanelState, message: HostMessage): PanelState {
       return { ...state, sessions: message.sessions };
     case 'mentions':
       return { ...state, mentions: message.mentions };
+    case 'checkpoints':
+      return { ...state, checkpoints: message.checkpoints };
     case 'attach':
     case 'focus':
       return state; // input-box concerns, not panel state
@@ -330,39 +350,6 @@ export function completeCommand(commands: AvailableCommand[], input: string): Av
   if (!match) return [];
   const typed = match[1].toLowerCase();
   return commands.filter((c) => c.name.toLowerCase().startsWith(typed));
-}
-
-/** What `@` offers: the workspace's files (VS Code's picker), then the matching resources. */
-export type MentionChoice = { kind: 'files' } | { kind: 'resource'; mention: Mention };
-
-const MENTION_AT_END = /(?:^|\s)@([^\s@]*)$/;
-const MAX_MENTION_CHOICES = 50;
-
-/** The words typed after an `@` that ends the input, or undefined when none does. */
-export function mentionQuery(input: string): string | undefined {
-  return MENTION_AT_END.exec(input)?.[1];
-}
-
-/** The input without the `@` being completed (what stays once a choice is taken). */
-export function withoutMentionQuery(input: string): string {
-  const query = mentionQuery(input);
-  return query === undefined ? input : input.slice(0, input.length - query.length - 1);
-}
-
-/** The choices for the `@` that ends `input`: files first, then resources whose name, title or uri match. */
-export function completeMention(mentions: Mention[], input: string): MentionChoice[] {
-  const query = mentionQuery(input)?.toLowerCase();
-  if (query === undefined) return [];
-  const matches = mentions.filter((m) =>
-    [m.name, m.title ?? '', m.uri].some((field) => field.toLowerCase().includes(query)),
-  );
-  return [{ kind: 'files' }, ...matches.slice(0, MAX_MENTION_CHOICES).map((mention) => ({ kind: 'resource', mention }) as const)];
-}
-
-/** A resource the person chose, as the attachment that links it in the prompt. */
-export function mentionAttachment(mention: Mention): Attachment {
-  const attachment: Attachment = { kind: 'resource', uri: mention.uri, name: mention.title ?? mention.name };
-  return mention.mimeType ? { ...attachment, mimeType: mention.mimeType } : attachment;
 }
 
 /** `path` relative to `cwd` when it is under it (for display only). */

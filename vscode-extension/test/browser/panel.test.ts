@@ -191,9 +191,9 @@ test('@ offers files and the session’s MCP resources; a chosen resource rides 
       '*',
     ),
   );
-  await page.waitForSelector('#completions .completion >> nth=2');
-  assert.deepEqual(await names(), ['@file…', '@The readme', '@dot']);
-  assert.equal(await page.locator('#completions .completion-desc').nth(1).textContent(), 'What the project is about. (MCP: notes)');
+  await page.waitForSelector('#completions .completion >> nth=6');
+  assert.deepEqual(await names(), ['@file…', '@folder…', '@problems', '@terminal', '@changes', '@The readme', '@dot']);
+  assert.equal(await page.locator('#completions .completion-desc').nth(5).textContent(), 'What the project is about. (MCP: notes)');
   await page.keyboard.type('rea');
   assert.deepEqual(await names(), ['@file…', '@The readme']);
   await page.keyboard.press('ArrowDown');
@@ -211,6 +211,30 @@ test('@ offers files and the session’s MCP resources; a chosen resource rides 
     type: 'prompt',
     text: 'summarise and',
     attachments: [{ kind: 'resource', uri: 'mem://notes/readme', name: 'The readme' }],
+  });
+});
+
+test('an image pasted into the input rides with the prompt as its data; another file type is refused', async () => {
+  const paste = (type: string, name: string) =>
+    page.locator('#input').evaluate(
+      (input, [t, n]) => {
+        const data = new DataTransfer();
+        data.items.add(new File([Uint8Array.from([137, 80, 78, 71])], n, { type: t }));
+        input.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+      },
+      [type, name],
+    );
+  await paste('image/bmp', 'old.bmp');
+  await page.waitForSelector('#attachments .chip.refused');
+  assert.match((await page.textContent('#attachments .chip.refused')) ?? '', /image\/bmp is not an image loopd can send/);
+  await paste('image/png', 'shot.png');
+  await page.waitForSelector('#attachments .chip.image img.thumb');
+  await page.fill('#input', 'see?');
+  await page.click('#send');
+  assert.deepEqual(await lastPosted(), {
+    type: 'prompt',
+    text: 'see?',
+    attachments: [{ kind: 'image', uri: '', name: 'shot.png', mimeType: 'image/png', data: 'iVBORw==' }],
   });
 });
 

@@ -12,7 +12,8 @@ import { after, before, test } from 'node:test';
 import { Controller, type SessionUi } from '../../src/controller';
 import { mcpServersFromSettings } from '../../src/mcp';
 import { Method, type SessionNotification } from '../../src/protocol';
-import { type HostMessage, mentionAttachment } from '../../src/webview/state';
+import { mentionAttachment } from '../../src/webview/composer';
+import type { HostMessage } from '../../src/webview/state';
 import { type FakeModel, makeHome, PYTHON, REPO, serverEnv, startFakeModel } from '../support/loopd';
 import { type Lsp, startLsp } from '../support/lsp';
 

@@ -143,7 +143,9 @@ export async function startCodeServer({ steps, settings = {}, files = {}, prepar
   await until('code-server to listen', () => log.includes('HTTP server listening'));
 
   const browser: Browser = await launchChromium();
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  // The clipboard is VS Code's own (a terminal's text is read through it).
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'] });
+  const page = await context.newPage();
   await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(home.work)}`);
   await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
   const exthostLog = () => exthostLogOf(data);

@@ -2,14 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { mcpServersFromSettings } from '../../src/mcp';
 import type { Mention } from '../../src/protocol';
-import {
-  completeMention,
-  initialState,
-  mentionAttachment,
-  mentionQuery,
-  reduce,
-  withoutMentionQuery,
-} from '../../src/webview/state';
+import { completeMention, mentionAttachment, mentionQuery, withoutMentionQuery } from '../../src/webview/composer';
+import { initialState, reduce } from '../../src/webview/state';
 
 const readme: Mention = {
   server: 'notes',
@@ -32,8 +26,8 @@ test('an @ that ends the input is being completed; elsewhere it is text', () => 
 
 test('@ offers files first, then the resources whose name, title or uri match', () => {
   const choices = (input: string) =>
-    completeMention([readme, dot], input).map((c) => (c.kind === 'files' ? 'files' : c.mention.uri));
-  assert.deepEqual(choices('@'), ['files', readme.uri, dot.uri]);
+    completeMention([readme, dot], input).map((c) => (c.kind === 'files' ? 'files' : c.kind === 'context' ? c.context.kind : c.mention.uri));
+  assert.deepEqual(choices('@'), ['files', 'folder', 'problems', 'terminal', 'changes', readme.uri, dot.uri]);
   assert.deepEqual(choices('see @READ'), ['files', readme.uri], 'case-insensitive, by name');
   assert.deepEqual(choices('@images'), ['files', dot.uri], 'by uri');
   assert.deepEqual(choices('@the rea'), [], 'no @ at the end: nothing');

@@ -45,6 +45,7 @@ from loopd.tools.criteria import SandboxedDone
 from loopd.tools.env import ToolEnv, ToolLimits
 from loopd.tools.explore import Explore
 from loopd.tools.files import BeneathFiles
+from loopd.tools.mentioned import resolve_files
 from loopd.tools.registry import ToolRegistry, builtin_tools
 from loopd.tools.skills import Skill, SkillShelf
 
@@ -268,6 +269,10 @@ class GuardedParts:
         return self.mcp.mentions()
 
     async def resolve(self, prompt: Prompt) -> Prompt:
+        """Files and folders first, through the read tool's gates (`tools.mentioned`),
+        except the links an MCP server offers: those are its to read."""
+        offered = frozenset(m.uri for m in self.mcp.mentions())
+        prompt = await resolve_files(prompt, self.tool_env, self.policy, offered)
         return await self.mcp.resolve(prompt)
 
     async def aclose(self) -> None:

@@ -46,6 +46,7 @@ from loopd.protocol.messages import Message
 from loopd.protocol.model import ThinkingLevel
 from loopd.protocol.turns import Outcome, UndoReport, compacted_note
 from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.native.held import HeldDone, HeldTools, Hold
 from loopd.runtimes.native.store import StoreJournal, StoreWindows
 from loopd.runtimes.native.wiring import NativeWiring, SessionParts
 from loopd.runtimes.options import MODES, check_mode, mode_option, model_option
@@ -109,6 +110,7 @@ class NativeRuntime:
         }
         self.parts = parts
         self.steering = SteerBox()
+        self._hold: Hold | None = None
         self.engine = Engine(
             context.session_id,
             self._engine_config(),
@@ -130,7 +132,7 @@ class NativeRuntime:
         ctx = self.context
         return EnginePorts(
             provider=self.wiring.provider_for(self.values["model"]),
-            tools=self.parts.tools,
+            tools=HeldTools(self.parts.tools, self._held),
             emitter=ctx.emitter,
             approver=ctx.approver,
             policy=self.parts.policy,
@@ -138,7 +140,7 @@ class NativeRuntime:
             clock=self.wiring.clock,
             windows=self.windows,
             context=self.journal,
-            done=self.parts.done,
+            done=None if self.parts.done is None else HeldDone(self.parts.done, self._held),
             steer=self.steering,
             mentions=self.parts,
             guides=self,
@@ -157,6 +159,15 @@ class NativeRuntime:
             return await turn
         finally:
             await self._at_boundary()
+
+    def hold_effects(self, hold: Hold | None) -> None:
+        """Until `hold` returns, no tool or done check of the turn runs (the prompt's
+        checkpoint is being taken); None: nothing is held."""
+        self._hold = hold
+
+    async def _held(self) -> None:
+        if self._hold is not None:
+            await self._hold()
 
     async def _reminders(self) -> list[str]:
         """What changed outside the conversation since the model was last told:
