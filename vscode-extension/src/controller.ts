@@ -45,8 +45,8 @@ export type Activity = 'idle' | 'running' | 'waiting';
 export interface SessionUi {
   /** Show a message in the panel (if it is open). */
   post(message: HostMessage): void;
-  /** Ask the person (a modal dialog): an option id, or undefined for no answer. */
-  ask(approval: Approval): Promise<string | undefined>;
+  /** Ask the person also in a modal dialog (opt-in): an option id, or undefined for no answer. */
+  ask?(approval: Approval): Promise<string | undefined>;
   /** The status bar and badge follow this. */
   activity(activity: Activity, waiting: number): void;
 }
@@ -118,7 +118,7 @@ export class Controller {
     this.show({ type: 'update', sessionId: notification.sessionId, update: notification.update });
   }
 
-  /** `loopd/session/requestPermission`: the panel shows it, a modal asks; the first answer wins. */
+  /** `loopd/session/requestPermission`: the panel's card asks (and a modal, when opted in); the first answer wins. */
   async onPermission(params: PermissionParams, withdrawn?: Promise<void>): Promise<PermissionOutcome> {
     const approval = approvalOf(`approval-${++this.nextApproval}`, params.toolCall, params.options);
     let settle: (optionId: string | undefined) => void = () => {};
@@ -133,7 +133,7 @@ export class Controller {
     // No answer in time is a rejection (fail closed), as the server's own timeout is.
     const timer = timeout ? setTimeout(() => settle(rejectOnce(params.options)?.optionId), timeout) : undefined;
     withdrawn?.then(() => settle(undefined));
-    void this.ui.ask(approval).then(settle, () => settle(undefined));
+    void this.ui.ask?.(approval).then(settle, () => settle(undefined));
     try {
       const optionId = await answered;
       return optionId === undefined

@@ -15,9 +15,17 @@ import { DiffDocuments } from './diffs';
 import { loginCommand } from './discovery';
 import { mcpServersFromSettings } from './mcp';
 import { PanelProvider, VIEW_ID } from './panel';
-import { Method, type ContentBlock, type PermissionParams, type SessionNotification } from './protocol';
-import { createClient, locateServer, notifyMissing } from './server';
-import type { Attachment, WebviewMessage } from './webview/state';
+import {
+  type ContentBlock,
+  Method,
+  type PermissionParams,
+  type ReviewProposal,
+  type ReviewSettled,
+  type SessionNotification,
+} from './protocol';
+import { REVIEW_SCHEME, type ReviewSettings, Reviews } from './review';
+import { alwaysAskGlobs, createClient, locateServer, notifyMissing } from './server';
+import type { Approval, Attachment, WebviewMessage } from './webview/state';
 
 const REMEMBERED = 'loopd.sessionId';
 
@@ -27,6 +35,7 @@ export class Loopd {
   readonly log = vscode.window.createOutputChannel('loopd', { log: true });
   readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
   readonly diffs = new DiffDocuments();
+  readonly reviews = new Reviews(() => this.reviewSettings());
   readonly panel: PanelProvider;
 
   constructor(private readonly context: vscode.ExtensionContext) {
@@ -41,6 +50,13 @@ export class Loopd {
     this.status.command = `${VIEW_ID}.focus`;
     this.showActivity('idle', 0);
     this.status.show();
+  }
+
+  reviewSettings(): ReviewSettings {
+    const config = vscode.workspace.getConfiguration('loopd');
+    // The timer from user settings only: a repository must not make its edits land unasked.
+    const seconds = config.inspect<number>('review.autoAccept')?.globalValue ?? 0;
+    return { autoAcceptSeconds: Math.max(Number(seconds) || 0, 0), alwaysAsk: alwaysAskGlobs(config) };
   }
 
   private get cwd(): string {
@@ -71,6 +87,8 @@ export class Loopd {
     client.onRequest(Method.requestPermission, (params: PermissionParams, token) =>
       controller.onPermission(params, new Promise((resolve) => token.onCancellationRequested(() => resolve()))),
     );
+    client.onRequest(Method.reviewPropose, (params: ReviewProposal, token) => this.reviews.propose(params, token));
+    client.onNotification(Method.reviewSettled, (params: ReviewSettled) => void this.reviews.settled(params));
     this.client = client;
     this.controller = controller;
     await client.start();
@@ -87,14 +105,8 @@ export class Loopd {
       client,
       {
         post: (m) => this.panel.post(m),
-        ask: (approval) =>
-          askApproval(
-            approval,
-            (d) => Promise.resolve(vscode.window.showWarningMessage(d.message, { modal: true, detail: d.detail }, ...d.buttons)),
-            async (a) => {
-              if (a.diff) await this.diffs.open(a.diff.path, a.diff.oldText, a.diff.newText, this.cwd);
-            },
-          ),
+        // The panel's card asks; a modal dialog too only when the person opted in.
+        ask: config.get<boolean>('approvals.modal') ? (approval) => this.modal(approval) : undefined,
         activity: (a, waiting) => this.showActivity(a, waiting),
       },
       this.cwd,
@@ -111,6 +123,16 @@ export class Loopd {
         approvalTimeoutMs: timeout > 0 ? timeout * 1000 : undefined,
         mcpServers: mcp.servers,
         confirmOverwrite,
+      },
+    );
+  }
+
+  private modal(approval: Approval): Promise<string | undefined> {
+    return askApproval(
+      approval,
+      (d) => Promise.resolve(vscode.window.showWarningMessage(d.message, { modal: true, detail: d.detail }, ...d.buttons)),
+      async (a) => {
+        if (a.diff) await this.diffs.open(a.diff.path, a.diff.oldText, a.diff.newText, this.cwd);
       },
     );
   }
@@ -365,6 +387,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     app.status,
     vscode.window.registerWebviewViewProvider(VIEW_ID, app.panel, { webviewOptions: { retainContextWhenHidden: false } }),
     vscode.workspace.registerTextDocumentContentProvider(DiffDocuments.scheme, app.diffs),
+    vscode.workspace.registerTextDocumentContentProvider(REVIEW_SCHEME, app.reviews),
+    vscode.languages.registerCodeLensProvider({ scheme: REVIEW_SCHEME }, app.reviews),
+    vscode.window.onDidChangeVisibleTextEditors((editors) => app.reviews.decorate(editors)),
+    vscode.workspace.onDidChangeTextDocument((e) => {
+      if (e.document.uri.scheme === REVIEW_SCHEME) app.reviews.decorate(vscode.window.visibleTextEditors);
+    }),
+    app.reviews.watchTabs(),
+    app.reviews,
     vscode.workspace.onDidGrantWorkspaceTrust(() => {
       app.panel.post({ type: 'trust', trusted: true });
       void app.start().catch((e) => app.log.error(String(e)));

@@ -87,10 +87,24 @@ export function createClient(
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
     outputChannel: log,
-    initializationOptions: { loopd: true, client: 'vscode' },
+    // `review` asks for the agent's writes as pending changes (`loopd/review/*`).
+    initializationOptions: { loopd: reviewOptIn(config), client: 'vscode' },
     middleware,
   };
   const client = new LanguageClient('loopd', 'loopd', serverOptions, clientOptions);
   client.registerFeature(new LoopdCapability());
   return client;
+}
+
+/** `true` (the extension, no review) or the review opt-in with its alwaysAsk globs. */
+function reviewOptIn(config: vscode.WorkspaceConfiguration): true | { review: { alwaysAsk: string[] } } {
+  if (config.get<boolean>('review.enabled') === false) return true;
+  return { review: { alwaysAsk: alwaysAskGlobs(config) } };
+}
+
+/** Every scope's `loopd.review.alwaysAsk` and the defaults together: a setting may add globs, never remove one. */
+export function alwaysAskGlobs(config: vscode.WorkspaceConfiguration): string[] {
+  const seen = config.inspect<string[]>('review.alwaysAsk');
+  const scopes = [seen?.defaultValue, seen?.globalValue, seen?.workspaceValue, seen?.workspaceFolderValue];
+  return [...new Set(scopes.flatMap((v) => (Array.isArray(v) ? v.filter((g) => typeof g === 'string') : [])))];
 }

@@ -32,6 +32,7 @@ from loopd.lsp.link import (
     ClientOptions,
     LspLink,
 )
+from loopd.lsp.review import PROPOSE_METHOD, SETTLED_METHOD
 from loopd.lsp.turns import Turns
 from loopd.lsp.wire import BadParams, raw_converter
 from loopd.mcp.config import McpServerConfig
@@ -75,6 +76,7 @@ class LoopdProtocol(LanguageServerProtocol):
                 "sessionUpdate": UPDATE_METHOD,
                 "requestPermission": PERMISSION_METHOD,
                 "askUser": ASK_USER_METHOD,
+                "review": {"propose": PROPOSE_METHOD, "settled": SETTLED_METHOD},
             }
         }
         return result

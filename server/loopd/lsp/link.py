@@ -32,6 +32,7 @@ from pygls.lsp.server import LanguageServer
 
 from loopd.lsp.documents import EditorFiles, SentEdits
 from loopd.lsp.narrate import Narrator
+from loopd.lsp.review import ReviewFiles, ReviewOptions
 from loopd.lsp.wire import (
     decision_from_outcome,
     decision_named,
@@ -55,25 +56,28 @@ DIFF_PREVIEW_LINES = 40
 class ClientOptions:
     """What the client opted into, from `capabilities.experimental.loopd` or
     `initializationOptions.loopd`: `true` for everything, or an object with the
-    flags `sessionUpdate`, `requestPermission` and `askUser`."""
+    flags `sessionUpdate`, `requestPermission` and `askUser`, and `review` (`true` or
+    `{"alwaysAsk": [globs]}`: the agent's writes are reviewed hunk by hunk first)."""
 
     session_update: bool = False
     request_permission: bool = False
     ask_user: bool = False
+    review: ReviewOptions | None = None  # only when asked by name (`loopd.lsp.review`)
 
     @classmethod
     def negotiate(cls, params: types.InitializeParams) -> ClientOptions:
-        asked: dict[str, bool] = {}
+        asked: dict[str, Any] = {}
         for source in (params.capabilities.experimental, params.initialization_options):
             spec = source.get("loopd") if isinstance(source, Mapping) else None
             if spec is True:
                 asked.update(sessionUpdate=True, requestPermission=True, askUser=True)
             elif isinstance(spec, Mapping):
-                asked.update({k: bool(v) for k, v in spec.items()})
+                asked.update(spec)
         return cls(
             bool(asked.get("sessionUpdate")),
             bool(asked.get("requestPermission")),
             bool(asked.get("askUser")),
+            ReviewOptions.from_wire(asked.get("review")),
         )
 
 
@@ -101,8 +105,15 @@ class LspLink:
 
     def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> FileAccess:
         """The session's files as this editor has them: open documents (unsaved
-        edits included; edits land in them through applyEdit), `local` otherwise."""
-        return EditorFiles(self.server, local, self._sent)
+        edits included; edits land in them through applyEdit), `local` otherwise;
+        reviewed by the person first when the client opted into review."""
+        files = EditorFiles(self.server, local, self._sent)
+        if self.options.review is None:
+            return files
+        return ReviewFiles(files, local, self, session_id, tuple(roots), self.options.review)
+
+    def notify(self, method: str, params: Any) -> None:
+        self.server.protocol.notify(method, params)
 
     # -- updates ---------------------------------------------------------------------
 
@@ -164,13 +175,13 @@ class LspLink:
         request = question.request
         if self.options.request_permission and not self._no_custom_request:
             try:
-                reply = await self._request(PERMISSION_METHOD, permission_params(request))
+                reply = await self.request(PERMISSION_METHOD, permission_params(request))
                 return decision_from_outcome(reply)
             except JsonRpcMethodNotFound:
                 self._no_custom_request = True
         if not self._no_dialogs:
             try:
-                item = await self._request(types.WINDOW_SHOW_MESSAGE_REQUEST, _dialog(request))
+                item = await self.request(types.WINDOW_SHOW_MESSAGE_REQUEST, _dialog(request))
                 return decision_named(getattr(item, "title", None))
             except JsonRpcMethodNotFound:
                 self._no_dialogs = True
@@ -188,7 +199,7 @@ class LspLink:
         text), else `window/showMessageRequest` with the choices as its actions."""
         if self.options.ask_user and not self._no_ask_request:
             try:
-                reply = await self._request(ASK_USER_METHOD, question.to_wire())
+                reply = await self.request(ASK_USER_METHOD, question.to_wire())
             except JsonRpcMethodNotFound:
                 self._no_ask_request = True
             else:
@@ -201,11 +212,11 @@ class LspLink:
             message=f"loopd asks: {question.question}",
             actions=[types.MessageActionItem(title=c) for c in question.choices],
         )
-        item = await self._request(types.WINDOW_SHOW_MESSAGE_REQUEST, dialog)
+        item = await self.request(types.WINDOW_SHOW_MESSAGE_REQUEST, dialog)
         title = item.get("title") if isinstance(item, Mapping) else getattr(item, "title", None)
         return title if isinstance(title, str) else None
 
-    async def _request(self, method: str, params: Any) -> Any:
+    async def request(self, method: str, params: Any) -> Any:
         """A request to the client that is withdrawn (`$/cancelRequest`) if the
         question stops mattering before the person answers."""
         msg_id = f"loopd-{uuid.uuid4().hex[:12]}"

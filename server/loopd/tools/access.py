@@ -42,12 +42,23 @@ class FileAccess(Protocol):
     unsaved buffer): the ACP adapter implements it over `fs/read_text_file` and
     `fs/write_text_file`. Paths are absolute. `read_text` raises `FileNotFoundError`,
     `IsADirectoryError`, `NotText` or `FileTooLarge`; `write_text` creates missing
-    parent directories.
+    parent directories. `write_text` answers None when `text` was written as given,
+    or `Reviewed` when a person reviewed it first and kept only part of it.
     """
 
     async def read_text(self, path: str) -> str: ...
 
-    async def write_text(self, path: str, text: str) -> None: ...
+    async def write_text(self, path: str, text: str) -> Reviewed | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Reviewed:
+    """What a reviewed write left (`loopd.lsp.review`): `written` is the file's text
+    now, None when nothing was written (every change rejected); `note` tells the
+    model which changes the person rejected, so it does not take them as done."""
+
+    written: str | None
+    note: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,5 +195,5 @@ class RoutedFiles:
     async def read_text(self, path: str) -> str:
         return await self.route(self.local).read_text(path)
 
-    async def write_text(self, path: str, text: str) -> None:
-        await self.route(self.local).write_text(path, text)
+    async def write_text(self, path: str, text: str) -> Reviewed | None:
+        return await self.route(self.local).write_text(path, text)

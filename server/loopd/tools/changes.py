@@ -96,7 +96,9 @@ async def _put_back(change: Change, files: FileAccess) -> str | None:
         if change.before is None:
             await asyncio.to_thread(os.remove, change.path)
         else:
-            await files.write_text(change.path, change.before)
+            reviewed = await files.write_text(change.path, change.before)
+            if reviewed is not None and reviewed.written != change.before:
+                return "the review did not accept all of it"
     except OSError as err:
         return f"it could not be written ({err.strerror or err})"
     return None

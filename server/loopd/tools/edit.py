@@ -82,13 +82,12 @@ class Write:
         refusal = env.reads.refusal(path, old, env.display(path))
         if refusal is not None:
             return failure(refusal)
-        new: str = args["content"]
-        await env.files.write_text(path, new)
-        env.changes.record(path, old, new, known)
-        env.reads.saw(path, new)
+        written, note = await _land(env, path, old, args["content"], known)
+        if written is None:
+            return failure(note)
         return ToolResult(
-            output=f"{verb} {env.display(path)} ({count_lines(new)} lines).",
-            content=(DiffContent(path, old, new),),
+            output=f"{verb} {env.display(path)} ({count_lines(written)} lines).{note}",
+            content=(DiffContent(path, old, written),),
             locations=(Location(path, 1),),
         )
 
@@ -169,16 +168,35 @@ class Edit:
                 f"old_string occurs {change.count} times in {shown}; include more surrounding "
                 "context to make it unique, or set replace_all to true to change all of them."
             )
-        await env.files.write_text(path, change.new_text)
-        env.changes.record(path, old, change.new_text)
-        env.reads.saw(path, change.new_text)
+        written, note = await _land(env, path, old, change.new_text)
+        if written is None:
+            return failure(note)
         where = f"line {change.line}" if change.count == 1 else f"first at line {change.line}"
         plural = "occurrence" if change.count == 1 else "occurrences"
         return ToolResult(
-            output=f"Edited {env.display(path)}: replaced {change.count} {plural} ({where}).",
-            content=(DiffContent(path, change.old_text, change.new_text),),
+            output=f"Edited {shown}: replaced {change.count} {plural} ({where}).{note}",
+            content=(DiffContent(path, change.old_text, written),),
             locations=(Location(path, change.line),),
         )
+
+
+async def _land(
+    env: ToolEnv, path: str, old: str | None, new: str, known: bool = True
+) -> tuple[str | None, str]:
+    """Write `new` over `old` and remember what the file holds now: the text
+    written and a note for the model, "" unless a person reviewed the write and kept
+    only part of it; None and the note when nothing was written."""
+    reviewed = await env.files.write_text(path, new)
+    if reviewed is None:
+        written: str | None = new
+        note = ""
+    else:
+        written, note = reviewed.written, f"\n{reviewed.note}"
+    if written is None:
+        return None, note.strip()
+    env.changes.record(path, old, written, known)
+    env.reads.saw(path, written)
+    return written, note
 
 
 def _check_fresh(env: ToolEnv, path: str, old: str | None) -> None:

@@ -102,6 +102,11 @@ class Editor:
             for edit in change.edits:
                 text = _replace(text, edit)
                 self.change(uri, edit, text)
+        for uri, edits in (params.edit.changes or {}).items():  # unversioned
+            text = self.buffers[uri][1]
+            for edit in edits:
+                text = _replace(text, edit)
+                self.change(uri, edit, text)
         return types.ApplyWorkspaceEditResult(applied=True)
 
     # -- the extension --------------------------------------------------------------
@@ -197,7 +202,8 @@ Start = Callable[..., Awaitable[Editor]]
 @pytest.fixture
 async def start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Start]:
     """`await start(script, profile="extension"|"plain", answer_dialogs=True)`; with
-    `server=(argv, env)` that server instead of the launcher (`script` unused). The
+    `server=(argv, env)` that server instead of the launcher (`script` unused), with
+    `loopd=` the extension profile's `experimental.loopd` opt-in (default `true`). The
     server starts in the workspace folder, as an editor starts it (not in this
     checkout, whose `node_modules` CLIs it would then rightly never run)."""
     editors: list[Editor] = []
@@ -208,6 +214,7 @@ async def start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
         profile: str = "extension",
         answer_dialogs: bool = True,
         server: tuple[list[str], dict[str, str]] | None = None,
+        loopd: Any = True,
     ) -> Editor:
         argv, env = server or ([sys.executable, str(LAUNCHER)], launcher_env(tmp_path, script))
         config = ClientServerConfig(
@@ -218,7 +225,7 @@ async def start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
         _wire(editor, profile, answer_dialogs)
         if profile == "extension":
             caps = client_capabilities("neovim@v0.11")
-            caps.experimental = {"loopd": True}
+            caps.experimental = {"loopd": loopd}
         else:
             caps = client_capabilities("visual-studio-code")
         editor.server = await client.initialize_session(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from loopd.tools.access import LocalFiles
+from loopd.tools.access import LocalFiles, Reviewed
 from loopd.tools.changes import ChangeLog
 
 
@@ -66,3 +67,29 @@ async def test_an_unreadable_before_is_never_guessed(tmp_path: Path) -> None:
     report = await log.undo(LocalFiles())
     assert report.restored == () and path.read_text() == "new\n"
     assert "could not be read" in report.refused[0][1]
+
+
+@dataclass
+class RejectingReview:
+    """Files whose writes a reviewer rejects whole (as `loopd.lsp.review` reports it)."""
+
+    inner: LocalFiles = field(default_factory=LocalFiles)
+
+    async def read_text(self, path: str) -> str:
+        return await self.inner.read_text(path)
+
+    async def write_text(self, path: str, text: str) -> Reviewed | None:
+        return Reviewed(None, "The person rejected this change.")
+
+
+async def test_an_undo_the_reviewer_rejects_is_reported_not_restored(tmp_path: Path) -> None:
+    path = tmp_path / "a.py"
+    log = ChangeLog()
+    log.begin_turn()
+    path.write_text("agent\n")
+    log.record(str(path), "person\n", "agent\n")
+
+    report = await log.undo(RejectingReview())
+    assert report.restored == ()
+    assert report.refused == ((str(path), "the review did not accept all of it"),)
+    assert path.read_text() == "agent\n"

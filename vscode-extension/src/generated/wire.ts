@@ -248,6 +248,8 @@ export interface SessionNotification {
 
 export type PermissionKind = 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always';
 
+export type HunkDecision = 'accept' | 'reject';
+
 export type RestoreScope = 'both' | 'code' | 'conversation';
 
 export interface PermissionOption {
@@ -476,6 +478,55 @@ export interface RestoreRefused {
 
 export type RestoreResult = Restored | RestoreRefused;
 
+/** One run of changed lines of a proposed edit; lines are 0-based (`loopd.lsp.hunks`). */
+export interface ReviewHunk {
+  index: number;
+  oldStart: number;
+  oldLines: number;
+  newStart: number;
+  newLines: number;
+  oldText: string;
+  newText: string;
+}
+
+/** `loopd/review/propose` (server -> client): an edit waiting for the person's review. */
+export interface ReviewProposal {
+  reviewId: string;
+  sessionId: string;
+  toolCallId: string;
+  /** Canonical (symlinks resolved by the server). */
+  path: string;
+  uri: string;
+  relativePath: string;
+  /** null for a new file, or for one loopd may write but not read (`oldUnread`: a secret, proposed whole). */
+  oldText: string | null;
+  oldUnread?: boolean;
+  newText: string;
+  hunks: ReviewHunk[];
+  /** The server's own verdict: no timer may accept this path. */
+  alwaysAsk: boolean;
+}
+
+export interface HunkAnswer {
+  index: number;
+  decision: HunkDecision;
+}
+
+/** The answer: what is not accepted is rejected; `by: 'timer'` accepts no alwaysAsk path. */
+export interface ReviewAnswer {
+  hunks: HunkAnswer[];
+  by: 'person' | 'timer';
+}
+
+/** `loopd/review/settled` (server -> client): the reviewed text was written (or nothing was). */
+export interface ReviewSettled {
+  reviewId: string;
+  sessionId: string;
+  path: string;
+  uri: string;
+  written: boolean;
+}
+
 export const Method = {
   new: 'loopd/session/new',
   load: 'loopd/session/load',
@@ -494,6 +545,8 @@ export const Method = {
   update: 'loopd/session/update',
   requestPermission: 'loopd/session/requestPermission',
   askUser: 'loopd/session/askUser',
+  reviewPropose: 'loopd/review/propose',
+  reviewSettled: 'loopd/review/settled',
 } as const;
 
 /** Each method's params and result (`null`: a notification, which has none). */
@@ -515,4 +568,6 @@ export interface Methods {
   'loopd/session/update': { params: SessionNotification; result: null };
   'loopd/session/requestPermission': { params: PermissionParams; result: PermissionOutcome };
   'loopd/session/askUser': { params: AskUserParams; result: AskUserResult };
+  'loopd/review/propose': { params: ReviewProposal; result: ReviewAnswer };
+  'loopd/review/settled': { params: ReviewSettled; result: null };
 }

@@ -45,6 +45,8 @@ before(async () => {
       'security.workspace.trust.enabled': false,
       'loopd.defaults.mode': 'full_auto',
       'files.autoSave': 'off',
+      // The edits land unreviewed: review has its own test (review.test.ts).
+      'loopd.review.enabled': false,
     },
     steps: [...BASH_TURNS, { text: 'from the start' }, { text: 'edited from the start' }],
   });

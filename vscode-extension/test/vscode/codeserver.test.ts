@@ -27,6 +27,8 @@ let target = '';
 before(async () => {
   vscode = await startCodeServer({
     files: { 'app.py': 'x = 1\n' },
+    // The modal approval and the edit through applyEdit, as opted into (review.test.ts has the defaults).
+    settings: { 'loopd.approvals.modal': true, 'loopd.review.enabled': false },
     steps: [
       { text: REPLY, pause_after: 6, gate: 'mid' },
       // loopd edits only files the model has read as they are now: read, then edit.

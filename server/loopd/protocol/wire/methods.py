@@ -21,8 +21,13 @@ class Method:
 
     @property
     def key(self) -> str:
-        """The name the TypeScript `Method` table gives it: the last segment."""
-        return self.name.rsplit("/", 1)[-1]
+        """The name the TypeScript `Method` table gives it: the last segment of a
+        `loopd/session/*` method, else its segments after `loopd/` in camelCase
+        (`loopd/review/propose`: `reviewPropose`)."""
+        first, *rest = self.name.removeprefix("loopd/").split("/")
+        if first == "session":
+            return rest[-1]
+        return first + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 _S = "loopd/session/"
@@ -45,4 +50,6 @@ METHODS: tuple[Method, ...] = (
     Method(_S + "update", SessionNotification, None, "server"),
     Method(_S + "requestPermission", s.PermissionParams, s.PermissionOutcome, "server"),
     Method(_S + "askUser", s.AskUserParams, s.AskUserResult, "server"),
+    Method("loopd/review/propose", s.ReviewProposal, s.ReviewAnswer, "server"),
+    Method("loopd/review/settled", s.ReviewSettled, None, "server"),
 )

@@ -19,6 +19,7 @@ from loopd.protocol.wire.updates import (
 )
 
 PermissionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+HunkDecision = Literal["accept", "reject"]
 RestoreScope = Literal["both", "code", "conversation"]
 
 
@@ -272,3 +273,64 @@ class RestoreRefused(Wire):
 
 
 RestoreResult = Restored | RestoreRefused
+
+
+# -- review of an edit (`loopd.lsp.review`) --------------------------------------------
+
+
+class ReviewHunk(Wire):
+    """One run of changed lines of a proposed edit; lines are 0-based (`loopd.lsp.hunks`)."""
+
+    index: int
+    old_start: int
+    old_lines: int
+    new_start: int
+    new_lines: int
+    old_text: str
+    new_text: str
+
+
+class ReviewProposal(Wire):
+    """`loopd/review/propose` (server -> client): an edit waiting for the person's review."""
+
+    review_id: str
+    session_id: str
+    tool_call_id: str
+    path: Annotated[str, Field(description="Canonical (symlinks resolved by the server).")]
+    uri: str
+    relative_path: str
+    old_text: Annotated[
+        str | None,
+        Field(
+            description="null for a new file, or for one loopd may write but not read "
+            "(`oldUnread`: a secret, proposed whole)."
+        ),
+    ]
+    old_unread: bool | None = None
+    new_text: str
+    hunks: list[ReviewHunk]
+    always_ask: Annotated[
+        bool, Field(description="The server's own verdict: no timer may accept this path.")
+    ]
+
+
+class HunkAnswer(Wire):
+    index: int
+    decision: HunkDecision
+
+
+class ReviewAnswer(Wire):
+    """The answer: what is not accepted is rejected; `by: 'timer'` accepts no alwaysAsk path."""
+
+    hunks: list[HunkAnswer]
+    by: Literal["person", "timer"]
+
+
+class ReviewSettled(Wire):
+    """`loopd/review/settled` (server -> client): the reviewed text was written (or nothing was)."""
+
+    review_id: str
+    session_id: str
+    path: str
+    uri: str
+    written: bool
