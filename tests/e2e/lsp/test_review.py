@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from loopd.protocol.wire import shapes
 from loopd.testing.llm_script import Reply, ScriptedCall
 from tests.e2e.acp.conftest import Home, home
 from tests.e2e.conftest import LOOPD
@@ -50,11 +51,13 @@ async def reviewing(
 
     @editor.client.feature("loopd/review/propose")
     def on_propose(params: dict[str, Any]) -> Any:
+        shapes.ReviewProposal.model_validate(params)  # the wire is what the models say
         proposals.append(params)
         return answer(params)
 
     @editor.client.feature("loopd/review/settled")
     def on_settled(params: dict[str, Any]) -> None:
+        shapes.ReviewSettled.model_validate(params)
         settled.append(params)
 
     editor.answers += ["allow_once"] * 4

@@ -7,6 +7,7 @@ import json
 
 from loopd.lsp.base import SESSION_REQUESTS
 from loopd.lsp.link import ASK_USER_METHOD, PERMISSION_METHOD, UPDATE_METHOD
+from loopd.lsp.review import PROPOSE_METHOD, SETTLED_METHOD
 from loopd.protocol.wire.export import SCHEMA_PATH, TS_PATH, drifted, typescript
 from loopd.protocol.wire.methods import METHODS
 
@@ -19,6 +20,7 @@ def test_the_generated_files_match_the_models() -> None:
 def test_every_served_method_is_described() -> None:
     served = {f"loopd/session/{m}" for m in SESSION_REQUESTS}
     served |= {"loopd/session/cancel", UPDATE_METHOD, PERMISSION_METHOD, ASK_USER_METHOD}
+    served |= {PROPOSE_METHOD, SETTLED_METHOD}
     assert {m.name for m in METHODS} == served
 
 
