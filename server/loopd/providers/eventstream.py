@@ -15,12 +15,20 @@ colon is a field with an empty value; `data` lines join with LF; `id`, `retry` a
 unknown fields are ignored (no provider resumes a stream); an event without a name
 is a "message". An event the stream ends inside (no blank line after it) is never
 dispatched. Text is UTF-8; a byte that is not becomes U+FFFD.
+
+An event (its data and the line not yet ended) is bounded by `MAX_EVENT_BYTES`: a
+server that never ends a line or an event is refused with a `BadRequest` (retrying
+would only ask for the same again) before it exhausts memory; the bound also keeps
+a long line's reads from being joined again and again.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from loopd.protocol.errors import BadRequest
+
+MAX_EVENT_BYTES = 16 << 20  # 16 MiB: far above any provider's event (a tool call's JSON)
 Event = tuple[str, str]  # (event type, "message" when the stream named none; data)
 
 
@@ -33,6 +41,8 @@ class EventParser:
     _skip_lf: bool = False  # the last read ended in CR: an LF opening the next ends no line
     _name: bytes = b""
     _data: list[bytes] = field(default_factory=list)
+    _size: int = 0  # of `_data`
+    max_event: int = MAX_EVENT_BYTES
 
     def feed(self, chunk: bytes) -> list[Event]:
         if self._skip_lf and chunk:
@@ -45,7 +55,13 @@ class EventParser:
             buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         lines = buffer.split(b"\n")
         self._tail = lines.pop()
-        return self._events(lines)
+        events = self._events(lines)
+        if self._size + len(self._tail) > self.max_event:
+            raise BadRequest(
+                f"the model's stream sent an event over {self.max_event} bytes without "
+                "ending it; the reply was abandoned"
+            )
+        return events
 
     def _events(self, lines: list[bytes]) -> list[Event]:
         events: list[Event] = []
@@ -55,7 +71,7 @@ class EventParser:
                     data = b"\n".join(self._data).decode("utf-8", "replace")
                     kind = self._name.decode("utf-8", "replace") if self._name else "message"
                     events.append((kind, data))
-                self._name, self._data = b"", []
+                self._name, self._data, self._size = b"", [], 0
                 continue
             name, colon, value = line.partition(b":")
             if not name and colon:
@@ -64,6 +80,7 @@ class EventParser:
                 value = value[1:]
             if name == b"data":
                 self._data.append(value)
+                self._size += len(value) + 1
             elif name == b"event":
                 self._name = value
         return events

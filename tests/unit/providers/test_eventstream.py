@@ -150,3 +150,25 @@ async def test_a_success_that_is_no_event_stream_is_a_clear_error(html_server: s
                 pass
     finally:
         await provider.aclose()
+
+
+@pytest.mark.parametrize(
+    "reads",
+    [
+        [b"data: " + b"x" * 40] * 10,  # a line that never ends
+        [b"data: " + b"x" * 30 + b"\n"] * 10,  # data lines with no blank line after them
+    ],
+)
+def test_an_event_that_never_ends_is_refused_before_it_exhausts_memory(
+    reads: list[bytes],
+) -> None:
+    parser = EventParser(max_event=200)
+    with pytest.raises(BadRequest, match="over 200 bytes"):
+        for read in reads:
+            parser.feed(read)
+
+
+def test_events_under_the_bound_are_read_however_many_come() -> None:
+    parser = EventParser(max_event=200)
+    events = [e for _ in range(100) for e in parser.feed(b"data: " + b"x" * 150 + b"\n\n")]
+    assert events == [("message", "x" * 150)] * 100
