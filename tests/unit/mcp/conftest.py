@@ -67,15 +67,18 @@ async def connected(
     base_env: Mapping[str, str] | None = None,
     reserved: Sequence[str] = BUILTIN,
 ) -> AsyncIterator[McpServers]:
-    servers = await McpServers.connect(
-        configs,
-        reserved=reserved,
-        cwd=tempfile.gettempdir(),  # not the checkout: its .venv's python would be refused
-        base_env=base_env if base_env is not None else {"PATH": os.environ["PATH"]},
-        clock=clock or SystemClock(),
-        timeouts=McpTimeouts(startup=20, call=20, close=0.05),
-    )
-    try:
-        yield servers
-    finally:
-        await servers.aclose()
+    # An empty folder of its own, never one that holds the checkout: an executable
+    # inside the workspace (the .venv's python) is refused, wherever the clone is.
+    with tempfile.TemporaryDirectory(prefix="mcp-cwd-") as cwd:
+        servers = await McpServers.connect(
+            configs,
+            reserved=reserved,
+            cwd=cwd,
+            base_env=base_env if base_env is not None else {"PATH": os.environ["PATH"]},
+            clock=clock or SystemClock(),
+            timeouts=McpTimeouts(startup=20, call=20, close=0.05),
+        )
+        try:
+            yield servers
+        finally:
+            await servers.aclose()
