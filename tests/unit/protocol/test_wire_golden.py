@@ -27,8 +27,8 @@ from loopd.protocol.events import (
     UsageUpdated,
     UserMessageChunk,
     VerificationUpdated,
-    to_wire,
 )
+from loopd.protocol.events_wire import to_wire
 from loopd.protocol.mentions import Mention, mention_to_wire
 from loopd.protocol.questions import Question
 from loopd.protocol.verification import CriterionResult, Verification, Watch
