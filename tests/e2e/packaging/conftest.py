@@ -1,6 +1,7 @@
 """The wheel, built once per run, and one clean venv per way of installing it
 (`installs.installs()`), made once per run and shared by every check on it
-(`venv`: every install; `serving_venv`: those with the `serve` extra)."""
+(`venv`: every install; `serving_venv` and `plain_venv`: those with and without the
+`serve` extra)."""
 
 from __future__ import annotations
 
@@ -46,4 +47,10 @@ def venv(request: pytest.FixtureRequest, venvs: Callable[[Install], Venv]) -> Ve
 @pytest.fixture(scope="session", params=[i for i in installs() if i.serves], ids=_name)
 def serving_venv(request: pytest.FixtureRequest, venvs: Callable[[Install], Venv]) -> Venv:
     """A venv with the `serve` extra (`loopd serve`'s dependencies) installed."""
+    return venvs(request.param)
+
+
+@pytest.fixture(scope="session", params=[i for i in installs() if not i.serves], ids=_name)
+def plain_venv(request: pytest.FixtureRequest, venvs: Callable[[Install], Venv]) -> Venv:
+    """A venv of the package alone, as `uv tool install loopd-agent` makes it."""
     return venvs(request.param)

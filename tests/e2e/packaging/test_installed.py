@@ -249,3 +249,18 @@ async def test_loopd_serve_and_a_remote_editor_run_an_approved_tool(
 
     assert turn.daemon == serving_venv.bin("python")
     assert "Traceback" not in "".join(server.stderr), server.stderr
+
+
+def test_loopd_serve_without_its_extra_names_the_install_line(
+    plain_venv: Venv, fake: FakeLLMServer, tmp_path: Path
+) -> None:
+    """The package alone has no hypercorn nor cryptography: `loopd serve` says to
+    install the extra, exit 2, rather than a traceback of an import."""
+    env = editor_env(tmp_path, fake)
+    loopd(plain_venv, ["serve", "token"], env, tmp_path)
+    argv = [plain_venv.bin("loopd"), "serve", "--listen", "127.0.0.1:0", "--root", str(tmp_path)]
+    ran = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+    assert ran.returncode == 2, ran.stderr
+    assert "uv tool install 'loopd-agent[serve]'" in ran.stderr
+    assert "Traceback" not in ran.stderr
