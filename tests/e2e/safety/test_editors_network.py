@@ -80,6 +80,9 @@ async def test_acp_asks_about_an_unknown_host_and_keeps_the_answer(
     assert "also.test:80 refused (asked: rejected)" in said
     assert "unlisted.test:80 allowed (asked: allowed)" in said
     assert "unlisted.test:80 allowed (allowed always by the user)" in said and HELLO in said
+    shown = json.dumps(client.of("tool_call_update"))  # in the editor's tool calls
+    assert "also.test:80 refused (asked: rejected)" in shown
+    assert "unlisted.test:80 allowed (allowed always by the user)" in shown
     kept = journal(box)  # each request is in the session's journal too
     assert "also.test:80 refused (asked: rejected)" in kept
     assert "unlisted.test:80 allowed (allowed always by the user)" in kept
