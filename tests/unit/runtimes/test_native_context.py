@@ -140,3 +140,35 @@ async def test_a_fork_keeps_the_compacted_view_and_in_the_same_folder_the_prompt
     assert after == ["parent goes on", "in the parent", "fork goes on"]
     assert "the summary" in fork.messages[0].text and "the summary" in elsewhere.messages[0].text
     assert str(other) in elsewhere.system and elsewhere.system != parent.system
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai_chat"])
+async def test_a_turn_that_grows_step_by_step_never_overflows_again(
+    tmp_path: Path, kind: str
+) -> None:
+    """Twenty reads in a turn, some 2,300 tokens said beside each: the first overflow
+    teaches the window and the compaction inside the turn leaves it high (the turn
+    is one segment). Judged without the output it reserves, and only while armed
+    again, the next steps grew into a second overflow; judged as sent, each step
+    that would not fit compacts first."""
+    session = LongSession(reply_words=200, reads=20, talk_words=1_300)
+    with FakeLLMServer(window=WINDOW, responder=session.respond) as fake:
+        base = fake.base_url if kind == "anthropic" else fake.openai_base_url
+        provider = make_provider(kind, base_url=base, api_key="k")  # type: ignore[arg-type]
+        manager = scripted_manager(tmp_path, provider)
+        link = RecordingLink()
+        view = await manager.new_session(str(tmp_path), link)
+        stops = [
+            (await manager.prompt(view.id, ask(f"read it all {n}"), link)).stop_reason
+            for n in range(2)
+        ]
+        await manager.shutdown()
+        await provider.aclose()
+        sent = fake.requests
+
+    over = [i for i, r in enumerate(sent) if request_tokens(r) > WINDOW]
+    assert len(over) == 1, "one overflow teaches the window; nothing sent after it exceeds it"
+    after = sent[over[0] + 1 :]
+    assert max(request_tokens(r) + r.body["max_tokens"] for r in after) <= WINDOW
+    assert stops == ["end_turn", "end_turn"]
+    assert session.summaries >= 2 and all(pairs_intact(r.body) for r in sent)
