@@ -70,3 +70,27 @@ async def test_an_undo_after_a_passed_check_is_checked_again(home: Home) -> None
     assert (first.field_meta or {})["loopd"]["verification"]["seal"] == "passed"
     assert not (home.work / "app.txt").exists()  # the undo removed what the turn made
     assert (again.field_meta or {})["loopd"]["verification"]["seal"] == "failed"
+
+
+async def test_a_rewind_after_a_passed_check_is_checked_again(home: Home) -> None:
+    """What a restore puts back is a write like the agent's own: the check made
+    before it says nothing about the files now."""
+    trusted_config(home.work, home.env())
+    home.fake.script(
+        "*",
+        write("good\n"),
+        Reply(text="Done."),
+        Reply(text="Yes, it is good."),  # after /rewind: checked again, so sent back
+        Reply(text="Yes, still."),
+    )
+    client = RecordingClient(answers=["allow_always"])
+    async with loopd_acp(home, client) as conn:
+        new = await conn.new_session(cwd=str(home.work), mcp_servers=[])
+        sid = new.session_id
+        first = await conn.prompt(session_id=sid, prompt=text("make it good"))
+        await conn.prompt(session_id=sid, prompt=text("/rewind 1 code"))
+        again = await conn.prompt(session_id=sid, prompt=text("is it good?"))
+
+    assert (first.field_meta or {})["loopd"]["verification"]["seal"] == "passed"
+    assert not (home.work / "app.txt").exists()  # the code before the first prompt
+    assert (again.field_meta or {})["loopd"]["verification"]["seal"] == "failed"
