@@ -71,6 +71,19 @@ async def test_the_explore_childs_cost_is_the_turns_and_the_sessions(tmp_path: P
     assert engine.keeper.cost == pytest.approx(1.8 + 10 * 3e-6 + 5 * 15e-6)  # the parent step too
 
 
+@dataclass
+class SpendingBook:
+    """The `ContextJournal` port, recording what the engine keeps of its spending."""
+
+    kept: list[Spending] = field(default_factory=list)
+
+    def compacted(self, start: int, summary: str) -> None:
+        return None
+
+    def spent(self, spending: Spending) -> None:
+        self.kept.append(spending)
+
+
 async def test_compactions_summaries_are_paid_for_by_the_turn() -> None:
     rig = Rig(
         ScriptedProvider.of(
@@ -104,10 +117,13 @@ async def test_a_compact_command_is_paid_for_by_the_session() -> None:
         model=PRICED,
     )
     engine = rig.engine()
+    book = SpendingBook()
+    engine.ports.context = book
     await engine.run(ask("one"))
     before = engine.keeper.cost
     await engine.compact()
     assert engine.keeper.cost - before == pytest.approx(0.9)
+    assert book.kept[-1].cost == engine.keeper.cost  # kept: a reload still has it
 
 
 def broken(call_id: str, raw: str = '{"path": "/w/a') -> Reply:
@@ -133,19 +149,6 @@ async def test_broken_calls_count_against_the_call_budget() -> None:
     assert outcome.stop_reason == "max_turn_requests"
     assert len(rig.provider.requests) == 5
     assert "Stopped by the loop guard: more than 4 actions" in rig.emitter.text
-
-
-@dataclass
-class SpendingBook:
-    """The `ContextJournal` port, recording what the engine keeps of its spending."""
-
-    kept: list[Spending] = field(default_factory=list)
-
-    def compacted(self, start: int, summary: str) -> None:
-        return None
-
-    def spent(self, spending: Spending) -> None:
-        self.kept.append(spending)
 
 
 async def test_every_step_keeps_the_guard_and_the_end_of_the_turn_lets_it_go() -> None:
