@@ -13,6 +13,7 @@ from loopd.protocol.events import Prompt, TextBlock
 from loopd.protocol.messages import TextPart
 from loopd.protocol.model import Usage
 from loopd.providers.factory import make_provider
+from loopd.testing import llm_script
 from loopd.testing.fake_llm import FakeLLMServer
 from loopd.testing.fakes import Reply, ScriptedProvider
 from loopd.testing.harness import RecordingLink, scripted_manager
@@ -156,3 +157,30 @@ async def test_a_fork_keeps_the_compacted_view_and_in_the_same_folder_the_prompt
     assert after == ["parent goes on", "in the parent", "fork goes on"]
     assert "the summary" in fork.messages[0].text and "the summary" in elsewhere.messages[0].text
     assert str(other) in elsewhere.system and elsewhere.system != parent.system
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai_chat"])
+async def test_a_small_window_that_holds_the_output_too_answers_a_short_prompt(
+    tmp_path: Path, kind: str
+) -> None:
+    """A 10k-window model whose server counts `max_tokens` against the window (as
+    OpenAI's, vLLM's and Anthropic's do), met for the first time with a 2k prompt:
+    the overflow teaches the window, and the same step is asked again with the output
+    reserved within it (nothing to compact, and nothing needs to be)."""
+    with FakeLLMServer(window=10_000, holds_output=True) as fake:
+        fake.script("*", llm_script.Reply(text="a short answer"))
+        base = fake.base_url if kind == "anthropic" else fake.openai_base_url
+        provider = make_provider(kind, base_url=base, api_key="k")  # type: ignore[arg-type]
+        manager = scripted_manager(tmp_path, provider)
+        link = RecordingLink()
+        view = await manager.new_session(str(tmp_path), link)
+        outcome = await manager.prompt(view.id, ask("explain this: " + "x " * 4_000), link)
+        await manager.shutdown()
+        await provider.aclose()
+        sent = fake.requests
+
+    assert outcome.stop_reason == "end_turn"
+    first, second = sent
+    assert request_tokens(first) + first.body["max_tokens"] > 10_000  # 8192 asked for
+    assert request_tokens(second) + second.body["max_tokens"] <= 10_000
+    assert manager.store.learned_window("native/scripted") == 10_000
