@@ -151,6 +151,7 @@ class Engine:
             outcome = turn.outcome("cancelled")
         if self.ports.steer is not None and (late := self.ports.steer.end()):
             await self._heard(late)  # kept: read with the next prompt
+        await self._keep_notices()  # given after the last reply: read with the next prompt
         self.ports.context.spent(Spending(self.keeper.cost))  # the turn ended
         return await self._sealed(outcome)
 
@@ -356,14 +357,17 @@ class Engine:
         """The step's results as one message, in the model's order. Already journaled
         one by one as they finished, so only the in-memory history grows by it. The
         pending notices follow (the budget notice, a folder's instructions), for the
-        model to read with the results, as a message of their own and journaled: a
-        reloaded session still has them in the model's context (and is not told the
-        budget again)."""
+        model to read with the results (`_keep_notices`)."""
         parts: tuple[Part, ...] = tuple(turn.results[use.id] for use in turn.open_uses)
         turn.open_uses = ()
         turn.results = {}
         self._history.append(Message("user", parts))
         self.keeper.view.appended()
+        await self._keep_notices()
+
+    async def _keep_notices(self) -> None:
+        """The pending notices as a message of their own, journaled: a reloaded
+        session still has them in the model's context, and is not told again."""
         notices = self._notices.take()
         if notices:
             await self._append(Message("user", (reminder_part(notices),)))
