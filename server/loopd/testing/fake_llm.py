@@ -25,9 +25,9 @@ loopd's own estimate) exceeds N tokens with that format's real overflow error
 "maximum context length is N tokens" from OpenAI), without using up a scripted step;
 a reply it does send reports the estimate as its input tokens. With
 `holds_output=True` the output a request asks for (`max_tokens`) counts against the
-window too, as the real services count it, and the error names both figures. `responder`, when
-given, answers every request the queues have nothing for (long scripted sessions
-whose compaction requests come at times the test does not fix).
+window too, as the real services count it, and the error names both figures.
+`responder`, when given, answers every request the queues have nothing for (long
+scripted sessions whose compaction requests come at times the test does not fix).
 
 Two control routes serve tests in another process: `GET /_fake/requests` returns
 the recorded requests as JSON, `POST /_fake/release/NAME` releases a gate.

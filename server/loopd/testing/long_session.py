@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from loopd.context.reminders import OPEN as REMINDER
 from loopd.testing.llm_script import RecordedRequest, Reply, ScriptedCall, Step
 
-REMINDER = "<system-reminder>"  # what loopd wraps the notices it adds in
 SUMMARY = "Summary: the person asks about one module after another; each was read and explained."
 
 
