@@ -35,7 +35,7 @@ from loopd.engine.history import distinct_tool_ids, exec_message, prompt_parts, 
 from loopd.engine.limits import guard_options
 from loopd.engine.notices import Notices
 from loopd.engine.ports import NOTHING_SPENT, Emitter, Spending
-from loopd.engine.spend import charge_calls, charge_summary
+from loopd.engine.spend import allowing, charge_calls, charge_summary
 from loopd.engine.steer import steer_text, unless_steered
 from loopd.engine.streaming import NOBODY, ReplyStreamer
 from loopd.engine.toolrun import ToolPhase
@@ -244,7 +244,8 @@ class Engine:
     async def _tool_round(self, turn: Turn, uses: tuple[ToolUsePart, ...]) -> Outcome | None:
         """Run the calls, hand the model their results; the outcome if a tool's stop
         or the turn's token budget ends the turn."""
-        await self._tool_phase(turn).run(uses, turn.state, turn.results)
+        with allowing(self.config.limits, turn):  # what a child's turn may spend
+            await self._tool_phase(turn).run(uses, turn.state, turn.results)
         await charge_calls(self.keeper, self._notices, turn)
         await self._guide(turn)
         await self._append_results(turn)
