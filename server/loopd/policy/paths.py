@@ -43,8 +43,6 @@ from loopd.policy.beneath import (
     FileTooLarge,
     PathEscapeError,
     open_beneath,
-    read_bytes_beneath,
-    read_text_beneath,
     write_text_beneath,
 )
 
@@ -58,8 +56,6 @@ __all__ = [
     "PathVerdict",
     "Unresolvable",
     "open_beneath",
-    "read_bytes_beneath",
-    "read_text_beneath",
     "write_text_beneath",
 ]
 
