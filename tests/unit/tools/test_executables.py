@@ -20,7 +20,14 @@ from loopd.executables import clean_path, find_program
 from loopd.mcp.config import McpServerConfig
 from loopd.mcp.rpc import McpError
 from loopd.mcp.stdio import StdioTransport
+from loopd.protocol.errors import RuntimeFailure
+from loopd.protocol.events import Prompt, TextBlock
+from loopd.runtimes.acp.agent import AcpRuntimeFactory, AcpSettings
+from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.foreign.claude import ClaudeRuntimeFactory, ClaudeSettings
+from loopd.runtimes.foreign.codex import CodexRuntimeFactory, CodexSettings
 from loopd.sandbox.base import CommandSpec, Unsandboxed
+from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
 from loopd.tools import ToolEnv, ToolRegistry
 from loopd.tools.env import SystemClock
 
@@ -123,4 +130,52 @@ async def test_an_mcp_server_is_never_started_from_the_workspace(tmp_path: Path)
     with pytest.raises(McpError, match="outside the workspace"):
         await StdioTransport.spawn(None, config, base, str(ws), SystemClock(), 0.1)  # type: ignore[arg-type]
     await asyncio.sleep(0)
+    assert not mark.exists()
+
+
+def _context(ws: Path) -> RuntimeContext:
+    return RuntimeContext(
+        session_id="s1",
+        cwd=str(ws),
+        additional_roots=(),
+        emitter=RecordingEmitter(),
+        approver=ScriptedApprover.of(),
+        config={"mode": "ask"},
+    )
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex"])
+async def test_a_foreign_cli_is_never_started_from_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: str
+) -> None:
+    # Not named in the issue: the editor's PATH leads into the repository's
+    # node_modules/.bin (direnv, an npm script, a shell hook): its `claude` or `codex`
+    # would run outside the sandbox with the person's keys.
+    ws = tmp_path / "ws"
+    mark = plant(ws / "node_modules" / ".bin", cli)
+    (tmp_path / "bin").mkdir()  # the only entry left: nothing else is found
+    path = f"{ws}/node_modules/.bin:{tmp_path}/bin"
+    monkeypatch.setenv("PATH", path)
+    factory = (
+        ClaudeRuntimeFactory(ClaudeSettings(inherit={"PATH": path}))
+        if cli == "claude"
+        else CodexRuntimeFactory(CodexSettings(inherit={"PATH": path}))
+    )
+    runtime = await factory.open(_context(ws))
+    try:
+        outcome = await runtime.prompt(Prompt((TextBlock("hi"),)))
+    finally:
+        await runtime.close()
+    assert not mark.exists()
+    assert outcome.error is not None and "outside the workspace" in outcome.error
+
+
+async def test_an_acp_agent_is_never_started_from_the_workspace(tmp_path: Path) -> None:
+    # Not named in the issue: a child ACP agent named by the person's config, found
+    # on a PATH entry inside the repository.
+    ws = tmp_path / "ws"
+    mark = plant(ws / "bin", "agent")
+    settings = AcpSettings("agent", base_env={"PATH": f"{ws}/bin:{SYSTEM_PATH}"})
+    with pytest.raises(RuntimeFailure, match="outside the workspace"):
+        await AcpRuntimeFactory("child", settings).open(_context(ws))
     assert not mark.exists()
