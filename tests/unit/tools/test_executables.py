@@ -9,12 +9,15 @@ import ast
 import asyncio
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tooltest import RecordingProgress
 
 import loopd
+from loopd.daemon import unit
+from loopd.daemon.unit import NoSystemd
 from loopd.engine.ports import ToolCall
 from loopd.executables import clean_path, find_program
 from loopd.mcp.config import McpServerConfig
@@ -56,6 +59,76 @@ def test_no_module_but_the_resolver_looks_programs_up() -> None:
             if named or imported:
                 offenders.append(f"{source.relative_to(root)}:{node.lineno}")
     assert offenders == [], "look programs up with loopd.executables.find_program"
+
+
+SPAWNS = frozenset({"run", "Popen", "call", "check_call", "check_output", "create_subprocess_exec"})
+PATH_SEARCHING = frozenset(
+    {"execvp", "execvpe", "execlp", "execlpe", "spawnvp", "spawnvpe", "spawnlp", "spawnlpe"}
+)
+SEARCHES_ALLOWED = {
+    "sandbox/landlock_syscalls.py": "execs the command inside the sandbox it just set up",
+}
+
+
+def bare_spawns(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, what) for each process started by a bare program name (`["git", ...]`,
+    which the kernel's exec looks up on a PATH loopd did not clean) or through a
+    PATH-searching `os.exec*p`/`os.spawn*p`."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        if node.func.attr in PATH_SEARCHING:
+            yield node.lineno, f"os.{node.func.attr}"
+        elif node.func.attr in SPAWNS and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.List | ast.Tuple) and first.elts:
+                first = first.elts[0]
+            literal = isinstance(first, ast.Constant) and isinstance(first.value, str)
+            if literal and "/" not in first.value:  # type: ignore[attr-defined]
+                yield node.lineno, repr(first.value)  # type: ignore[attr-defined]
+
+
+def test_no_program_is_started_by_a_bare_name() -> None:
+    """Not named in the issue: `shutil.which` is one way to search a PATH, the
+    kernel's `execvp` another. A program loopd starts is a path `find_program`
+    gave (or the interpreter's own `sys.executable`)."""
+    root = Path(loopd.__file__).parent
+    found = {}
+    for source in sorted(root.rglob("*.py")):
+        name = source.relative_to(root).as_posix()
+        hits = list(bare_spawns(ast.parse(source.read_text(encoding="utf-8"))))
+        if hits and name not in SEARCHES_ALLOWED:
+            found[name] = hits
+    assert found == {}, f"start programs by the path find_program gives: {found}"
+
+
+def test_the_bare_spawn_rule_sees_each_way() -> None:
+    source = """
+subprocess.run(["systemctl", "--user"])
+subprocess.Popen(("git", "status"))
+await asyncio.create_subprocess_exec("rg", "x")
+os.execvp(argv[0], argv)
+subprocess.run([program, "--user"])
+subprocess.run([sys.executable, "-c", "pass"])
+subprocess.run(["/usr/bin/env", "true"])
+"""
+    found = [what for _, what in sorted(bare_spawns(ast.parse(source)))]
+    assert found == ["'systemctl'", "'git'", "'rg'", "os.execvp"]
+
+
+def test_daemon_enable_never_runs_the_folder_s_systemctl(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another executable, in code newer than the issue: `loopd daemon enable` typed
+    # in a repository, with `.` on the person's PATH.
+    ws = tmp_path / "ws"
+    mark = plant(ws, "systemctl")
+    (tmp_path / "bin").mkdir()
+    monkeypatch.chdir(ws)
+    env = {"PATH": f".:{tmp_path}/bin", "HOME": str(tmp_path / "home")}
+    with pytest.raises(NoSystemd, match="not installed"):
+        unit.enable(env)
+    assert not mark.exists()
 
 
 @pytest.mark.parametrize("entry", ["", ".", "bin", "{ws}/bin", "{ws}/link"])
