@@ -27,7 +27,8 @@ ALLOWED = {
     "loopd/policy/beneath.py": "the kernel-side primitive the reader is built on (openat2)",
     "loopd/config/login.py": "loopd's own login in its data dir, checked by fstat (owner, mode)",
     "loopd/sandbox/seccomp.py": "writes the filter it compiled to a fresh private file",
-    "loopd/sandbox/landlock_syscalls.py": "O_PATH descriptors for landlock rules: never read",
+    "loopd/sandbox/landlock_syscalls.py": "O_PATH descriptors for landlock rules (never "
+    "read), and its sibling relay.py: loopd's own source, loaded by path",
     "loopd/daemon/place.py": "O_PATH descriptors of the daemon's own folders: never read",
     "loopd/daemon/forward.py": "the forwarder's stdlib-only fast path: its log, /dev/null, the "
     "person's own config (non-blocking, regular files only, bounded)",
