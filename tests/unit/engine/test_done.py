@@ -315,6 +315,21 @@ async def test_a_store_through_a_mapping_made_before_the_snapshot_is_seen(
     assert written.watch == Watch(1, capped=False)
 
 
+async def test_a_write_through_a_protected_link_to_its_target_is_seen(ws: Workspace) -> None:
+    """Not in the issue: a protected path that is a symlink (the repository's own, to
+    a fixture elsewhere in it). A command writing the target moves nothing of the
+    link itself, size, times or inode; what the protected path reads changes."""
+    (ws.root / "tests").mkdir()
+    (ws.root / "fixtures").mkdir()
+    (ws.root / "fixtures" / "expected.txt").write_text("42\n")
+    (ws.root / "tests" / "expected.txt").symlink_to("../fixtures/expected.txt")
+    outcome = await ws.turn(
+        PROTECT_TESTS, bash("b1", "printf '41\\n' > fixtures/expected.txt"), Reply(text="done")
+    )
+    assert (ws.root / "tests" / "expected.txt").read_text() == "41\n"
+    assert seal(outcome).protected_writes == ("tests/expected.txt",)
+
+
 async def test_past_its_byte_budget_the_check_says_where_it_stopped(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
