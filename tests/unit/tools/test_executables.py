@@ -16,6 +16,8 @@ import pytest
 from tooltest import RecordingProgress
 
 import loopd
+from loopd.catalog.discovery import discover_catalog
+from loopd.config import load_config
 from loopd.daemon import unit
 from loopd.daemon.unit import NoSystemd
 from loopd.engine.ports import ToolCall
@@ -251,4 +253,57 @@ async def test_an_acp_agent_is_never_started_from_the_workspace(tmp_path: Path) 
     settings = AcpSettings("agent", base_env={"PATH": f"{ws}/bin:{SYSTEM_PATH}"})
     with pytest.raises(RuntimeFailure, match="outside the workspace"):
         await AcpRuntimeFactory("child", settings).open(_context(ws))
+    assert not mark.exists()
+
+
+def node_cli(tmp_path: Path, name: str) -> tuple[Path, Path, str]:
+    """A CLI outside the workspace written like a Node one (`#!/usr/bin/env NODE`),
+    the repository's `NODE` in its node_modules/.bin, and an editor PATH leading
+    there first: (the CLI, the mark the repository's program leaves, the PATH)."""
+    ws = tmp_path / "ws"
+    mark = plant(ws / "node_modules" / ".bin", "fakenode")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    cli = tools / name
+    cli.write_text("#!/usr/bin/env fakenode\n")
+    cli.chmod(0o755)
+    return cli, mark, f"{ws}/node_modules/.bin:{tools}:{SYSTEM_PATH}"
+
+
+async def test_a_node_cli_never_runs_the_repository_s_node(tmp_path: Path) -> None:
+    # Not named in the issue: the program loopd found is outside, but it looks its
+    # interpreter up on the PATH loopd gives it: Codex's CLI, a child ACP agent such
+    # as claude-agent-acp, an MCP server started by npx.
+    ws = tmp_path / "ws"
+    cli, mark, path = node_cli(tmp_path, "codex")
+    codex = await CodexRuntimeFactory(CodexSettings(binary=str(cli), inherit={"PATH": path})).open(
+        _context(ws)
+    )
+    try:
+        outcome = await codex.prompt(Prompt((TextBlock("hi"),)))
+    finally:
+        await codex.close()
+    assert outcome.error is not None
+    with pytest.raises((RuntimeFailure, ConnectionError)):  # it exits before initialize
+        await AcpRuntimeFactory("child", AcpSettings(str(cli), base_env={"PATH": path})).open(
+            _context(ws)
+        )
+    server = McpServerConfig("srv", command=str(cli))
+    mcp = await StdioTransport.spawn(None, server, {"PATH": path}, str(ws), SystemClock(), 0.1)  # type: ignore[arg-type]
+    await mcp.proc.wait()
+    await mcp.aclose()
+    assert not mark.exists()
+
+
+def test_the_catalog_s_version_probe_never_runs_the_repository_s_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `codex --version` at every start: loopd typed in a shell whose PATH (loopd's
+    # own, and the editor's) leads into the repository first.
+    ws = tmp_path / "ws"
+    _, mark, path = node_cli(tmp_path, "codex")
+    monkeypatch.setenv("PATH", path)
+    env = {"PATH": path, "HOME": str(tmp_path / "home"), "LOOPD_HOME": str(tmp_path / "data")}
+    built = discover_catalog(load_config(env, ws), env, str(ws))
+    assert any(e.name == "codex" for e in built.catalog.entries)  # found outside, probed
     assert not mark.exists()
