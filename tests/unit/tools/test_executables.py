@@ -23,7 +23,7 @@ from loopd.daemon.unit import NoSystemd
 from loopd.engine.ports import ToolCall
 from loopd.executables import clean_path, find_program
 from loopd.mcp.config import McpServerConfig
-from loopd.mcp.rpc import McpError
+from loopd.mcp.rpc import McpError, RpcPeer
 from loopd.mcp.stdio import StdioTransport
 from loopd.protocol.errors import RuntimeFailure
 from loopd.protocol.events import Prompt, TextBlock
@@ -289,7 +289,8 @@ async def test_a_node_cli_never_runs_the_repository_s_node(tmp_path: Path) -> No
             _context(ws)
         )
     server = McpServerConfig("srv", command=str(cli))
-    mcp = await StdioTransport.spawn(None, server, {"PATH": path}, str(ws), SystemClock(), 0.1)  # type: ignore[arg-type]
+    peer = RpcPeer("srv", SystemClock())
+    mcp = await StdioTransport.spawn(peer, server, {"PATH": path}, str(ws), SystemClock(), 0.1)
     await mcp.proc.wait()
     await mcp.aclose()
     assert not mark.exists()
