@@ -265,6 +265,14 @@ def serve_stdio(
         sys.stdout.flush()
 
 
+class _ManyClients(ThreadingHTTPServer):
+    """A listen backlog for clients that read many resources at once: with
+    socketserver's 5, twenty reads together on a loaded machine had their
+    connections reset (the fake LLM's listener says the same)."""
+
+    request_queue_size = 1024
+
+
 class FakeMcpHttpServer:
     """The HTTP flavour; `url` is its endpoint. Use as a context manager."""
 
@@ -279,7 +287,7 @@ class FakeMcpHttpServer:
         self.requests: list[tuple[str, dict[str, str]]] = []  # (method, lower headers)
         self.deleted: list[str] = []
         self.closing = threading.Event()
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._http = _ManyClients(("127.0.0.1", 0), _handler_for(self))
         self._http.daemon_threads = True
         self._thread = threading.Thread(target=self._http.serve_forever, args=(0.01,), daemon=True)
 
