@@ -6,7 +6,9 @@ the boundary. Every path is first made absolute (against a root) and resolved wi
 
 - secrets are never read (`.env*` but not its examples, keys and certificates,
   credential files, `~/.ssh` and friends, loopd's own configuration); the match is
-  case-insensitive, because some filesystems are;
+  case-insensitive, because some filesystems are; nor are the kernel's files
+  (`/proc/self/environ` holds the API key), which the one reader refuses even
+  approved, so they are refused before anyone is asked;
 - a path outside every session root needs the person;
 - a write to a protected path needs the person even inside a root, whether it exists
   yet or not: anything in a git directory (`.git` and every directory git would take
@@ -92,6 +94,18 @@ PROTECTED_FILES = (
     ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".envrc", ".ripgreprc",
     ".mcp.json", ".nvim.lua", ".nvimrc", ".exrc", ".lazy.lua",
 )  # fmt: skip
+
+
+KERNEL_FOLDERS = ("/proc", "/sys")
+"""What the kernel makes up on reading, in files that look regular: never a file of
+the person's. (`/dev` holds devices, refused as such, and tmpfs a workspace may use.)"""
+
+
+def kernel_reason(canonical: str) -> str | None:
+    """Why canonical `path` is never read as a file (it is the kernel's), or None."""
+    if any(contains(k, canonical) for k in KERNEL_FOLDERS):
+        return f"{canonical} is a file the kernel makes up, not one of the folder's"
+    return None
 
 
 class Unresolvable(PermissionError):
@@ -241,7 +255,9 @@ class PathPolicy:
         kept = any(contains(r, canonical) for r in self.readable)
         if kept and not is_secret_name(os.path.basename(canonical)):
             return self._contained(canonical)
-        reason = secret_reason(canonical, self.home, self.extra_secrets)
+        reason = kernel_reason(canonical) or secret_reason(
+            canonical, self.home, self.extra_secrets
+        )
         if reason is not None:
             return PathVerdict(canonical, PathIssue.SECRET, reason, self.root_of(canonical))
         return self._contained(canonical)
