@@ -98,3 +98,37 @@ async def test_a_mode_chosen_mid_turn_does_not_judge_that_turn_s_calls(home: Hom
         second, _ = await agent.request("session/prompt", prompt_params(sid, "again"))
         assert second["result"]["stopReason"] == "end_turn"
     assert not (home.work / "c.txt").exists()
+
+
+async def test_a_config_file_reloaded_mid_turn_leaves_the_open_session_alone(home: Home) -> None:
+    """The user config changes the mode while a turn runs and loopd reads it again
+    (`authenticate`, after a `loopd login`): the running turn and the open session
+    keep the mode they had; a session opened after has the new one."""
+    config = home.root / "config" / "loopd" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[defaults]\nmode = "accept_edits"\n')
+    edit = ScriptedCall("write", {"path": "b.txt", "content": "beta\n"})
+    again = ScriptedCall("write", {"path": "c.txt", "content": "gamma\n"})
+    home.fake.script(
+        "*",
+        Reply(text="writing it", tool_calls=(edit,), pause_after=4, gate="step"),
+        Reply(text="first done"),
+        Reply(tool_calls=(again,)),
+        Reply(text="second done"),
+    )
+    async with raw_loopd(home) as agent:
+        sid = await agent.new_session(home.work)
+        await agent.send({"id": 92, "method": "session/prompt", "params": prompt_params(sid, "go")})
+        await agent.until(streaming)
+        config.write_text('[defaults]\nmode = "plan"\n')
+        reloaded, _ = await agent.request("authenticate", {"methodId": "loopd-login"})
+        assert reloaded["result"] == {}
+        home.fake.release("step")
+        first, _ = await agent.until_response(92)
+        assert first["result"]["stopReason"] == "end_turn"
+        second, _ = await agent.request("session/prompt", prompt_params(sid, "again"))
+        assert second["result"]["stopReason"] == "end_turn"
+        new, _ = await agent.request("session/new", {"cwd": str(home.work), "mcpServers": []})
+        assert new["result"]["modes"]["currentModeId"] == "plan"
+    assert (home.work / "b.txt").read_text() == "beta\n"
+    assert (home.work / "c.txt").read_text() == "gamma\n"
