@@ -33,6 +33,7 @@ import sys
 from dataclasses import dataclass
 
 from loopd import __version__
+from loopd.protocol.jsonvalues import loads_bounded
 
 MAX_FILE = 1 << 20  # a few answers of a few KB; more is not ours
 MAX_LINE = 1 << 20  # an `initialize` request; a longer first line is left to the stack
@@ -222,7 +223,7 @@ def _request(pending: bytes) -> tuple[int | str, object] | None:
     if not newline or rest.strip():
         return None  # more after it: answered in order by the stack, as anything else
     try:
-        message = json.loads(line)
+        message = loads_bounded(line)  # the editor's first line: any bytes at all
     except ValueError:
         return None
     if not isinstance(message, dict) or message.get("method") != "initialize":
@@ -240,7 +241,7 @@ def _one_object(text: str) -> bool:
     if "\n" in text or "\r" in text:
         return False
     try:
-        return isinstance(json.loads(text), dict)
+        return isinstance(loads_bounded(text), dict)
     except ValueError:
         return False
 

@@ -72,3 +72,38 @@ def test_requests_written_before_stdin_closes_are_answered(
     answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines()) if "id" in m}
     assert set(answers) == {1, 2, 3}, done.stdout
     assert answers[2]["result"]["sessionId"]
+
+
+def test_a_deep_first_line_while_the_daemon_starts_is_a_parse_error(home: Home) -> None:
+    """The forwarder reads the editor's first line itself while a daemon starts (to
+    answer `initialize` from a recorded answer): JSON nested thousands deep there
+    used to raise RecursionError in the forwarder, which died without a word."""
+    env = home.env(LOOPD_DAEMON="on")
+    init = _line(1, "initialize", {"protocolVersion": 1})
+    stop = [*LOOPD, "daemon", "stop"]
+    try:
+        first = subprocess.run(
+            [*LOOPD, "acp"], input=init + "\n", capture_output=True, text=True,
+            env=env, cwd=home.work, timeout=60,
+        )  # fmt: skip
+        assert first.returncode == 0, first.stderr  # the daemon wrote its answer down
+        subprocess.run(stop, env=env, capture_output=True, timeout=60)
+        deep = "[" * 5_000 + "]" * 5_000  # a line the forwarder reads whole
+        proc = subprocess.Popen(
+            [*LOOPD, "acp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env=env, cwd=home.work,
+        )  # fmt: skip
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(deep + "\n")
+        proc.stdin.flush()
+        refused = json.loads(proc.stdout.readline() or "{}")
+        assert refused.get("error", {}).get("code") == -32700, (
+            proc.stderr.read() if proc.stderr else ""
+        )
+        proc.stdin.write(init.replace('"id": 1', '"id": 2') + "\n")
+        proc.stdin.close()
+        answered = json.loads(proc.stdout.readline())
+        assert answered["id"] == 2 and answered["result"]["protocolVersion"] == 1
+        assert proc.wait(timeout=60) == 0
+    finally:
+        subprocess.run(stop, env=env, capture_output=True, timeout=60)
