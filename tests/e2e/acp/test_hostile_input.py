@@ -5,6 +5,8 @@ the connection lives on; requests already written when stdin closes are answered
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from loopd.testing.llm_script import Reply
 from tests.e2e.acp.conftest import Home, raw_loopd
 
 pytestmark = pytest.mark.e2e
@@ -107,3 +110,28 @@ def test_a_deep_first_line_while_the_daemon_starts_is_a_parse_error(home: Home) 
         assert proc.wait(timeout=60) == 0
     finally:
         subprocess.run(stop, env=env, capture_output=True, timeout=60)
+
+
+async def test_a_mention_of_what_is_not_a_file_is_said_and_the_turn_runs(home: Home) -> None:
+    """The person attaches a FIFO, a socket and a link to a device: each is said to
+    the model as not read (never opened for reading: a FIFO would block, the device
+    never ends), and the turn answers."""
+    os.mkfifo(home.work / "pipe")
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(str(home.work / "sock"))
+    (home.work / "zero").symlink_to("/dev/zero")
+    home.fake.script("*", Reply(text="seen"))
+    links = [
+        {"type": "resource_link", "uri": (home.work / name).as_uri(), "name": name}
+        for name in ("pipe", "sock", "zero")
+    ]
+    async with raw_loopd(home) as agent:
+        sid = await agent.new_session(home.work)
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "look"}, *links]}
+        done, _ = await agent.request("session/prompt", prompt)
+    assert done["result"]["stopReason"] == "end_turn"
+    [request] = home.fake.requests
+    told = json.dumps(request.body["messages"][-1])
+    assert told.count("was mentioned but not read") == 3, told
+    assert "named pipe" in told and "socket" in told
+    assert "\\u0000\\u0000" not in told  # nothing of /dev/zero was read
