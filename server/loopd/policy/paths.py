@@ -119,6 +119,19 @@ class Unresolvable(PermissionError):
 _RESOLVE_TRIES = 3  # a path that changed under one walk is walked again, twice
 
 
+def resolved(path: str) -> str:
+    """`realpath` of an absolute `path`, walked again when it changed under the walk;
+    `Unresolvable` for one holding a NUL byte or still changing (see the module doc)."""
+    if "\0" in path:
+        raise Unresolvable(path, "holds a NUL byte")
+    for _ in range(_RESOLVE_TRIES):
+        try:
+            return os.path.realpath(path)
+        except OSError:
+            continue
+    raise Unresolvable(path, "changed while it was resolved (a symlink swapped?)")
+
+
 class PathIssue(StrEnum):
     SECRET = "secret"
     OUTSIDE_ROOTS = "outside_roots"
@@ -237,15 +250,7 @@ class PathPolicy:
         few walks (a symlink being swapped)."""
         if path == "~" or path.startswith("~/"):
             path = self.home + path[1:]
-        joined = os.path.join(base or self.roots[0], path)
-        if "\0" in joined:
-            raise Unresolvable(joined, "holds a NUL byte")
-        for _ in range(_RESOLVE_TRIES):
-            try:
-                return os.path.realpath(joined)
-            except OSError:
-                continue
-        raise Unresolvable(joined, "changed while it was resolved (a symlink swapped?)")
+        return resolved(os.path.join(base or self.roots[0], path))
 
     def root_of(self, path: str) -> str | None:
         return next((r for r in self.roots if contains(r, path)), None)
@@ -255,9 +260,7 @@ class PathPolicy:
         kept = any(contains(r, canonical) for r in self.readable)
         if kept and not is_secret_name(os.path.basename(canonical)):
             return self._contained(canonical)
-        reason = kernel_reason(canonical) or secret_reason(
-            canonical, self.home, self.extra_secrets
-        )
+        reason = kernel_reason(canonical) or secret_reason(canonical, self.home, self.extra_secrets)
         if reason is not None:
             return PathVerdict(canonical, PathIssue.SECRET, reason, self.root_of(canonical))
         return self._contained(canonical)

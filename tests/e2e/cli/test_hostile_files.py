@@ -52,3 +52,52 @@ def test_a_call_on_what_is_not_a_file_is_a_tool_result(
     answer = fake_llm.requests[1].body["messages"][-1]
     assert said in json.dumps(answer), answer
     assert done.stdout.strip() == "ok"
+
+
+SWAPPED = '''\
+import errno, os
+
+_readlink = os.readlink
+
+
+def readlink(path, *args, **kwargs):
+    """The kernel's answer when a symlink is swapped for a folder between realpath's
+    lstat and its readlink: made certain here for links named `swap`."""
+    if os.fspath(path).endswith("/swap"):
+        raise OSError(errno.EINVAL, "Invalid argument", os.fspath(path))
+    return _readlink(path, *args, **kwargs)
+
+
+os.readlink = readlink
+'''
+
+
+@pytest.mark.parametrize("tool", ["write", "read", "edit"])
+def test_a_link_swapped_while_it_is_resolved_is_a_refusal(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path, tool: str
+) -> None:
+    """realpath raises (EINVAL) when a link changes kind as it walks it; `loopd run`
+    died with that OSError's traceback. Now the call is refused and the turn goes on."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(SWAPPED)
+    (workspace / "src").mkdir()
+    (workspace / "swap").symlink_to("src")
+    arguments = {
+        "write": {"content": "x"},
+        "read": {},
+        "edit": {"old_string": "a", "new_string": "b"},
+    }
+    call = ScriptedCall(tool, {"path": "swap/a.py", **arguments[tool]})
+    fake_llm.script("*", Reply(tool_calls=(call,)), Reply(text="ok"))
+    env = isolated_env(tmp_path, fake_llm)
+    env["PYTHONPATH"] = f"{hook}:{env['PYTHONPATH']}"
+    done = subprocess.run(
+        [*LOOPD, "run", "go", "--yes"], env=env, cwd=workspace,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    answer = json.dumps(fake_llm.requests[1].body["messages"][-1])
+    assert "changed while it was resolved" in answer, answer
+    assert not (workspace / "src" / "a.py").exists()
