@@ -136,5 +136,7 @@ async def _serve_connection(
     try:
         lines = LineReader(reader, MAX_HEADER_LINE, resync=MARKER)
         await serve_frames(stop, lines, server.protocol)
+        if not stop.is_set():  # the input ended (not `exit`, not a hang-up of ours)
+            await server.input_ended()
     finally:
         await server.disconnect()
