@@ -193,14 +193,25 @@ class LoopdServer(LanguageServer):
         if self.current == session_id:
             self.current = self.opened[-1] if self.opened else None
 
-    async def input_ended(self) -> None:
+    async def input_ended(self, gone: Callable[[], Awaitable[None]] | None = None) -> None:
         """The client closed its input: answer what it asked before that (a client may
-        write its requests and close at once, `printf '…' | loopd lsp`). Its turns
-        are cancelled first (an editor closing mid-turn is not waited on; they answer
-        cancelled), and what it was asked fails (it can answer nothing now)."""
+        write its requests and close at once, `printf '…' | loopd lsp`), unless
+        nobody reads the answers any more (`gone` returns). Its turns are cancelled
+        first (an editor closing mid-turn is not waited on; they answer cancelled),
+        and what it was asked fails (it can answer nothing now)."""
         await asyncio.sleep(0)  # the requests dispatched last start (`rpc` counts them)
         self.link.input_ended()
         await self.turns.close()
+        waits = {asyncio.ensure_future(self._answered())}
+        if gone is not None:
+            waits.add(asyncio.ensure_future(gone()))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
+
+    async def _answered(self) -> None:
         while self.answering:
             await asyncio.wait(set(self.answering))
 

@@ -5,6 +5,7 @@ model over loopback HTTP."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,8 +44,10 @@ def said(messages: list[dict[str, Any]]) -> str:
     return "".join(u["content"]["text"] for u in chunks)
 
 
-async def test_thinking_switched_on_mid_turn_applies_at_the_next_turn(home: Home) -> None:
-    (home.work / "a.txt").write_text("alpha\n")
+def script_a_read(home: Home, cwd: Path) -> None:
+    """A first turn that reads a.txt, held at the gate `step` as it streams; then a
+    second turn's reply."""
+    (cwd / "a.txt").write_text("alpha\n")
     read = ScriptedCall("read", {"path": "a.txt"})
     home.fake.script(
         "*",
@@ -52,6 +55,24 @@ async def test_thinking_switched_on_mid_turn_applies_at_the_next_turn(home: Home
         Reply(text="first done"),
         Reply(text="second done"),
     )
+
+
+def script_two_writes(home: Home) -> None:
+    """A first turn that writes b.txt, held at the gate `step` as it streams; a
+    second that writes c.txt."""
+    edit = ScriptedCall("write", {"path": "b.txt", "content": "beta\n"})
+    again = ScriptedCall("write", {"path": "c.txt", "content": "gamma\n"})
+    home.fake.script(
+        "*",
+        Reply(text="writing it", tool_calls=(edit,), pause_after=4, gate="step"),
+        Reply(text="first done"),
+        Reply(tool_calls=(again,)),
+        Reply(text="second done"),
+    )
+
+
+async def test_thinking_switched_on_mid_turn_applies_at_the_next_turn(home: Home) -> None:
+    script_a_read(home, home.work)
     async with raw_loopd(home) as agent:
         sid = await agent.new_session(home.work)
         await agent.send({"id": 90, "method": "session/prompt", "params": prompt_params(sid, "go")})
@@ -75,15 +96,7 @@ async def test_thinking_switched_on_mid_turn_applies_at_the_next_turn(home: Home
 async def test_a_mode_chosen_mid_turn_does_not_judge_that_turn_s_calls(home: Home) -> None:
     """Plan mode chosen while an accept-edits turn runs: the turn's write still runs
     under accept-edits; the next turn's write is refused by plan mode."""
-    edit = ScriptedCall("write", {"path": "b.txt", "content": "beta\n"})
-    again = ScriptedCall("write", {"path": "c.txt", "content": "gamma\n"})
-    home.fake.script(
-        "*",
-        Reply(text="writing it", tool_calls=(edit,), pause_after=4, gate="step"),
-        Reply(text="first done"),
-        Reply(tool_calls=(again,)),
-        Reply(text="second done"),
-    )
+    script_two_writes(home)
     async with raw_loopd(home) as agent:
         sid = await agent.new_session(home.work)
         await set_option(agent, sid, "mode", "accept_edits")
@@ -107,15 +120,7 @@ async def test_a_config_file_reloaded_mid_turn_leaves_the_open_session_alone(hom
     config = home.root / "config" / "loopd" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text('[defaults]\nmode = "accept_edits"\n')
-    edit = ScriptedCall("write", {"path": "b.txt", "content": "beta\n"})
-    again = ScriptedCall("write", {"path": "c.txt", "content": "gamma\n"})
-    home.fake.script(
-        "*",
-        Reply(text="writing it", tool_calls=(edit,), pause_after=4, gate="step"),
-        Reply(text="first done"),
-        Reply(tool_calls=(again,)),
-        Reply(text="second done"),
-    )
+    script_two_writes(home)
     async with raw_loopd(home) as agent:
         sid = await agent.new_session(home.work)
         await agent.send({"id": 92, "method": "session/prompt", "params": prompt_params(sid, "go")})

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from loopd.testing.llm_script import Reply, ScriptedCall
 from tests.e2e.acp.conftest import Home, home
+from tests.e2e.acp.test_turn_boundaries import script_a_read
 from tests.e2e.conftest import LOOPD
 from tests.e2e.lsp.conftest import Start, start, until
 
@@ -26,14 +26,7 @@ def prompt(sid: str, text: str) -> dict[str, Any]:
 
 
 async def test_thinking_chosen_mid_turn_waits_for_the_next_turn(start: Start, home: Home) -> None:
-    (home.root / "a.txt").write_text("alpha\n")
-    read = ScriptedCall("read", {"path": "a.txt"})
-    home.fake.script(
-        "*",
-        Reply(text="reading it", tool_calls=(read,), pause_after=4, gate="step"),
-        Reply(text="first done"),
-        Reply(text="second done"),
-    )
+    script_a_read(home, home.root)
     editor = await start({}, server=([*LOOPD, "lsp"], home.env()))
     sid = await editor.new_session()
     first = asyncio.ensure_future(editor.request("loopd/session/prompt", prompt(sid, "go")))
