@@ -1,10 +1,11 @@
 """Only what can run is put to the person: a call the tools would refuse anyway (a
 write to an existing file the agent never read, an edit of a missing file or of
-text the file does not hold once, a read of the kernel's files) is refused without a
-permission request, in ask mode, through the real `loopd acp`."""
+text the file does not hold once, a read of the kernel's files, a FIFO or a device)
+is refused without a permission request, in ask mode, through the real `loopd acp`."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Any
 
@@ -62,6 +63,12 @@ UNRUNNABLE = {
         (), ScriptedCall("read", {"path": "/proc/self/environ"}),
         "a file the kernel makes up",
     ),
+    "a read of a FIFO outside the folders": (
+        (), ScriptedCall("read", {"path": "../pipe"}), "is a named pipe (FIFO)",
+    ),
+    "a read of a device": (
+        (), ScriptedCall("read", {"path": "/dev/zero"}), "is a character device",
+    ),
 }  # fmt: skip
 
 
@@ -72,6 +79,7 @@ async def test_a_call_that_would_be_refused_is_refused_unasked(
     """Each call here asks in ask mode (an edit; a read outside the folders), and each
     would be refused once approved: the refusal comes first, and nobody is asked."""
     (home.work / "a.txt").write_text("theirs here\n")
+    os.mkfifo(home.root / "pipe")
     call = replace(call, id="c1")
     steps = [Reply(tool_calls=first)] if first else []
     home.fake.script("*", *steps, Reply(tool_calls=(call,)), Reply(text="ok"))
