@@ -12,8 +12,8 @@ from loopd.engine.done import DoneChecks
 from loopd.engine.loop import EngineConfig
 from loopd.engine.ports import Clock, Policy, Provider, ToolBox
 from loopd.protocol.events import Command, Prompt
-from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import UndoReport
+from loopd.protocol.wire.shapes import Mention
 from loopd.runtimes.base import RuntimeContext
 
 
@@ -62,6 +62,11 @@ class SessionParts(Protocol):
     def writes(self) -> int:
         """How many writes the session's tools have made (file tools, and commands
         that may write), ever increasing: unchanged over a turn, it wrote nothing."""
+        ...
+
+    def put_back(self, paths: Sequence[str]) -> None:
+        """A restore wrote or removed `paths` between turns: they move the write
+        count as the tools' writes do, so a done check made before is stale."""
         ...
 
     def forget_reads(self) -> None:
