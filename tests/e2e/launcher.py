@@ -71,6 +71,9 @@ class FileTools:
         except (FileNotFoundError, PermissionError):  # as the real tools: no old text
             return None
 
+    async def refusal(self, call: ToolCall) -> str | None:
+        return None
+
     async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
         try:
             return await self._run(call)

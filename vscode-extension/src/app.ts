@@ -257,6 +257,9 @@ export class Loopd {
       case 'redo':
         await this.requireController().restore(undefined);
         return;
+      case 'continue':
+        await this.requireController().continue();
+        return;
       case 'fork':
         await this.requireController().fork(message.prompt);
         return;

@@ -238,10 +238,24 @@ export class Controller {
     for (const content of blocks) {
       this.show({ type: 'update', sessionId, update: { sessionUpdate: 'user_message_chunk', content, messageId } });
     }
+    return this.turn(Method.prompt, { sessionId, prompt: blocks });
+  }
+
+  /**
+   * Carry on the turn a crash cut off (`loopd/session/continue`, the panel's
+   * Continue button): a new turn, the person's choice; the stop reason.
+   */
+  async continue(): Promise<string> {
+    const sessionId = await this.ensureSession();
+    return this.turn(Method.continue, { sessionId });
+  }
+
+  /** One turn (a prompt, a continue) from its start to its end, shown as it runs. */
+  private async turn(method: string, params: unknown): Promise<string> {
     this.show({ type: 'turn', turn: { running: true } });
     this.activity();
     try {
-      const result = await this.rpc.sendRequest<PromptResult>(Method.prompt, { sessionId, prompt: blocks });
+      const result = await this.rpc.sendRequest<PromptResult>(method, params);
       const verification = result._meta?.loopd?.verification;
       this.show({ type: 'turn', turn: { running: false, stopReason: result.stopReason, verification } });
       return result.stopReason;

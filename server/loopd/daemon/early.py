@@ -33,6 +33,7 @@ import stat
 import sys
 
 from loopd import __version__
+from loopd.protocol.jsonvalues import loads_bounded
 from loopd.streams.read_ahead import ReadAhead, an_id, answer_line, read_here
 
 MAX_FILE = 1 << 20  # a few answers of a few KB; more is not ours
@@ -170,7 +171,7 @@ def _request(pending: bytes) -> tuple[int | str, object] | None:
     if not newline or rest.strip():
         return None  # more after it: answered in order by the stack, as anything else
     try:
-        message = json.loads(line)
+        message = loads_bounded(line)  # the editor's first line: any bytes at all
     except ValueError:
         return None
     if not isinstance(message, dict) or message.get("method") != "initialize":
@@ -184,7 +185,7 @@ def _one_object(text: str) -> bool:
     if "\n" in text or "\r" in text:
         return False
     try:
-        return isinstance(json.loads(text), dict)
+        return isinstance(loads_bounded(text), dict)
     except ValueError:
         return False
 

@@ -19,6 +19,8 @@ import socket
 from collections.abc import Sequence
 from typing import Any
 
+from loopd.protocol.jsonvalues import loads_bounded
+
 LISTENING, LOST = b"L", b"O"  # a new daemon on its `--ready` pipe: it listens; another won
 MAX_FRAME = 8 << 20  # an environment and some arguments; far more is an attack
 MAX_FDS = 3
@@ -101,7 +103,7 @@ def _size(header: bytes) -> int:
 
 def _message(body: bytes) -> dict[str, Any]:
     try:
-        message = json.loads(body)
+        message = loads_bounded(body)
     except ValueError as err:
         raise BadFrame(f"a frame that is not JSON: {err}") from None
     if not isinstance(message, dict):

@@ -175,6 +175,9 @@ class _ReadOnlyTools:
         self.declared[call.id] = declaration
         return declaration
 
+    async def refusal(self, call: ToolCall) -> str | None:
+        return await self.tools.refusal(_scoped(call, self.scope))
+
     async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
         result = await self.tools.run(_scoped(call, self.scope), progress)
         self.ledger.record(self.declared[call.id], ok=not result.is_error)

@@ -173,11 +173,17 @@ class ToolProgress(Protocol):
 
 class ToolBox(Protocol):
     """The session's tools. `declare` raises `ToolInputError` for unusable arguments;
-    `run` reports failures as an error result and raises only `CancelledError`."""
+    `run` reports failures as an error result and raises only `CancelledError`.
+    `refusal` says why `call` would be refused if it ran now (an edit of a file that
+    is not there, text that does not match), or None: asked just before the person
+    is, since a person must not approve what then cannot run. It changes nothing,
+    and None where only the run can tell (a path it may open only once approved)."""
 
     def specs(self) -> Sequence[ToolSpec]: ...
 
     async def declare(self, call: ToolCall) -> Declaration: ...
+
+    async def refusal(self, call: ToolCall) -> str | None: ...
 
     async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult: ...
 

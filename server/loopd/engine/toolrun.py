@@ -207,6 +207,11 @@ class ToolPhase:
             case Verdict.DENY:
                 return f"Denied by policy: {decision.reason}"
             case Verdict.ASK:
+                # Checked now, not at declaration: an earlier call of the step may
+                # have made it runnable (a write creating the file an edit changes).
+                unrunnable = await self.tools.refusal(ex.call)
+                if unrunnable is not None:
+                    return unrunnable
                 answer = await self._ask(ex.declaration, ex.call, decision)
                 if answer.allowed:
                     return None

@@ -14,6 +14,7 @@ every handler that needs sessions waits for it (`rpc` does).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -105,6 +106,7 @@ class LoopdServer(LanguageServer):
         self.current: str | None = None  # the session commands act on by default
         self.opened: list[str] = []
         self.hang_up: Callable[[], None] = lambda: None
+        self.answering: set[asyncio.Task[Any]] = set()  # the requests being answered (`rpc`)
 
     # -- sessions of this connection -------------------------------------------------
 
@@ -191,6 +193,28 @@ class LoopdServer(LanguageServer):
         if self.current == session_id:
             self.current = self.opened[-1] if self.opened else None
 
+    async def input_ended(self, gone: Callable[[], Awaitable[None]] | None = None) -> None:
+        """The client closed its input: answer what it asked before that (a client may
+        write its requests and close at once, `printf '…' | loopd lsp`), unless
+        nobody reads the answers any more (`gone` returns). Its turns are cancelled
+        first (an editor closing mid-turn is not waited on; they answer cancelled),
+        and what it was asked fails (it can answer nothing now)."""
+        await asyncio.sleep(0)  # the requests dispatched last start (`rpc` counts them)
+        self.link.input_ended()
+        await self.turns.close()
+        waits = {asyncio.ensure_future(self._answered())}
+        if gone is not None:
+            waits.add(asyncio.ensure_future(gone()))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
+
+    async def _answered(self) -> None:
+        while self.answering:
+            await asyncio.wait(set(self.answering))
+
     async def disconnect(self) -> None:
         """The connection ended: cancel its turns, let go of its sessions."""
         await self.turns.close()
@@ -209,6 +233,9 @@ def rpc(
 
     @functools.wraps(handler)
     async def wrapped(ls: LoopdServer, params: Any) -> R:
+        task = asyncio.current_task()
+        if task is not None:
+            ls.answering.add(task)
         try:
             await ls.ready()
             return await handler(ls, params)
@@ -218,5 +245,8 @@ def rpc(
             raise JsonRpcInvalidRequest(str(e)) from e
         except LoopdError as e:
             raise JsonRpcInternalError(str(e)) from e
+        finally:
+            if task is not None:
+                ls.answering.discard(task)
 
     return wrapped

@@ -23,6 +23,7 @@ import difflib
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +103,8 @@ class LspLink:
     _no_custom_request: bool = False
     _no_ask_request: bool = False
     _no_dialogs: bool = False
+    _asked: set[Future[Any]] = field(default_factory=set)  # requests the client owes
+    _ended: bool = False  # the client's input ended: it answers nothing now
 
     def files(self, session_id: str, roots: Sequence[str], local: FileAccess) -> FileAccess:
         """The session's files as this editor has them: open documents (unsaved
@@ -219,15 +222,29 @@ class LspLink:
     async def request(self, method: str, params: Any) -> Any:
         """A request to the client that is withdrawn (`$/cancelRequest`) if the
         question stops mattering before the person answers."""
+        if self._ended:
+            raise ConnectionError("the client closed its input")
         msg_id = f"loopd-{uuid.uuid4().hex[:12]}"
         protocol = self.server.protocol
         pending = protocol.send_request(method, params, msg_id=msg_id)
+        self._asked.add(pending)
         try:
             return await asyncio.wrap_future(pending)
         except asyncio.CancelledError:
             protocol._request_futures.pop(msg_id, None)
             protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
             raise
+        finally:
+            self._asked.discard(pending)
+
+    def input_ended(self) -> None:
+        """The client closed its input, so it answers nothing now: what it was asked
+        fails (a question left open would hold the connection's end; a failed
+        approval is a rejection), and so does whatever is asked from now on."""
+        self._ended = True
+        for pending in list(self._asked):
+            if not pending.done():
+                pending.set_exception(ConnectionError("the client closed its input"))
 
     def _announce(self, question: OpenQuestion) -> None:
         message = (

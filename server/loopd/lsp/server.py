@@ -16,6 +16,7 @@ import json
 import logging
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
 from lsprotocol import types
@@ -29,7 +30,7 @@ from loopd.lsp.link import (
 from loopd.sessions.manager import SessionManager
 from loopd.sessions.starting import Starting
 from loopd.streams.lines import LineReader
-from loopd.streams.stdio import open_stdin, open_stdout, protect_stdout
+from loopd.streams.stdio import hung_up, open_stdin, open_stdout, protect_stdout
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ async def serve_streams(manager: Starting, stdin_fd: int, out: BinaryIO) -> None
     stdin = await open_stdin(1 << 20, stdin_fd)
     writer = await open_stdout(out)
     try:
-        await _serve_connection(manager, stdin.reader, writer)
+        await _serve_connection(manager, stdin.reader, writer, lambda: hung_up(writer))
         sys.stderr.write("loopd lsp: stdin closed, exiting\n")
     finally:
         writer.close()
@@ -123,7 +124,10 @@ async def _serve_connection(
     manager: Starting,
     reader: asyncio.StreamReader,
     writer: Any,
+    gone: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
+    """Serve one connection until its input ends (then answer what it asked before,
+    unless `gone`: nobody reads), `exit`, or a hang-up."""
     server = build_server(manager)
     server.protocol.set_writer(writer)
     stop = threading.Event()
@@ -136,5 +140,7 @@ async def _serve_connection(
     try:
         lines = LineReader(reader, MAX_HEADER_LINE, resync=MARKER)
         await serve_frames(stop, lines, server.protocol)
+        if not stop.is_set():  # the input ended (not `exit`, not a hang-up of ours)
+            await server.input_ended(gone)
     finally:
         await server.disconnect()

@@ -6,7 +6,9 @@ the boundary. Every path is first made absolute (against a root) and resolved wi
 
 - secrets are never read (`.env*` but not its examples, keys and certificates,
   credential files, `~/.ssh` and friends, loopd's own configuration: the rules are
-  `loopd.policy.secrets`, shared with the reader and the scans);
+  `loopd.policy.secrets`, shared with the reader and the scans); nor are the kernel's
+  files (`/proc/self/environ` holds the API key), which the one reader refuses even
+  approved, so they are refused before anyone is asked;
 - a path outside every session root needs the person;
 - a write to a protected path needs the person even inside a root, whether it exists
   yet or not: anything in a git directory (`.git` and every directory git would take
@@ -43,7 +45,7 @@ from loopd.policy.beneath import (
     open_beneath,
     write_text_beneath,
 )
-from loopd.policy.secrets import contains, is_secret_name, secret_reason
+from loopd.policy.secrets import contains, is_secret_name, kernel_reason, secret_reason
 
 __all__ = [
     "DEFAULT_MAX_READ_BYTES",
@@ -83,6 +85,19 @@ class Unresolvable(PermissionError):
 
 
 _RESOLVE_TRIES = 3  # a path that changed under one walk is walked again, twice
+
+
+def resolved(path: str) -> str:
+    """`realpath` of an absolute `path`, walked again when it changed under the walk;
+    `Unresolvable` for one holding a NUL byte or still changing (see the module doc)."""
+    if "\0" in path:
+        raise Unresolvable(path, "holds a NUL byte")
+    for _ in range(_RESOLVE_TRIES):
+        try:
+            return os.path.realpath(path)
+        except OSError:
+            continue
+    raise Unresolvable(path, "changed while it was resolved (a symlink swapped?)")
 
 
 class PathIssue(StrEnum):
@@ -164,15 +179,7 @@ class PathPolicy:
         few walks (a symlink being swapped)."""
         if path == "~" or path.startswith("~/"):
             path = self.home + path[1:]
-        joined = os.path.join(base or self.roots[0], path)
-        if "\0" in joined:
-            raise Unresolvable(joined, "holds a NUL byte")
-        for _ in range(_RESOLVE_TRIES):
-            try:
-                return os.path.realpath(joined)
-            except OSError:
-                continue
-        raise Unresolvable(joined, "changed while it was resolved (a symlink swapped?)")
+        return resolved(os.path.join(base or self.roots[0], path))
 
     def root_of(self, path: str) -> str | None:
         return next((r for r in self.roots if contains(r, path)), None)
@@ -182,7 +189,7 @@ class PathPolicy:
         kept = any(contains(r, canonical) for r in self.readable)
         if kept and not is_secret_name(os.path.basename(canonical)):
             return self._contained(canonical)
-        reason = secret_reason(canonical, self.home, self.extra_secrets)
+        reason = kernel_reason(canonical) or secret_reason(canonical, self.home, self.extra_secrets)
         if reason is not None:
             return PathVerdict(canonical, PathIssue.SECRET, reason, self.root_of(canonical))
         return self._contained(canonical)

@@ -38,12 +38,8 @@ from loopd.policy.beneath import (
     open_in,
     relative_to,
 )
-from loopd.policy.secrets import contains, secret_reason
+from loopd.policy.secrets import contains, kernel_reason, secret_reason
 from loopd.protocol.reading import FileRead, Over, ReadProblem, ReadRefused
-
-KERNEL_FOLDERS = ("/proc", "/sys")
-"""What the kernel makes up on reading, in files that look regular: never a file of
-the person's. (`/dev` holds devices, refused as such, and tmpfs a workspace may use.)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +120,8 @@ class DiskReader:
         return f"{path} leads outside the folders loopd reads it from ({where})"
 
     def _secret(self, canonical: str) -> str | None:
-        if any(contains(k, canonical) for k in KERNEL_FOLDERS):
-            return f"{canonical} is a file the kernel makes up, not one of the folder's"
+        if (reason := kernel_reason(canonical)) is not None:
+            return reason
         return secret_reason(canonical, self.home, self.secrets, self._spared)
 
 

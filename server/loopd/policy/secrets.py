@@ -37,6 +37,18 @@ def contains(root: str, path: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+KERNEL_FOLDERS = ("/proc", "/sys")
+"""What the kernel makes up on reading, in files that look regular: never a file of
+the person's. (`/dev` holds devices, refused as such, and tmpfs a workspace may use.)"""
+
+
+def kernel_reason(canonical: str) -> str | None:
+    """Why canonical `path` is never read as a file (it is the kernel's), or None."""
+    if any(contains(k, canonical) for k in KERNEL_FOLDERS):
+        return f"{canonical} is a file the kernel makes up, not one of the folder's"
+    return None
+
+
 _SECRET_NAME = re.compile("|".join(fnmatch.translate(g) for g in SECRET_FILE_GLOBS), re.I)
 
 

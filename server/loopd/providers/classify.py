@@ -9,7 +9,6 @@ does not help, and an overflow arrives as a plain 400 but needs compaction.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -25,6 +24,7 @@ from loopd.protocol.errors import (
     RateLimited,
     Transient,
 )
+from loopd.protocol.jsonvalues import loads_bounded
 
 _OVERFLOW_TEXT = (
     "prompt is too long",  # Anthropic
@@ -114,7 +114,7 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
 
 def _error_fields(body: bytes) -> tuple[tuple[str, ...], str]:
     try:
-        data = json.loads(body)
+        data = loads_bounded(body)  # the server's, or a proxy's: any bytes at all
     except ValueError:
         return (), body.decode("utf-8", "replace")[:300]
     err = data.get("error") if isinstance(data, dict) else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import httpx
 
 from loopd.protocol.errors import ProviderError, Transient
+from loopd.protocol.jsonvalues import loads_bounded
 from loopd.providers import anthropic
 from loopd.providers.classify import error_from_response
 from loopd.providers.factory import ProviderKind
@@ -52,7 +53,7 @@ def list_models(
     if response.status_code != 200:
         raise error_from_response(response.status_code, response.headers, response.content)
     try:
-        data = response.json()["data"]
+        data = loads_bounded(response.content)["data"]
         return tuple(str(item["id"]) for item in data)
     except (ValueError, KeyError, TypeError) as err:
         raise ProviderError(f"{url} did not answer with a model list") from err

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import httpx
 
 from loopd.protocol.errors import NoModel
+from loopd.protocol.jsonvalues import loads_bounded
 from loopd.protocol.model import ModelRequest, StreamEvent
 from loopd.providers.sse import bearer_auth, new_client
 
@@ -53,7 +54,7 @@ async def fetch_models(
     if not response.is_success:
         return Listed(problem=f"{url} answered {response.status_code}")
     try:
-        data = response.json().get("data")
+        data = loads_bounded(response.content).get("data")
         ids = tuple(str(item["id"]) for item in data if isinstance(item, dict) and item.get("id"))
     except (ValueError, AttributeError, TypeError, KeyError):
         return Listed(problem=f"{url} did not answer with a model list")

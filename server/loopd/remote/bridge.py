@@ -175,9 +175,9 @@ class Bridge:
         if response.status_code == 200 and method == "initialize":
             self.connection = response.headers.get(CONNECTION)
             self._watch(None)
-            await self._write(response.json())
+            await self._write(loads_bounded(response.content))
         elif response.status_code == 403 and "id" in message:
-            await self._write(response.json())  # the server's boundary said no
+            await self._write(loads_bounded(response.content))  # the server's boundary said no
         elif response.status_code == 404 and self.connection is not None:
             self._lose("the server no longer knows this connection")
             if again:  # posted again on the new connection
@@ -236,7 +236,7 @@ class Bridge:
         """A server message: watch a session it made, then write it (unless it is
         what a load of our own replays: the editor has it)."""
         with contextlib.suppress(ValueError):
-            message = json.loads(data)
+            message = loads_bounded(data)
             if isinstance(message, dict) and self._ours(message):
                 return
             if isinstance(message, dict) and "method" not in message:

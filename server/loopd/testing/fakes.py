@@ -232,6 +232,9 @@ class FakeToolBox:
                 return Declaration(f"Run `{command}`", "execute", command=command)
         raise ToolInputError(f"unknown tool {call.name!r}")
 
+    async def refusal(self, call: ToolCall) -> str | None:
+        return None
+
     async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
         self.started.append(call.id)
         self._active += 1

@@ -50,6 +50,16 @@ class Conditional(Protocol):
     def offered(self, env: ToolEnv) -> bool: ...
 
 
+@runtime_checkable
+class Prechecked(Protocol):
+    """A tool that can tell, before the person is asked, that a call would be refused
+    (the port's `ToolBox.refusal`): `refusal(args, env)` is that reason or None. It
+    changes nothing; a path it may not open before approval (`PermissionError`) is
+    for the run to judge."""
+
+    async def refusal(self, args: Args, env: ToolEnv) -> str | None: ...
+
+
 def failure(message: str) -> ToolResult:
     return ToolResult(output=message, is_error=True)
 

@@ -7,8 +7,9 @@ sandbox, its own process group, the network off, the workspace writable), with t
 A criterion that cannot run at all (the shell cannot be spawned, the command is not
 found) is `unavailable`, which never sends the turn back. Unless it could run when
 the turn began: a criterion the agent made unrunnable (its script deleted or made
-not executable, bash's exit 126/127) is `unmet`, or breaking the measurement would
-be the shortest way to a turn that ends without being sent back. What could run at
+not executable, bash's exit 126/127; the folder it runs in removed, so no shell
+starts) is `unmet`, or breaking the measurement would be the shortest way to a turn
+that ends without being sent back. What could run at
 the turn's start is judged there, without running anything: the command's program
 (its first word) is an executable file, a program on PATH or a shell builtin.
 
@@ -84,8 +85,8 @@ class SandboxedDone:
                 grace=env.limits.kill_grace,
                 on_output=on_output,
             )
-        except OSError as err:
-            return CriterionResult(criterion.name, "unavailable", f"could not run: {err}")
+        except OSError as err:  # its folder removed, say: not even a shell starts there
+            return self._cannot_run(criterion, f"could not run: {err}", None)
         text = output.render(OUTPUT_CHARS)
         code = finished.exit_code
         if code is None:
@@ -93,12 +94,18 @@ class SandboxedDone:
             return CriterionResult(criterion.name, "unmet", f"{text}\n{timeout}".strip(), None)
         if code == criterion.exit_code:
             return CriterionResult(criterion.name, "met", text, code)
-        if code in NOT_FOUND and criterion.name in self._runnable:
-            broken = f"{text}\nit could run when the turn began; now it cannot (exit {code})"
-            return CriterionResult(criterion.name, "unmet", broken.strip(), code)
         if code in NOT_FOUND:
-            return CriterionResult(criterion.name, "unavailable", text, code)
+            return self._cannot_run(criterion, text, code)
         return CriterionResult(criterion.name, "unmet", text, code)
+
+    def _cannot_run(self, criterion: Criterion, text: str, code: int | None) -> CriterionResult:
+        """A criterion that did not run: unavailable, unless it could when the turn
+        began, when the turn broke it (see the module doc) and it is unmet."""
+        if criterion.name not in self._runnable:
+            return CriterionResult(criterion.name, "unavailable", text, code)
+        now = "now it cannot" if code is None else f"now it cannot (exit {code})"
+        broken = f"{text}\nit could run when the turn began; {now}"
+        return CriterionResult(criterion.name, "unmet", broken.strip(), code)
 
     def write_seq(self) -> int:
         """The ledger's count; while a background command that is not read-only

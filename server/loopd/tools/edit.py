@@ -9,15 +9,18 @@ ACP's diff content expects.
 the model cannot change a place it did not mean to. Its declaration never refuses a
 non-matching edit, because several edits to one file in one step are all declared
 before the first runs, and the second may only match once the first has applied.
-The preview is shown when it can be computed, and the check that counts is in `run`.
+The preview is shown when it can be computed. The check that counts is made when the
+call's group runs, by then after the step's earlier calls: just before the person is
+asked (`refusal`: a missing file, text that does not match once), so nobody approves
+an edit that cannot apply, and again in `run`.
 
 Both refuse to change an existing file the agent has not read, or that changed since
 it last read it (`loopd.context.freshness`): an edit computed from a stale picture
 overwrites someone else's work. A new file needs no read. The refusal is checked
 when the call is declared, before anyone is asked to approve it (a person must not
-approve a change that then cannot run), and again when it runs: the file may have
-moved on in between. A read in the same step does not help: the change was written
-before its result was seen.
+approve a change that then cannot run), again just before the person is asked, and
+again when it runs: the file may have moved on in between. A read in the same step
+does not help: the change was written before its result was seen.
 """
 
 from __future__ import annotations
@@ -70,6 +73,12 @@ class Write:
             locations=(Location(path, 1),),
             preview=(DiffContent(path, old, args["content"]),),
         )
+
+    async def refusal(self, args: Args, env: ToolEnv) -> str | None:
+        """Unread or stale now (an earlier call of the step may have changed the file
+        since it was declared), before the person is asked."""
+        path = env.resolve(args["path"])
+        return env.reads.refusal(path, await read_existing(env, path), env.display(path))
 
     async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
         path = env.resolve(args["path"])
@@ -146,33 +155,25 @@ class Edit:
             preview=preview,
         )
 
+    async def refusal(self, args: Args, env: ToolEnv) -> str | None:
+        """What `run` would refuse now (a missing file, an unread or stale one, text
+        that does not match once or is ambiguous), before the person is asked."""
+        planned = await _planned(args, env)
+        return planned if isinstance(planned, str) else None
+
     async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
-        path = env.resolve(args["path"])
-        shown = env.display(path)
         if args["old_string"] == args["new_string"]:
             raise ToolInputError("old_string and new_string are identical; nothing would change")
-        old = await read_existing(env, path)
-        if old is None:
-            return failure(f"{shown} does not exist; use write to create a file")
-        refusal = env.reads.refusal(path, old, shown)
-        if refusal is not None:
-            return failure(refusal)
-        change = _replace(old, args)
-        if change is None:
-            return failure(
-                f"old_string was not found in {shown}. It must match exactly, including "
-                "whitespace and indentation; read the file and copy the text from it."
-            )
-        if change.count > 1 and not args.get("replace_all", False):
-            return failure(
-                f"old_string occurs {change.count} times in {shown}; include more surrounding "
-                "context to make it unique, or set replace_all to true to change all of them."
-            )
+        planned = await _planned(args, env)
+        if isinstance(planned, str):
+            return failure(planned)
+        path, old, change = planned
         written, note = await _land(env, path, old, change.new_text)
         if written is None:
             return failure(note)
         where = f"line {change.line}" if change.count == 1 else f"first at line {change.line}"
         plural = "occurrence" if change.count == 1 else "occurrences"
+        shown = env.display(path)
         return ToolResult(
             output=f"Edited {shown}: replaced {change.count} {plural} ({where}).{note}",
             content=(DiffContent(path, change.old_text, written),),
@@ -197,6 +198,31 @@ async def _land(
     env.changes.record(path, old, written, known)
     env.reads.saw(path, written)
     return written, note
+
+
+async def _planned(args: Args, env: ToolEnv) -> tuple[str, str, _Replacement] | str:
+    """The edit as it would apply now (its path, the file's text, the change), or why
+    it cannot: one check for `run` and for `refusal`."""
+    path = env.resolve(args["path"])
+    shown = env.display(path)
+    old = await read_existing(env, path)
+    if old is None:
+        return f"{shown} does not exist; use write to create a file"
+    refusal = env.reads.refusal(path, old, shown)
+    if refusal is not None:
+        return refusal
+    change = _replace(old, args)
+    if change is None:
+        return (
+            f"old_string was not found in {shown}. It must match exactly, including "
+            "whitespace and indentation; read the file and copy the text from it."
+        )
+    if change.count > 1 and not args.get("replace_all", False):
+        return (
+            f"old_string occurs {change.count} times in {shown}; include more surrounding "
+            "context to make it unique, or set replace_all to true to change all of them."
+        )
+    return path, old, change
 
 
 def _check_fresh(env: ToolEnv, path: str, old: str | None) -> None:

@@ -24,6 +24,7 @@ from loopd.context.freshness import FileLog
 from loopd.engine.ports import Clock
 from loopd.home import expand_home, home_path
 from loopd.policy.grants import CallGrants
+from loopd.policy.paths import resolved
 from loopd.policy.reading import DiskReader
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import PlanEntry
@@ -140,12 +141,13 @@ class ToolEnv:
 
     def resolve(self, path: str) -> str:
         """An argument path made absolute (relative to the cwd) and canonical
-        (symlinks resolved), which is the form declarations and policy compare."""
+        (symlinks resolved), which is the form declarations and policy compare.
+        `Unresolvable` (a refusal) for one whose links change as it is resolved."""
         if not path.strip():
             raise ToolInputError("the path is empty; give a file path relative to the cwd")
         if "\0" in path:
             raise ToolInputError("the path contains a NUL character")
-        return os.path.realpath(os.path.join(self.cwd, expand_home(path, self.home)))
+        return resolved(os.path.join(self.cwd, expand_home(path, self.home)))
 
     def display(self, path: str) -> str:
         """A canonical path as people and the model read it: relative to the cwd when

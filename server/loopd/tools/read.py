@@ -8,9 +8,12 @@ whenever something is cut the result says what and how to get the rest.
 
 from __future__ import annotations
 
+import asyncio
+import os
 from typing import Any, ClassVar
 
 from loopd.engine.ports import Declaration, ToolProgress, ToolResult
+from loopd.policy.beneath import file_kind
 from loopd.protocol.events import Location, ToolKind
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
@@ -48,6 +51,20 @@ class Read:
             reads=(path,),
             locations=(Location(path, args.get("offset", 1)),),
         )
+
+    async def refusal(self, args: Args, env: ToolEnv) -> str | None:
+        """A path that is no file to read (a folder, a FIFO, a socket, a device), said
+        before the person is asked about reading it (outside the folders): the run
+        would refuse it. A missing one is the run's to judge: an editor may hold it
+        unsaved."""
+        path = env.resolve(args["path"])
+        try:
+            kind = file_kind((await asyncio.to_thread(os.stat, path)).st_mode)
+        except OSError:
+            return None
+        if kind == "regular file":
+            return None
+        return f"{env.display(path)} is a {kind}, not a regular file; nothing was read"
 
     async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
         path = env.resolve(args["path"])

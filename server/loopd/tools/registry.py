@@ -20,7 +20,7 @@ from loopd.protocol.errors import ToolInputError, ToolUnusable
 from loopd.protocol.model import INVALID_JSON_KEY, ToolSpec
 from loopd.tools.access import FileTooLarge, NotText, PathRefused
 from loopd.tools.ask_user import AskUser
-from loopd.tools.base import Conditional, Tool, failure
+from loopd.tools.base import Conditional, Prechecked, Tool, failure
 from loopd.tools.bash import Bash
 from loopd.tools.edit import Edit, Write
 from loopd.tools.env import RUNNING_CALL, ToolEnv
@@ -90,6 +90,20 @@ class ToolRegistry:
             raise
         except Exception as e:
             raise ToolUnusable(_explained(call.name, e)) from e
+
+    async def refusal(self, call: ToolCall) -> str | None:
+        """Why `call` would be refused now (`Prechecked` tools), before anyone is
+        asked; None when nothing known refuses it, or when only the approved run may
+        look (a path opened only under the call's grant): the run checks again."""
+        tool = self._tools.get(call.name)
+        if not isinstance(tool, Prechecked):
+            return None
+        try:
+            return await tool.refusal(call.input, self.env)
+        except PermissionError:
+            return None
+        except Exception as e:
+            return _explained(call.name, e)
 
     async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
         token = RUNNING_CALL.set(call.id)

@@ -11,7 +11,7 @@ import pytest
 
 from loopd.testing.fake_llm import FakeLLMServer
 from loopd.testing.llm_script import Reply, ScriptedCall
-from tests.e2e.conftest import isolated_env, run_loopd, trusted_config
+from tests.e2e.conftest import DONE_TOML, isolated_env, run_loopd, trusted_config
 
 pytestmark = pytest.mark.e2e
 
@@ -72,3 +72,60 @@ def test_a_passing_turn_says_so_and_exits_0(
     assert done.stdout == "Done.\n"  # the answer alone: loopd's own lines go to stderr
     assert "Verification passed" in done.stderr
     assert "Check content: `grep -q good app.txt`" in done.stderr
+
+
+BROKEN_TOML = """\
+[done]
+enabled = true
+max_stall_cycles = 1
+
+[[done.criteria]]
+name = "content"
+command = "./check.sh"
+"""
+
+TWO_TOML = (
+    DONE_TOML
+    + """
+[[done.criteria]]
+name = "lint"
+command = "no-such-linter-xyz --check"
+"""
+)
+
+
+def seal_of(done: Any) -> dict[str, Any]:
+    verification: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])["verification"]
+    return verification
+
+
+def test_a_criterion_the_turn_deleted_fails_the_run(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
+) -> None:
+    """It could run when the turn began: deleting it is no way to a clean exit."""
+    check = workspace / "check.sh"
+    check.write_text("#!/bin/sh\ngrep -q good app.txt\n")
+    check.chmod(0o755)
+    rm = Reply(tool_calls=(ScriptedCall("bash", {"command": "rm check.sh"}),))
+    fake_llm.script("*", rm, Reply(text="Done."), Reply(text="Done, really."))
+    env = isolated_env(tmp_path, fake_llm)
+    trusted_config(workspace, env, BROKEN_TOML)
+    done = run_loopd(["run", "make app.txt good", "--yes", "--json"], env, workspace)
+    assert done.returncode == 1, done.stderr
+    verification = seal_of(done)
+    assert verification["seal"] == "failed"
+    [criterion] = verification["criteria"]
+    assert criterion["state"] == "unmet" and criterion["exitCode"] == 127
+
+
+def test_one_met_and_one_unavailable_is_not_passed(
+    fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path
+) -> None:
+    fake_llm.script("*", write("app.txt", "good\n"), Reply(text="Done."))
+    env = isolated_env(tmp_path, fake_llm)
+    trusted_config(workspace, env, TWO_TOML)
+    done = run_loopd(["run", "make app.txt good", "--yes", "--json"], env, workspace)
+    verification = seal_of(done)
+    assert [c["state"] for c in verification["criteria"]] == ["met", "unavailable"]
+    assert verification["seal"] == "unavailable"
+    assert done.returncode == 0, done.stderr  # nothing failed; nothing was proven either

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -176,3 +177,44 @@ async def test_json_nested_thousands_deep_is_a_parse_error_and_the_connection_li
             stop = [sys.executable, "-m", "loopd", "daemon", "stop"]
             proc = await asyncio.create_subprocess_exec(*stop, env=env)
             await proc.wait()
+
+
+def answered_ids(out: bytes) -> set[Any]:
+    """The ids of the answers in an LSP byte stream."""
+    ids = set()
+    while out:
+        header, _, rest = out.partition(b"\r\n\r\n")
+        [length] = [h for h in header.split(b"\r\n") if h.startswith(b"Content-Length:")]
+        size = int(length.split(b":")[1])
+        message = json.loads(rest[:size])
+        out = rest[size:]
+        if "method" not in message:
+            ids.add(message.get("id"))
+    return ids
+
+
+@pytest.mark.parametrize("daemon", ["off", "on"], ids=["in-process", "daemon"])
+def test_requests_written_before_stdin_closes_are_answered(tmp_path: Path, daemon: str) -> None:
+    """`printf '…' | loopd lsp`: the requests come with the end of the input; each is
+    answered before the process exits (through the daemon they were dropped)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = isolated_env(tmp_path, None, LOOPD_DAEMON=daemon, ANTHROPIC_API_KEY="x")
+    hello = {"processId": None, "rootUri": None, "capabilities": {"experimental": {"loopd": True}}}
+    given = b"".join([
+        request(1, "initialize", hello),
+        frame({"method": "initialized", "params": {}}),
+        request(2, "loopd/session/new", {"cwd": str(ws), "mcpServers": []}),
+        request(3),
+    ])  # fmt: skip
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "loopd", "lsp"], input=given, capture_output=True,
+            env=env, cwd=ws, timeout=60,
+        )  # fmt: skip
+    finally:
+        if daemon == "on":
+            stop = [sys.executable, "-m", "loopd", "daemon", "stop"]
+            subprocess.run(stop, env=env, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert answered_ids(done.stdout) == {1, 2, 3}, done.stdout

@@ -55,6 +55,7 @@ def test_frames_follow_each_other(pair: tuple[socket.socket, socket.socket]) -> 
         (MAX_FRAME + 1).to_bytes(4, "big"),  # a length past the cap: refused before reading
         (7).to_bytes(4, "big") + b"not json",
         (2).to_bytes(4, "big") + b"[]",  # JSON, not an object
+        (10_000).to_bytes(4, "big") + b"[" * 5_000 + b"]" * 5_000,  # nested past the bound
         (100).to_bytes(4, "big") + b"{}",  # ends inside the frame
         b"\x00",  # ends inside the header
     ],

@@ -451,6 +451,21 @@ async def test_a_criterion_the_turn_made_unrunnable_is_unmet_not_unavailable(
     assert verification.seal == "failed"
 
 
+async def test_a_criterion_whose_folder_the_turn_removed_is_unmet(ws: Workspace) -> None:
+    """No shell starts in a folder that is gone (an OSError, not an exit code): the
+    criterion met when the turn began, so the turn broke it, and it is unmet."""
+    script = ws.root / "check.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    done = DoneSet((Criterion("check", "./check.sh"),))
+    outcome = await ws.turn(done, bash("b1", 'rm -rf "$PWD"'), Reply(text="done"))
+    verification = seal(outcome)
+    assert verification.criteria[0].state == "unmet"
+    assert "could not run" in verification.criteria[0].output
+    assert "could run when the turn began" in verification.criteria[0].output
+    assert verification.seal == "failed"
+
+
 async def test_one_met_and_one_unavailable_is_not_passed(ws: Workspace) -> None:
     done = DoneSet((HAS_GOOD, Criterion("lint", "no-such-linter-xyz --check")))
     outcome = await ws.turn(done, write("w1", "a.txt", "good\n"), Reply(text="done"))

@@ -8,6 +8,7 @@ import asyncio
 from loopd.engine.loop import Engine
 from loopd.engine.steer import STEER_PREFIX, SteerBox
 from loopd.protocol.events import Prompt, TextBlock, UserMessageChunk
+from loopd.protocol.messages import TextPart
 from loopd.testing.fakes import FakeToolBox, RecordingEmitter, Reply, ScriptedProvider
 from tests.unit.engine.test_loop import Rig
 
@@ -48,6 +49,30 @@ async def test_steering_interrupts_a_streaming_reply_and_is_read_next() -> None:
     assert [e.content for e in shown] == [TextBlock("only touch the test")]
     assert engine.history[-1].text == "Only the test, then."
     assert not box.push("too late")  # the turn is over: send a prompt instead
+
+
+async def test_a_steered_reply_keeps_its_words_and_drops_its_thinking_and_half_call() -> None:
+    """Seed 002 deletes the interrupted reply; loopd keeps the words the person saw
+    (in the next request and in the journal, so a reloaded session has them too) and
+    drops what a provider would refuse: unsigned thinking, a call with no result."""
+    held = asyncio.Event()  # never set: interrupted before the call is complete
+    half = Reply(thinking="plan it", text="Rewriting it all", tools=[("t1", "bash", {})], hold=held)
+    provider = ScriptedProvider.of(half, Reply(text="Only the test."))
+    rig = Rig(provider, FakeToolBox())
+    engine = rig.engine()
+    engine.ports.steer = box = SteerBox()
+    turn = asyncio.create_task(engine.run(ask("fix it")))
+    async with asyncio.timeout(5):
+        await provider.started.wait()
+    assert box.push("only the test")
+    async with asyncio.timeout(5):
+        outcome = await turn
+    assert outcome.stop_reason == "end_turn"
+    kept = provider.requests[1].messages[1]
+    assert kept.role == "assistant"
+    assert kept.parts == (TextPart("Rewriting it all"),)
+    assert kept in rig.journal.messages
+    assert rig.tools.started == []  # the half-made call never ran
 
 
 async def test_steering_during_a_tool_waits_for_it_and_is_read_at_the_next_step() -> None:

@@ -9,11 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from loopd.engine.ports import ToolResult
+from loopd.engine.ports import ToolCall, ToolResult
+from loopd.engine.schedule import ToolExecution, schedule
 from loopd.mcp import McpServers, McpTool
 from loopd.mcp.config import McpServerConfig
 from loopd.protocol.events import TextBlock
+from loopd.tools.edit import Write
 from loopd.tools.env import ToolEnv
+from loopd.tools.read import Read
 from tests.unit.mcp.conftest import FAKE_MCP, HeldClock, connected, stdio
 from tests.unit.tools.tooltest import GatedClock, RecordingProgress
 
@@ -67,6 +70,27 @@ async def test_a_declaration_names_server_and_tool_and_touches_nothing(tmp_path:
     assert (echo.title, echo.kind) == ("fake: echo", "read")  # readOnlyHint, closed world
     assert (other.title, other.kind) == ("fake: fail", "other")
     assert echo.reads == echo.writes == () and echo.command is None and not echo.network
+
+
+async def test_a_tool_that_declares_nothing_is_scheduled_as_touching_everything(
+    tmp_path: Path,
+) -> None:
+    """The real declarations: `fail` (no hint) may write anything, so it runs alone;
+    `echo` (read-only hint) may read anything, so it runs beside a read, not a write."""
+    async with connected([stdio("fake")]) as servers:
+        env = ToolEnv(roots=(str(tmp_path),))
+        calls = [
+            (tool(servers, "mcp__fake__fail"), {}),
+            (Read(), {"path": "a.txt"}),
+            (tool(servers, "mcp__fake__echo"), {"text": "x"}),
+            (Write(), {"path": "b.txt", "content": "b"}),
+        ]
+        execs = [
+            ToolExecution(i, ToolCall(f"c{i}", t.name, args), await t.declare(args, env))
+            for i, (t, args) in enumerate(calls)
+        ]
+    grouped = [[ex.index for ex in group] for group in schedule(execs, 8)]
+    assert grouped == [[0], [1, 2], [3]]
 
 
 async def test_a_tool_error_is_an_error_result(tmp_path: Path) -> None:

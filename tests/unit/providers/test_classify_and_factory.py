@@ -65,6 +65,14 @@ def test_error_body_that_is_not_json() -> None:
     assert "bad gateway" in error.message
 
 
+def test_an_error_body_nested_thousands_deep_is_text_not_a_recursion_error() -> None:
+    """A gateway (or a proxy) answering an error with hostile JSON: classified by its
+    status, the body shown as text; decoding it used to raise RecursionError."""
+    error = error_from_response(400, {}, b'{"error":' * 5_000 + b"1" + b"}" * 5_000)
+    assert isinstance(error, BadRequest)
+    assert error.message.startswith('400: {"error":{"error":')
+
+
 def test_retry_after_forms() -> None:
     assert retry_after_seconds({"retry-after": "2"}) == 2.0
     assert retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25

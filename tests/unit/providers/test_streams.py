@@ -14,6 +14,7 @@ from loopd.protocol.errors import (
     ContextOverflow,
     IncompleteStream,
     Overloaded,
+    ProviderError,
     RateLimited,
     Transient,
 )
@@ -26,7 +27,14 @@ from loopd.protocol.model import (
     Usage,
 )
 from loopd.providers import ClosableProvider, ProviderKind, make_provider
-from loopd.testing.fake_llm import ANY_ROUTE, FakeLLMServer, HttpError, Reply, ScriptedCall
+from loopd.testing.fake_llm import (
+    ANY_ROUTE,
+    FakeLLMServer,
+    HttpError,
+    RawStream,
+    Reply,
+    ScriptedCall,
+)
 
 CALLS = (ScriptedCall("read", {"path": "a.py"}), ScriptedCall("grep", {"pattern": "x", "n": 2}))
 
@@ -120,6 +128,29 @@ async def test_invalid_tool_arguments_are_kept_raw(
     (use,) = done.parts
     assert isinstance(use, ToolUsePart)
     assert use.input == {INVALID_JSON_KEY: '{"path": "a'}
+
+
+DEEP = "[" * 5_000 + "]" * 5_000  # past the decoder's recursion limit
+
+
+async def test_tool_arguments_nested_thousands_deep_are_kept_raw(
+    fake: FakeLLMServer, provider: ClosableProvider
+) -> None:
+    fake.script(ANY_ROUTE, Reply(tool_calls=(ScriptedCall("read", raw_arguments=DEEP),)))
+    _, done = await collect(provider)
+    (use,) = done.parts
+    assert isinstance(use, ToolUsePart)
+    assert use.input == {INVALID_JSON_KEY: DEEP}
+
+
+async def test_an_event_nested_thousands_deep_is_a_provider_error(
+    fake: FakeLLMServer, provider: ClosableProvider
+) -> None:
+    """A hostile gateway's event: refused as malformed (a ProviderError the turn ends
+    with), never a RecursionError out of the stream."""
+    fake.script(ANY_ROUTE, RawStream(((None, DEEP),)))
+    with pytest.raises(ProviderError):
+        await collect(provider)
 
 
 @pytest.mark.parametrize("stop", ["max_tokens", "refusal"])

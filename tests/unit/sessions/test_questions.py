@@ -64,3 +64,42 @@ async def test_only_a_link_that_can_answer_is_offered_ask_user(tmp_path: Path) -
     assert provider.requests[1].messages[-1].tool_results[0].content == "The user answered: yes"
     await manager.prompt(view.id, Prompt((TextBlock("again"),)), watcher)  # type: ignore[attr-defined]
     assert [s.name for s in provider.requests[2].tools] == []  # nobody to ask: not offered
+
+
+@dataclass(eq=False)
+class OneAtATime(AskedLink):
+    """Answers each question after letting every other task run, and records how
+    many questions were open at once."""
+
+    open: int = 0
+    most: int = 0
+
+    async def ask_user(self, question: Question) -> str | None:
+        self.questions.append(question)
+        self.open += 1
+        self.most = max(self.most, self.open)
+        for _ in range(10):
+            await asyncio.sleep(0)  # a question asked beside this one would be asked now
+        self.open -= 1
+        return self.answer
+
+
+async def test_two_questions_of_one_step_are_asked_one_at_a_time(tmp_path: Path) -> None:
+    first = {"question": "Which database?", "choices": ["sqlite", "postgres"]}
+    second = {"question": "Which port?", "choices": ["sqlite", "5432"]}
+    provider = ScriptedProvider.of(
+        Reply(tools=[("q1", "ask_user", first), ("q2", "ask_user", second)]), Reply(text="ok")
+    )
+
+    def tools_for(ctx: RuntimeContext) -> ToolRegistry:
+        env = ToolEnv(roots=(str(tmp_path),), person=ctx.person, session_id=ctx.session_id)
+        return ToolRegistry(env, [AskUser()])
+
+    manager = scripted_manager(tmp_path, provider, tools_for=tools_for)
+    link = OneAtATime(answer="sqlite")
+    view = await manager.new_session(str(tmp_path), link)
+    await manager.prompt(view.id, Prompt((TextBlock("go"),)), link)
+    assert [q.question for q in link.questions] == ["Which database?", "Which port?"]
+    assert link.most == 1
+    results = provider.requests[1].messages[-1].tool_results
+    assert [r.content for r in results] == ["The user answered: sqlite"] * 2

@@ -140,6 +140,8 @@ export interface Verification {
 export interface LoopdMeta {
   sandboxTier?: string;
   verification?: Verification;
+  /** On the note a loaded session starts with when its last turn was cut off by a crash: the client may offer loopd/session/continue as a button. */
+  interrupted?: boolean;
 }
 
 /** loopd's additions to an update: `loopd`, and `loopd/notice` on words loopd adds itself to the agent's message (an error, a retry, a note). */

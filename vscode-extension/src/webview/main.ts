@@ -186,6 +186,12 @@ function drawStatus(): void {
     parts.push(el('span', 'stop-reason', `last turn: ${state.turn.stopReason}`));
   }
   if (state.turn.error) parts.push(el('span', 'error', state.turn.error));
+  if (state.interrupted && !state.turn.running) {
+    const resume = el('button', 'continue', 'Continue');
+    resume.title = 'The last turn was cut off when loopd stopped: carry it on';
+    resume.onclick = () => post({ type: 'continue' });
+    parts.push(resume);
+  }
   ui.status.replaceChildren(...parts);
 }
 

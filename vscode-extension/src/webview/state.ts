@@ -97,6 +97,11 @@ export interface PanelState {
   sessions: SessionInfo[];
   /** The session's checkpoints (one before each prompt) and whether a restore can be redone. */
   checkpoints: CheckpointsResult;
+  /**
+   * The loaded session's last turn was cut off by a crash (`_meta.loopd.interrupted`
+   * on the note it loads with): the panel offers to continue it, until a turn runs.
+   */
+  interrupted: boolean;
 }
 
 /** What the host posts to the webview. */
@@ -152,6 +157,7 @@ export type WebviewMessage =
   | { type: 'copy'; text: string }
   | { type: 'restore'; prompt: number; scope: RestoreScope }
   | { type: 'redo' }
+  | { type: 'continue' }
   | { type: 'fork'; prompt: number }
   | { type: 'edit'; prompt: number; text: string; attachments: Attachment[] };
 
@@ -167,6 +173,7 @@ export function initialState(): PanelState {
     trusted: true,
     sessions: [],
     checkpoints: { checkpoints: [], redo: false },
+    interrupted: false,
   };
 }
 
@@ -187,8 +194,10 @@ export function reduce(state: PanelState, message: HostMessage): PanelState {
     case 'update':
       if (state.sessionId !== undefined && message.sessionId !== state.sessionId) return state;
       return withMeta(applyUpdate(state, message.update), message.update);
-    case 'turn':
-      return { ...state, turn: message.turn, verification: message.turn.verification ?? state.verification };
+    case 'turn': {
+      const interrupted = state.interrupted && !message.turn.running; // a turn ran: nothing is cut off now
+      return { ...state, turn: message.turn, interrupted, verification: message.turn.verification ?? state.verification };
+    }
     case 'approval':
       return { ...state, approval: message.approval };
     case 'trust':
@@ -238,6 +247,7 @@ function withMeta(state: PanelState, update: SessionUpdate): PanelState {
     ...state,
     sandboxTier: meta.sandboxTier ?? state.sandboxTier,
     verification: meta.verification ?? state.verification,
+    interrupted: meta.interrupted ?? state.interrupted,
   };
 }
 

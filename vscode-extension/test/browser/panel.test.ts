@@ -270,3 +270,22 @@ test('the session list loads and deletes sessions', async () => {
   await page.getByText('Older work').click();
   assert.deepEqual(await lastPosted(), { type: 'loadSession', sessionId: 'sess_old' });
 });
+
+test('a session loaded cut off by a crash offers Continue until a turn runs', async () => {
+  assert.equal(await page.locator('#status button.continue').count(), 0);
+  const note = {
+    sessionUpdate: 'agent_message_chunk',
+    content: { type: 'text', text: '[The last turn was cut off. Send /continue to continue it.]' },
+    messageId: 'msg_cut',
+    _meta: { loopd: { interrupted: true } },
+  };
+  await page.evaluate((update) => window.postMessage({ type: 'update', sessionId: 'sess_demo', update }, '*'), note);
+  await page.waitForSelector('#status button.continue');
+  await page.click('#status button.continue');
+  assert.deepEqual(await lastPosted(), { type: 'continue' });
+  await page.evaluate(() => window.postMessage({ type: 'turn', turn: { running: true } }, '*'));
+  await page.waitForSelector('#status button.continue', { state: 'detached' });
+  await page.evaluate(() => window.postMessage({ type: 'turn', turn: { running: false, stopReason: 'end_turn' } }, '*'));
+  await page.waitForSelector('#status .stop-reason');
+  assert.equal(await page.locator('#status button.continue').count(), 0, 'a turn ran: nothing is cut off now');
+});

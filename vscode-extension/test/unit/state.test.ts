@@ -92,6 +92,20 @@ test('plan, commands, options, mode, usage, title and loopd meta', () => {
   assert.deepEqual(completeCommand(state.commands, 'hello /c'), []);
 });
 
+test('a note marked interrupted offers to continue, until a turn runs or another session is shown', () => {
+  const cut = feed([
+    { sessionUpdate: 'agent_message_chunk', content: text('Hello.'), messageId: 'a1' },
+    { sessionUpdate: 'agent_message_chunk', content: text('[cut off]'), messageId: 'n1', _meta: { loopd: { interrupted: true } } },
+  ]);
+  assert.equal(cut.interrupted, true);
+  assert.equal(feed([{ sessionUpdate: 'usage_update', used: 1, size: 2, _meta: { loopd: { sandboxTier: 'bwrap' } } }], cut).interrupted, true);
+  const ended = reduce(cut, { type: 'turn', turn: { running: false, stopReason: 'end_turn' } });
+  assert.equal(ended.interrupted, true, 'a turn that did not run leaves it');
+  assert.equal(reduce(cut, { type: 'turn', turn: { running: true } }).interrupted, false);
+  assert.equal(reduce(cut, { type: 'reset', sessionId: 's2', configOptions: [] }).interrupted, false);
+  assert.equal(initialState().interrupted, false);
+});
+
 test("another session's updates are ignored; reset keeps trust and the session list", () => {
   let state = feed([{ sessionUpdate: 'agent_message_chunk', content: text('mine') }]);
   state = reduce(state, { type: 'update', sessionId: 'other', update: { sessionUpdate: 'agent_message_chunk', content: text('theirs') } });

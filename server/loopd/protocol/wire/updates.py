@@ -165,6 +165,13 @@ class Verification(Wire):
 class LoopdMeta(Wire):
     sandbox_tier: str | None = None
     verification: Verification | None = None
+    interrupted: Annotated[
+        bool | None,
+        Field(
+            description="On the note a loaded session starts with when its last turn was "
+            "cut off by a crash: the client may offer loopd/session/continue as a button."
+        ),
+    ] = None
 
 
 class UpdateMeta(Wire):

@@ -33,6 +33,9 @@ class HeldTools:
     async def declare(self, call: ToolCall) -> Declaration:
         return await self.tools.declare(call)
 
+    async def refusal(self, call: ToolCall) -> str | None:
+        return await self.tools.refusal(call)
+
     async def run(self, call: ToolCall, progress: ToolProgress) -> ToolResult:
         await self.hold()
         return await self.tools.run(call, progress)
