@@ -24,6 +24,7 @@ import {
   type SessionNotification,
 } from './protocol';
 import { REVIEW_SCHEME, type ReviewSettings, Reviews } from './review';
+import { REMOTE_TOKEN_SECRET } from './remote';
 import { alwaysAskGlobs, createClient, locateServer, notifyMissing } from './server';
 import type { Approval, Attachment, WebviewMessage } from './webview/state';
 
@@ -76,12 +77,13 @@ export class Loopd {
       return;
     }
     this.log.info(`starting ${server.command} ${server.args.join(' ')} (found via ${server.source})`);
+    const token = await this.context.secrets.get(REMOTE_TOKEN_SECRET);
     const client = createClient(server, this.log, {
       // The server's code actions run `loopd.ask`; running them through the panel
       // gives them the panel's turn (progress, Stop, approvals) like any prompt.
       executeCommand: (command, args, next) =>
         command === 'loopd.ask' && isAskArgument(args[0]) ? this.askFromCodeAction(args[0]) : next(command, args),
-    });
+    }, token);
     const controller = this.makeController(client);
     client.onNotification(Method.update, (n: SessionNotification) => controller.onUpdate(n));
     client.onRequest(Method.requestPermission, (params: PermissionParams, token) =>
@@ -171,6 +173,20 @@ export class Loopd {
         ready ? 'loopd: logged in, a model provider is ready' : 'loopd: still no model provider (see the terminal)',
       );
     });
+  }
+
+  /** Ask for the remote server's token (`loopd serve token` printed it), keep it in
+   * the secret storage (empty: forget it), and restart the server with it. */
+  async setRemoteToken(): Promise<void> {
+    const token = await vscode.window.showInputBox({
+      prompt: "The remote loopd server's token (`loopd serve token` on the server); empty forgets it",
+      password: true,
+      ignoreFocusOut: true,
+    });
+    if (token === undefined) return;
+    if (token.trim()) await this.context.secrets.store(REMOTE_TOKEN_SECRET, token.trim());
+    else await this.context.secrets.delete(REMOTE_TOKEN_SECRET);
+    await this.restart();
   }
 
   async restart(): Promise<void> {
