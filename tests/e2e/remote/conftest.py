@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import re
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,13 +43,16 @@ class Server:
         return self.url.replace(f":{self.port}/", f":{port}/")
 
 
-async def start_server(home: Home, *args: str, token: str | None = None) -> Server:
-    """`loopd serve` on a free loopback port, with a new token unless given one."""
+async def start_server(
+    home: Home, *args: str, token: str | None = None, inside: Sequence[str] = ()
+) -> Server:
+    """`loopd serve` on a free loopback port, with a new token unless given one;
+    `inside`: a command it runs under (a container's namespaces)."""
     if token is None:
         code, token, err = await loopd(home, "serve", "token")
         assert code == 0, err
     proc = await asyncio.create_subprocess_exec(
-        *LOOPD, "serve", "--listen", "127.0.0.1:0", "--root", str(home.work), *args,
+        *inside, *LOOPD, "serve", "--listen", "127.0.0.1:0", "--root", str(home.work), *args,
         env=home.env(LOOPD_DAEMON="on"), cwd=ROOT,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
