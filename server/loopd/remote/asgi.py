@@ -52,6 +52,7 @@ PATHS: dict[str, Speaks] = {PATH: "acp", "/lsp": "lsp"}
 NUMBER_HEADER = "Loopd-Message"
 MAX_BODY = 50 * 1024 * 1024  # as `loopd acp`'s longest line (base64 images)
 POLICY = -32001  # the JSON-RPC error of a message the server's boundary refuses
+INVALID_PARAMS = -32602
 
 
 @dataclass
@@ -141,10 +142,14 @@ class Endpoint:
             await _json(send, 404, {"error": "unknown connection: initialize again"})
             return
         session = _header(scope, SESSION_ID_HEADER)
+        named = session_id_from_params(message.get("params"))
         if session is None and message.get("method") in SESSION_SCOPED_METHODS:
+            if named is None and "id" in message:  # no session to name: its params are wrong
+                wrong = _answer(message, INVALID_PARAMS, "`sessionId` names no session")
+                await _json(send, 400, wrong)
+                return
             await _json(send, 400, {"error": f"{SESSION_ID_HEADER} is required"})
             return
-        named = session_id_from_params(message.get("params"))
         if session is not None and "method" in message and session != named:
             await _json(send, 400, {"error": f"{SESSION_ID_HEADER} is not its session"})
             return
@@ -162,10 +167,10 @@ class Endpoint:
         if path is None:
             return None
         log.warning("refused %s naming %r, outside the roots", message.get("method"), path)
+        if not path.startswith("/"):  # nothing to judge: the params are wrong, as locally
+            return _answer(message, INVALID_PARAMS, f"{path!r} is not an absolute path")
         roots = ", ".join(self.roots)
-        text = f"{path!r} is outside what this server serves ({roots})"
-        error = {"code": POLICY, "message": text}
-        return {"jsonrpc": "2.0", "id": message.get("id"), "error": error}
+        return _answer(message, POLICY, f"{path!r} is outside what this server serves ({roots})")
 
     async def _initialize(self, scope: Scope, message: dict[str, Any], send: Send) -> None:
         speaks = PATHS[scope["path"]]
@@ -314,6 +319,11 @@ async def _json(send: Send, status: int, body: Any, headers: dict[str, str] | No
     fields += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": fields})
     await send({"type": "http.response.body", "body": raw})
+
+
+def _answer(message: dict[str, Any], code: int, text: str) -> dict[str, Any]:
+    """A JSON-RPC error answering `message` (a bridge shows it to the editor as is)."""
+    return {"jsonrpc": "2.0", "id": message.get("id"), "error": {"code": code, "message": text}}
 
 
 def _initializes(message: dict[str, Any]) -> bool:

@@ -36,6 +36,7 @@ from loopd.remote.link import (
     SESSION,
     Poster,
     Target,
+    answer_in,
     follow,
     goodbye,
     http_client,
@@ -130,7 +131,7 @@ class Bridge:
             self._poster.connected(response.headers.get(CONNECTION))
             self._watch(None)
             await self._write(response.json())
-        elif response.status_code == 403 and "id" in message:
+        elif answer_in(response, message):
             await self._write(response.json())  # the server's boundary said no
         elif response.status_code == 404 and self._poster.connection is not None:
             self._lose("the server no longer knows this connection")

@@ -131,6 +131,18 @@ class Poster:
         return None
 
 
+def answer_in(response: httpx.Response, message: Mapping[str, Any]) -> bool:
+    """Whether a refusal's body is a JSON-RPC answer to `message` (the server's
+    boundary, or params it could not route): the editor is shown it as it is."""
+    if response.status_code not in (400, 403) or "id" not in message or "method" not in message:
+        return False
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and "error" in body and body.get("id") == message["id"]
+
+
 async def follow(
     http: httpx.AsyncClient,
     url: str,

@@ -30,7 +30,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopd.protocol.jsonvalues import loads_bounded
-from loopd.remote.link import CONNECTION, Poster, Target, follow, goodbye, http_client, say
+from loopd.remote.link import (
+    CONNECTION,
+    Poster,
+    Target,
+    answer_in,
+    follow,
+    goodbye,
+    http_client,
+    say,
+)
 from loopd.streams.frames import MARKER, MAX_HEADER_LINE, BadFrame, FrameReader, frame
 from loopd.streams.lines import LineReader
 
@@ -112,7 +121,7 @@ class LspBridge:
             self._poster.connected(response.headers.get(CONNECTION))
             self.stream = asyncio.create_task(self._follow())
             await self._write(response.content)
-        elif response.status_code == 403 and request:
+        elif answer_in(response, message):
             await self._write(response.content)  # the server's boundary said no
         elif response.status_code == 404 and not first:
             self._lose("the server no longer knows this connection")
