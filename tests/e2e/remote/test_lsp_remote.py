@@ -16,17 +16,17 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, client_capabilities
 
-from loopd.testing.llm_script import Reply, ScriptedCall
+from loopd.testing.llm_script import Reply
 from tests.e2e.acp.conftest import Home
 from tests.e2e.daemon.conftest import loopd
 from tests.e2e.lsp.conftest import Editor, _client_factory, _wire, until
 from tests.e2e.remote.conftest import LOOPD, Cuttable, Server
 from tests.e2e.remote.test_refusals import pinned
-from tests.e2e.remote.test_remote_session import WORDS, _journaled_end
+from tests.e2e.remote.test_remote_session import WORDS, _journaled_end, journaled_reply
+from tests.e2e.remote.test_shared import read_then_edit
 
 pytestmark = pytest.mark.e2e
 
-EDIT = {"path": "a.py", "old_string": "1", "new_string": "2"}
 Connect = Callable[..., Awaitable[Editor]]
 
 
@@ -75,12 +75,7 @@ async def test_a_turn_streams_back_and_the_editor_s_approval_runs_on_the_server(
     home: Home, server: Server, connect: Connect
 ) -> None:
     (home.work / "a.py").write_text("1\n")
-    home.fake.script(
-        "*",
-        Reply(tool_calls=(ScriptedCall("read", {"path": "a.py"}, id="r1"),)),
-        Reply(tool_calls=(ScriptedCall("edit", EDIT, id="e1"),)),
-        Reply(text="edited on the server"),
-    )
+    home.fake.script("*", *read_then_edit("edited on the server"))
     editor = await connect()
     assert editor.server is not None and editor.server.server_info is not None
     assert editor.server.server_info.name == "loopd"  # the daemon's LSP frontend answered
@@ -118,13 +113,7 @@ async def test_a_network_dropped_mid_turn_is_mended_and_nothing_shows_twice(
         assert editor.texts() == WORDS  # the rest once, in order
         assert relay.carried > 2  # the stream was opened again
         await editor.client.shutdown_session()  # while the relay still carries it
-    code, out, _ = await loopd(home, "sessions", "show", sid, "--json")
-    assert code == 0
-    journal = json.loads(out)["events"]
-    said = "".join(
-        e["content"]["text"] for e in journal if e["sessionUpdate"] == "agent_message_chunk"
-    )
-    assert said == editor.texts()
+    assert await journaled_reply(home, sid) == editor.texts()
 
 
 async def test_what_names_a_path_outside_the_roots_is_refused(
