@@ -49,7 +49,8 @@ from benchmarks.acp_start import agent_env
 from benchmarks.editors import Editor, Protocol
 from benchmarks.memory import TreeMemory, rss
 from benchmarks.turn import FakeServer, bare_consumer
-from loopd.protocol.events import AgentMessageChunk, TextBlock, UserMessageChunk, to_wire
+from loopd.protocol.events import AgentMessageChunk, TextBlock, UserMessageChunk
+from loopd.protocol.events_wire import to_wire
 from loopd.protocol.messages import Message, TextPart
 from loopd.store.sqlite import SessionRecord, SqliteStore
 

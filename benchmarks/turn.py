@@ -35,7 +35,8 @@ from httpx_sse import aconnect_sse
 
 from loopd.engine.limits import Limits
 from loopd.engine.loop import Engine, EngineConfig, EnginePorts
-from loopd.protocol.events import Prompt, SessionEvent, TextBlock, to_wire
+from loopd.protocol.events import Prompt, SessionEvent, TextBlock
+from loopd.protocol.events_wire import to_wire
 from loopd.protocol.messages import Message, TextPart, ToolResultPart, ToolUsePart
 from loopd.protocol.model import ModelRequest
 from loopd.providers.anthropic import AnthropicProvider

@@ -18,7 +18,6 @@ process installs it (see `loopd/__init__.py`), the forwarder's start costs nothi
 
 from __future__ import annotations
 
-import importlib
 import sys
 from importlib.machinery import ModuleSpec, PathFinder
 from typing import TYPE_CHECKING, cast
@@ -64,7 +63,8 @@ class _Lazily:
         from pydantic import RootModel
 
         try:
-            base = importlib.import_module("acp._schema_base").BaseModel
+            from acp._schema_base import BaseModel as base
+
             base.model_config = _lazy(base.model_config)  # the SDK's base: models inherit it
         except (ImportError, AttributeError):  # another SDK layout: built as it says, slower
             self._loader.exec_module(module)

@@ -58,6 +58,7 @@ ALLOWED = {
     "fingerprint; writes its own key 0600",
     "loopd/remote/token.py": "its own token hash, checked by fstat (owner, mode)",
     "loopd/testing/fake_llm.py": "a shipped fake: reads its own script",
+    "loopd/testing/fake_mcp.py": "a shipped fake: appends to the request log a test names",
     "loopd/testing/scripted_acp.py": "a shipped fake: its own script and log",
     "loopd/testing/processes.py": "a shipped test helper: /proc/<pid>/cmdline",
 }

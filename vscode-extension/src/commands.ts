@@ -4,7 +4,7 @@
  */
 
 import * as vscode from 'vscode';
-import type { Loopd } from './extension';
+import type { Loopd } from './app';
 
 const EXPLAIN = 'Explain what this code does.';
 

@@ -31,7 +31,8 @@ from loopd.acp.base import AgentBase
 from loopd.acp.errors import mapped_errors
 from loopd.acp.models import ForkSession, LoadSession, NewSession, ResumeSession, model_state
 from loopd.acp.translate import config_options, mcp_configs, modes
-from loopd.protocol.events import AvailableCommandsUpdated, to_wire
+from loopd.protocol.events import AvailableCommandsUpdated
+from loopd.protocol.events_wire import to_wire
 from loopd.sessions.manager import SessionView
 
 # Requests that open a session: what they answer must reach the client before any

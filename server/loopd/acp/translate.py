@@ -3,7 +3,7 @@
 No I/O and no state: everything the agent class does to a message before or after it
 talks to the session layer lives here, so it can be table-tested without a
 connection. Outgoing updates need no translation of their own: the session layer
-already speaks ACP `session/update` JSON (`loopd.protocol.events.to_wire`), which
+already speaks ACP `session/update` JSON (`loopd.protocol.events_wire.to_wire`), which
 `update_model` only validates into the SDK's model.
 """
 
@@ -62,8 +62,8 @@ from loopd.protocol.events import (
     ResourceLinkBlock,
     TextBlock,
     ToolCallUpdated,
-    to_wire,
 )
+from loopd.protocol.events_wire import to_wire
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,8 @@ from loopd.acp.translate import (
     mode_option,
     prompt_of,
 )
-from loopd.protocol.events import AgentMessageChunk, to_wire
+from loopd.protocol.events import AgentMessageChunk
+from loopd.protocol.events_wire import to_wire
 from loopd.protocol.turns import Outcome
 from loopd.sessions.manager import SessionBusy, SessionNotFound
 

@@ -11,7 +11,7 @@ over.
 
 Left out: what `.gitignore` ignores (and `.git/info/exclude` at the root), every
 `.git`, loopd's own folders (`own`), and secrets by the file tools' own rule
-(`loopd.policy.paths.secret_reason`: secret names, secret folders, the home's
+(`loopd.policy.secrets.secret_reason`: secret names, secret folders, the home's
 credential locations): a checkpoint never copies a key into the store, and a
 restore never writes one. A file over `max_file_bytes` is listed with
 no blob, and the scan says so.
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from loopd.checkpoints.blobs import BlobStore, digest_of
 from loopd.checkpoints.manifest import Entry, Manifest
 from loopd.policy.beneath import open_beneath
-from loopd.policy.paths import HOME_SECRETS, SECRET_DIR_NAMES, contains, is_secret_name
+from loopd.policy.secrets import HOME_SECRETS, SECRET_DIR_NAMES, contains, is_secret_name
 from loopd.protocol.reading import FileReader, ReadRefused
 from loopd.tools.gitignore import MAX_BYTES, Ignore, inherited, read_ignore_file
 

@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, assert_never
 
 from loopd.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from loopd.cli.render import escape
@@ -143,13 +143,32 @@ def tools() -> str:
     return "\n".join(lines)
 
 
+def ungranted(tier: Tier) -> str:
+    """What network a command has in `tier` while none is granted, as the README's
+    tier table says: only the namespaced tiers take all of it away."""
+    from loopd.policy.tiers import Tier
+
+    match tier:
+        case Tier.BWRAP_LANDLOCK | Tier.BWRAP | Tier.NETNS:
+            return "commands have no network unless it is granted whole"
+        case Tier.LANDLOCK:
+            return (
+                "commands have no TCP unless the network is granted whole (from Landlock "
+                "ABI 4), UDP and other protocols always"
+            )
+        case Tier.NONE:
+            return "commands always have the network (the none tier contains nothing)"
+        case unknown:
+            assert_never(unknown)
+
+
 def network(config: Config, tier: Tier) -> str:
     """Network by domain: off, on with its lists, or configured where this tier cannot
-    hold it (there the network stays off unless granted whole)."""
+    hold it (there a command has what `ungranted` says)."""
     settings = config.sandbox
     if not settings.by_domain:
         return (
-            "network by domain: off (commands have no network unless it is granted whole; "
+            f"network by domain: off ({ungranted(tier)}; "
             "set [sandbox] allowed_domains to allow hosts one by one)"
         )
     if tier.binds_proxy:
@@ -157,7 +176,7 @@ def network(config: Config, tier: Tier) -> str:
     else:
         state = (
             f"configured, NOT enforced in the {tier} tier (it cannot confine commands to "
-            "the proxy): commands have no network unless it is granted whole"
+            f"the proxy): {ungranted(tier)}"
         )
     lines = [f"network by domain: {state}"]
     for label, rules in (

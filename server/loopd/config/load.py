@@ -7,7 +7,6 @@ test or a second editor connection never depends on the process's globals.
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,6 +21,7 @@ from loopd.config.trust.store import MAX_BYTES, TrustStore, WorkspaceFile
 from loopd.home import data_dir, user_config_file
 from loopd.policy.reading import DiskReader
 from loopd.protocol.reading import FileRead, ReadRefused
+from loopd.protocol.tomlvalues import loads_toml
 
 Env = Mapping[str, str]
 
@@ -136,6 +136,6 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 def _parse_toml(path: Path, content: bytes) -> dict[str, Any]:
     try:
-        return tomllib.loads(content.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        return loads_toml(content.decode("utf-8"))
+    except ValueError as exc:  # TOMLDecodeError, UnicodeDecodeError, too deep
         raise ConfigFileError(path, "(file)", f"not valid TOML: {exc}") from exc

@@ -63,10 +63,11 @@ def daemon_idle(env: Mapping[str, str]) -> str | None:
     raw = _own_config(user_config_path(env))
     if raw is None:
         return "600"
-    import tomllib  # only when there is a file: it costs a warm start some milliseconds
+    # only when there is a file: tomllib costs a warm start some milliseconds
+    from loopd.protocol.tomlvalues import loads_toml
 
     try:
-        table = tomllib.loads(raw.decode()).get("daemon", {})
+        table = loads_toml(raw.decode()).get("daemon", {})
     except ValueError:
         table = {}
     if not isinstance(table, dict) or table.get("enabled") is False:

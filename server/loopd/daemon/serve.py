@@ -341,9 +341,11 @@ def _load_stack(protocol: object) -> None:
     with _loading:  # a connection waits for the warm-up loading its stack, whole
         if module in _loaded:
             return
-        loaded = importlib.import_module(module)
+        loaded = importlib.import_module(module)  # noqa: TID251 (a loopd module)
         if protocol == "acp":  # the stamp of the code loaded (see `Daemon._recorder`)
-            sdk = os.path.realpath(os.path.dirname(importlib.import_module("acp").__file__ or ""))
+            import acp  # loaded with loopd.acp.server
+
+            sdk = os.path.realpath(os.path.dirname(acp.__file__ or ""))
             _loaded_stamp["acp"] = early.code_stamp(sdk)
         if protocol == "lsp":
             asyncio.run(loaded.rehearse())  # this thread's own loop

@@ -31,9 +31,8 @@ from loopd.protocol.events import (
     ResourceLinkBlock,
     TextBlock,
     ToolCallUpdated,
-    config_option_to_wire,
-    to_wire,
 )
+from loopd.protocol.events_wire import config_option_to_wire, to_wire
 from loopd.sessions.manager import SessionView
 from loopd.store.sqlite import SessionPage
 

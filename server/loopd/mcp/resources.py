@@ -32,7 +32,7 @@ from loopd.protocol.events import (
     ResourceLinkBlock,
     TextBlock,
 )
-from loopd.protocol.mentions import Mention
+from loopd.protocol.wire.shapes import Mention
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,14 @@ class McpResource:
     @property
     def mention(self) -> Mention:
         i = self.info
-        return Mention(self.client.name, i.uri, i.name, i.title, i.description, i.mime_type)
+        return Mention(
+            server=self.client.name,
+            uri=i.uri,
+            name=i.name,
+            title=i.title,
+            description=i.description,
+            mime_type=i.mime_type,
+        )
 
     async def read(self) -> tuple[ContentBlock, ...]:
         """The resource's contents as prompt blocks; a failure is one text block."""

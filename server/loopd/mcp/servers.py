@@ -42,7 +42,7 @@ from loopd.mcp.resources import McpResource, resolve
 from loopd.mcp.rpc import McpError
 from loopd.mcp.tools import McpTool, tool_name
 from loopd.protocol.events import Prompt
-from loopd.protocol.mentions import Mention
+from loopd.protocol.wire.shapes import Mention
 
 log = logging.getLogger(__name__)
 

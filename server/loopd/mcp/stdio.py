@@ -42,6 +42,7 @@ class StdioTransport:
         self.clock = clock
         self.grace = grace
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=5)
+        self.broken = ""  # why loopd stopped reading the server, when it did
         self._pumps = [
             asyncio.create_task(self._read_stdout()),
             asyncio.create_task(self._drain_stderr()),
@@ -108,7 +109,11 @@ class StdioTransport:
                     log.warning("mcp %s: not JSON on stdout: %.200r", self.peer.name, line)
                     continue
                 await self.peer.receive(message)
-        except (ValueError, ConnectionError) as err:  # ValueError: a line over the limit
+        except ValueError:  # a line over the limit: the stream cannot be read on
+            self.broken = f"the server sent a message of more than {LINE_LIMIT:,} bytes"
+            log.warning("mcp %s: %s; stopped", self.peer.name, self.broken)
+            _kill_group(self.proc)
+        except ConnectionError as err:
             log.warning("mcp %s: stdout failed: %s", self.peer.name, err)
         await _first(self._ended(), self.clock.sleep(self.grace))
         self.peer.close(self.exit_reason())
@@ -128,6 +133,8 @@ class StdioTransport:
                 log.info("mcp %s stderr: %s", self.peer.name, text)
 
     def exit_reason(self) -> str:
+        if self.broken:
+            return self.broken
         code = self.proc.returncode
         said = f": {self.stderr_tail[-1]}" if self.stderr_tail else ""
         if code is None:
@@ -140,13 +147,18 @@ class StdioTransport:
             self.proc.stdin.close()
         if self.proc.returncode is None:
             await _first(self.proc.wait(), self.clock.sleep(self.grace))
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        _kill_group(self.proc)
         await self.proc.wait()
         for pump in self._pumps:
             pump.cancel()
         await asyncio.gather(*self._pumps, return_exceptions=True)
         self.peer.close("the session closed")
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """The server and whatever it spawned (it runs in a group of its own)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 async def _first(*work: Any) -> None:

@@ -19,6 +19,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from loopd.policy.reading import DiskReader
 from loopd.protocol.reading import FileRead
 
 GIT_FROZEN = ("config", "hooks", "info", "commondir", "config.worktree", "modules", "worktrees")
@@ -115,7 +116,5 @@ def read_git_file(path: str, max_bytes: int = 4096) -> str | None:
     file loopd reads from a workspace (`loopd.policy.reading`), so a FIFO planted as
     `.git/config` cannot block the write policy; beneath `/`, because a worktree's
     git directory lives wherever git put it."""
-    from loopd.policy.reading import DiskReader  # it imports `paths`, which imports this
-
     read = DiskReader(("/",)).read(path, max_bytes=max_bytes, over="cut")
     return read.text() if isinstance(read, FileRead) else None

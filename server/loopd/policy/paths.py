@@ -5,8 +5,8 @@ the boundary. Every path is first made absolute (against a root) and resolved wi
 `realpath`, so `..` and symlinks are judged by where they really lead. Then, in order:
 
 - secrets are never read (`.env*` but not its examples, keys and certificates,
-  credential files, `~/.ssh` and friends, loopd's own configuration); the match is
-  case-insensitive, because some filesystems are;
+  credential files, `~/.ssh` and friends, loopd's own configuration: the rules are
+  `loopd.policy.secrets`, shared with the reader and the scans);
 - a path outside every session root needs the person;
 - a write to a protected path needs the person even inside a root, whether it exists
   yet or not: anything in a git directory (`.git` and every directory git would take
@@ -29,9 +29,7 @@ this check and the open.
 from __future__ import annotations
 
 import errno
-import fnmatch
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -47,6 +45,7 @@ from loopd.policy.beneath import (
     read_text_beneath,
     write_text_beneath,
 )
+from loopd.policy.secrets import contains, is_secret_name, secret_reason
 
 __all__ = [
     "DEFAULT_MAX_READ_BYTES",
@@ -62,21 +61,6 @@ __all__ = [
     "read_text_beneath",
     "write_text_beneath",
 ]
-
-# Directories whose whole content is secret wherever they appear.
-SECRET_DIR_NAMES = frozenset({".ssh", ".gnupg", ".aws", ".azure", ".kube", ".password-store"})
-# Secret locations under the home directory (files or directories).
-HOME_SECRETS = (
-    ".ssh", ".gnupg", ".aws", ".azure", ".kube", ".config/gcloud", ".config/gh",
-    ".docker/config.json", ".netrc", ".npmrc", ".pypirc", ".git-credentials", ".pgpass",
-    ".config/loopd", ".local/share/loopd",
-)  # fmt: skip
-SECRET_FILE_GLOBS = (
-    ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
-    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", ".npmrc", ".pypirc",
-    ".git-credentials", ".pgpass", "*credentials*.json", "*.kdbx",
-)  # fmt: skip
-SECRET_EXCEPTIONS = frozenset({".env.example", ".env.sample", ".env.template"})
 
 # Written only with the person's consent, even inside a root, whether or not they
 # exist yet: what git runs (`.git` anywhere, and see `loopd.policy.git`), editors' and
@@ -126,19 +110,6 @@ class PathVerdict:
         return self.issue is None
 
 
-_SECRET_NAME = re.compile("|".join(fnmatch.translate(g) for g in SECRET_FILE_GLOBS), re.I)
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a file name alone marks a secret (case-insensitive)."""
-    return name.lower() not in SECRET_EXCEPTIONS and _SECRET_NAME.match(name) is not None
-
-
-def contains(root: str, path: str) -> bool:
-    """Whether canonical `path` is `root` or below it (by whole components)."""
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
 def outermost(paths: Iterable[str]) -> tuple[str, ...]:
     """The canonical `paths` that lie in no other of them, in order: a mount over a
     folder covers what is below it, and a second mount below it (on the first's
@@ -147,37 +118,11 @@ def outermost(paths: Iterable[str]) -> tuple[str, ...]:
     return tuple(p for p in found if not any(q != p and contains(q, p) for q in found))
 
 
-def _lower_parts(path: str) -> list[str]:
-    return [p.lower() for p in path.split("/") if p]
-
-
-def secret_reason(
-    path: str, home: str, extra: Iterable[str] = (), exempt: Iterable[str] = ()
-) -> str | None:
-    """Why a canonical path is a secret, or None. A secret location holding one of
-    the `exempt` folders does not count for what is in them (loopd reading the
-    person's own skills in its config folder); names of secrets still do."""
-    parts = _lower_parts(path)
-    name = parts[-1] if parts else ""
-    if is_secret_name(name):
-        return f"{os.path.basename(path)} looks like a secret (keys, tokens or credentials)"
-    if any(p in SECRET_DIR_NAMES for p in parts[:-1]) or name in SECRET_DIR_NAMES:
-        return f"{path} is inside a directory that holds keys or credentials"
-    home_lower = home.lower().rstrip("/")
-    spared = [e.lower() for e in exempt]
-    for location in (*(f"{home_lower}/{h}" for h in HOME_SECRETS), *(e.lower() for e in extra)):
-        if contains(location, path.lower()) and not any(
-            contains(location, e) and contains(e, path.lower()) for e in spared
-        ):
-            return f"{path} holds credentials or loopd's own configuration"
-    return None
-
-
 def protected_reason(path: str, root: str, home: str = "") -> str | None:
     """Why writing canonical `path` (inside `root`) needs the person, or None. Names
     are matched whether or not the path exists; git directories are recognised by
     what they hold, so a renamed one is still one."""
-    parts = _lower_parts(path[len(root) :])
+    parts = [p.lower() for p in path[len(root) :].split("/") if p]
     for entry in PROTECTED_DIRS:
         if entry in parts:
             return f"{entry}/ is protected: files there configure or run programs"

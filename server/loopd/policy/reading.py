@@ -2,7 +2,7 @@
 from a workspace or a home (see `loopd.protocol.reading`).
 
 It builds on what the file tools already do (`loopd.policy.beneath`, `loopd.policy.
-paths`) so the rules are written once:
+secrets`) so the rules are written once:
 
 1. the path is canonicalised (`realpath`) and must lie beneath one of the roots: a
    symlink may lead anywhere inside them, never out;
@@ -38,7 +38,7 @@ from loopd.policy.beneath import (
     open_in,
     relative_to,
 )
-from loopd.policy.paths import contains, secret_reason
+from loopd.policy.secrets import contains, secret_reason
 from loopd.protocol.reading import FileRead, Over, ReadProblem, ReadRefused
 
 KERNEL_FOLDERS = ("/proc", "/sys")

@@ -3,33 +3,16 @@
 An editor lists them (`loopd/session/mentions` in the LSP extension) and puts the
 one the person picks in the prompt as an ACP `resource_link` block with its `uri`;
 the session reads it in before the model sees the prompt (`loopd.engine.ports.Mentions`).
+A mention is the wire's own model (`loopd.protocol.wire.shapes.Mention`), written once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True, slots=True)
-class Mention:
-    """One mentionable resource: `server` offers `uri`, shown as `title` or `name`."""
-
-    server: str
-    uri: str
-    name: str
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
+from loopd.protocol.wire.shapes import Mention
 
 
 def mention_to_wire(mention: Mention) -> dict[str, Any]:
     """The JSON of one mention (camelCase, absent fields left out)."""
-    out: dict[str, Any] = {"server": mention.server, "uri": mention.uri, "name": mention.name}
-    optional = {
-        "title": mention.title,
-        "description": mention.description,
-        "mimeType": mention.mime_type,
-    }
-    out.update({k: v for k, v in optional.items() if v is not None})
-    return out
+    return mention.model_dump(by_alias=True, exclude_none=True)

@@ -2,7 +2,9 @@
 WebSocket transport, on hypercorn (HTTP/1.1, HTTP/2 and WebSocket); `loopd serve
 token`: a new bearer token.
 
-Refused before anything listens: no token yet; `--no-tls` on anything but loopback
+Refused before anything listens: the `serve` extra not installed (hypercorn and
+cryptography come only with it: the message gives the install line); no token yet;
+`--no-tls` on anything but loopback
 (other machines would see the token and every message); a root that is not a
 folder. With no certificate named, a self-signed one is made on the first start and
 kept; its fingerprint is printed for the client to pin. stderr says where it listens
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import ipaddress
 import logging
 import os
@@ -41,6 +44,7 @@ def serve_command(args: argparse.Namespace) -> int:
         return 0
     if args.listen is None:
         raise ConfigError("`loopd serve` needs --listen HOST:PORT")
+    _extra_installed()
     host, port = listen_address(args.listen)
     if args.no_tls and not loopback(host):
         raise ConfigError(
@@ -59,6 +63,22 @@ def serve_command(args: argparse.Namespace) -> int:
     grace = float(env.get("LOOPD_SERVE_GRACE") or DEFAULT_GRACE)
     asyncio.run(_serve(env, listener, cert, roots, url, grace))
     return 0
+
+
+SERVE_EXTRA = ("hypercorn", "cryptography")
+"""What the `serve` extra brings (pyproject.toml): `loopd-agent` alone has neither."""
+
+
+def _extra_installed() -> None:
+    """`ConfigError` with the install line when a module of the `serve` extra is
+    missing: a plain `uv tool install loopd-agent` has none of them, and a traceback
+    naming `cryptography` does not say that the fix is the extra."""
+    missing = [name for name in SERVE_EXTRA if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(
+            f"`loopd serve` needs the serve extra (missing: {', '.join(missing)}): "
+            "uv tool install 'loopd-agent[serve]' (or pipx install 'loopd-agent[serve]')"
+        )
 
 
 def listen_address(value: str) -> tuple[str, int]:

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 
 from loopd.executables import find_program
 from loopd.policy.network import NetworkGrant
-from loopd.policy.paths import contains
+from loopd.policy.secrets import contains
 from loopd.policy.tiers import Tier
 from loopd.sandbox import landlock_syscalls, relay
 from loopd.sandbox.base import CommandSpec, PreparedCommand, sanitized_env

@@ -30,7 +30,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from loopd.policy.git import read_git_file
-from loopd.policy.paths import contains, outermost
+from loopd.policy.paths import outermost
+from loopd.policy.secrets import contains
 
 # Shown back read-only inside the hidden home: settings commands rely on and the
 # usual places of language toolchains and their offline caches.

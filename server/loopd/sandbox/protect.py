@@ -35,7 +35,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from loopd.policy import git
-from loopd.policy.paths import PROTECTED_DIRS, PROTECTED_FILES, contains
+from loopd.policy.paths import PROTECTED_DIRS, PROTECTED_FILES
+from loopd.policy.secrets import contains
 
 PLACEHOLDER_DIRS = tuple(name for name in PROTECTED_DIRS if name != ".git")
 GIT_PLACEHOLDERS = ("hooks", "info", "modules")

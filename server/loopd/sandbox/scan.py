@@ -1,12 +1,12 @@
 """What a command sandbox must hide or freeze in the workspace, found before each run.
 
-The lists come from `loopd.policy.paths`, so the file tools and the OS sandbox agree on
-what a secret and a protected path are. The walk covers the whole tree under every root
-and skips nothing: a limit on depth or on the number of entries, or a folder left out
-because it is usually harmless (`node_modules`), is a place to hide a secret from the
-masks, or a way to push the real one past the limit by creating files. Symlinks are
-not followed (a secret-named symlink masks what it points to). Only past
-`MAX_ENTRIES` does the scan give up, and then the command is refused
+The lists come from `loopd.policy.secrets` and `loopd.policy.paths`, so the file tools
+and the OS sandbox agree on what a secret and a protected path are. The walk covers the
+whole tree under every root and skips nothing: a limit on depth or on the number of
+entries, or a folder left out because it is usually harmless (`node_modules`), is a
+place to hide a secret from the masks, or a way to push the real one past the limit by
+creating files. Symlinks are not followed (a secret-named symlink masks what it points
+to). Only past `MAX_ENTRIES` does the scan give up, and then the command is refused
 (`TreeTooLarge`), never run unmasked. A file created *during* a command is not masked
 by it; the file tools' own deny-read check still applies to such files.
 """
@@ -17,15 +17,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from loopd.policy.paths import (
-    HOME_SECRETS,
-    PROTECTED_DIRS,
-    PROTECTED_FILES,
-    SECRET_DIR_NAMES,
-    contains,
-    is_secret_name,
-    outermost,
-)
+from loopd.policy.paths import PROTECTED_DIRS, PROTECTED_FILES, outermost
+from loopd.policy.secrets import HOME_SECRETS, SECRET_DIR_NAMES, contains, is_secret_name
 from loopd.walk import walk
 
 MAX_ENTRIES = 5_000_000

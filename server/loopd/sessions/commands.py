@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from loopd.protocol.events import Command, Prompt
-from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import UndoReport
+from loopd.protocol.wire.shapes import Mention
 
 CLEAR = Command("clear", "Start a fresh model context; the conversation so far stays visible")
 COMPACT = Command("compact", "Replace the model context with a summary of it, to free room")

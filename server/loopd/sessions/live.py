@@ -27,8 +27,8 @@ from loopd.protocol.events import (
     SessionInfoUpdated,
     ToolCallStarted,
     ToolCallUpdated,
-    to_wire,
 )
+from loopd.protocol.events_wire import to_wire
 from loopd.protocol.questions import Question, UserQuestions
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import Runtime, RuntimeContext

@@ -32,8 +32,8 @@ from loopd.protocol.events import (
     AgentMessageChunk,
     Prompt,
 )
-from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import Outcome, UndoReport
+from loopd.protocol.wire.shapes import Mention
 from loopd.runtimes.base import ForkableFactory, RuntimeContext, RuntimeFactory
 from loopd.sessions.commands import (
     FileUndoing,

@@ -22,8 +22,8 @@ from loopd.protocol.events import (
     ConfigChoice,
     ConfigOption,
     ConfigOptionsChanged,
-    to_wire,
 )
+from loopd.protocol.events_wire import to_wire
 from loopd.runtimes.base import RuntimeContext, RuntimeFactory
 from loopd.runtimes.options import check_mode
 from loopd.sessions.commands import commands_for

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from loopd.protocol.errors import ConfigError, LoopdError, RuntimeFailure
-from loopd.protocol.events import AgentMessageChunk, Prompt, to_wire
+from loopd.protocol.events import AgentMessageChunk, Prompt
+from loopd.protocol.events_wire import to_wire
 from loopd.sessions.live import ClientLink, LiveSession
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 import uuid
 
-from loopd.protocol.events import AgentMessageChunk, Prompt, TextBlock, to_wire
+from loopd.protocol.events import AgentMessageChunk, Prompt, TextBlock
+from loopd.protocol.events_wire import to_wire
 from loopd.sessions.live import ClientLink, LiveSession
 
 log = logging.getLogger(__name__)

@@ -34,8 +34,8 @@ from loopd.protocol.events import (
     Prompt,
     SessionInfoUpdated,
     UserMessageChunk,
-    to_wire,
 )
+from loopd.protocol.events_wire import to_wire
 from loopd.protocol.turns import Outcome
 from loopd.sessions.commands import (
     CONTINUE,

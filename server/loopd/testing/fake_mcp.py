@@ -16,20 +16,26 @@ binary blob and a text past loopd's cap; `resources/read` also answers the unlis
 
 stdio (stdlib only, so it runs by path with any interpreter and no PYTHONPATH)::
 
-    python fake_mcp.py [--crash | --silent | --version=REVISION | --no-resources]
+    python fake_mcp.py [--crash | --silent | --version=REVISION | --no-resources
+                        | --endless | --flood=N | --log=FILE]
 
 `--crash` writes a line to stderr and exits 3 before reading anything; `--silent`
 reads and never answers; `--version` answers `initialize` with that revision
 instead of the one asked for; `--no-resources` declares no resources capability
-(and answers no `resources/*` request). Over HTTP, `FakeMcpHttpServer` listens on 127.0.0.1
-port 0, answers `tools/call` as an SSE stream (notices first, then the answer) and
-everything else as JSON, hands out an `Mcp-Session-Id` at `initialize`, refuses a
-request without one (400) or with one it no longer knows (404: `expire()` forgets
-the current one; with `forgetful` set, every one), and records every request's
-method and headers, and DELETEs. To attack a client: `padding` bytes are added to
-each `tools/call` answer's text, sent as JSON instead of SSE with `plain`;
-`failing` answers every request after `initialize` with an HTTP 500 of that many
-bytes; notices queued on `fake.notices` go out before the next answer.
+(and answers no `resources/*` request). To attack a client: `--endless` answers
+every `tools/call` with one line that never ends (48 MiB, then silence);
+`--flood=N` sends N `tools/list_changed` notices before each `tools/call` answer;
+`--log=FILE` appends each request's method to FILE before answering it.
+
+Over HTTP, `FakeMcpHttpServer` listens on 127.0.0.1 port 0, answers `tools/call` as
+an SSE stream (notices first, then the answer) and everything else as JSON, hands
+out an `Mcp-Session-Id` at `initialize`, refuses a request without one (400) or with
+one it no longer knows (404: `expire()` forgets the current one; with `forgetful`
+set, every one), and records every request's method and headers, and DELETEs. To
+attack a client: `padding` bytes are added to each `tools/call` answer's text, sent
+as JSON instead of SSE with `plain`; `failing` answers every request after
+`initialize` with an HTTP 500 of that many bytes; notices queued on `fake.notices`
+go out before the next answer.
 """
 
 from __future__ import annotations
@@ -234,11 +240,25 @@ def _call(name: str, args: dict[str, Any]) -> Any:
     raise KeyError(name)
 
 
-def serve_stdio(fake: Fake, silent: bool) -> None:
+def serve_stdio(
+    fake: Fake, silent: bool, endless: bool = False, flood: int = 0, log: str = ""
+) -> None:
     for line in sys.stdin:
         if not line.strip() or silent:
             continue
-        reply = fake.reply_to(json.loads(line))
+        message = json.loads(line)
+        if log and "id" in message:
+            with open(log, "a") as said:
+                said.write(f"{message.get('method')}\n")
+        calling = message.get("method") == "tools/call"
+        if calling and endless:
+            sys.stdout.write('{"jsonrpc": "2.0", "id": 1, "result": "' + "x" * (48 << 20))
+            sys.stdout.flush()
+            sys.stdin.read()  # silent until loopd lets go
+            return
+        if calling:
+            fake.notices.extend([LIST_CHANGED] * flood)
+        reply = fake.reply_to(message)
         out = [*fake.take_notices(), *([reply] if reply is not None else [])]
         for message in out:
             sys.stdout.write(json.dumps(message) + "\n")
@@ -357,7 +377,11 @@ def main() -> None:
         sys.exit(3)
     versions = [a.removeprefix("--version=") for a in sys.argv if a.startswith("--version=")]
     fake = Fake(versions[-1] if versions else None, resources="--no-resources" not in sys.argv)
-    serve_stdio(fake, silent="--silent" in sys.argv)
+    floods = [int(a.removeprefix("--flood=")) for a in sys.argv if a.startswith("--flood=")]
+    logs = [a.removeprefix("--log=") for a in sys.argv if a.startswith("--log=")]
+    endless = "--endless" in sys.argv
+    flood = floods[-1] if floods else 0
+    serve_stdio(fake, "--silent" in sys.argv, endless, flood, logs[-1] if logs else "")
 
 
 if __name__ == "__main__":

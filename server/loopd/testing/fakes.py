@@ -28,7 +28,8 @@ from loopd.engine.ports import (
 )
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ProviderError, ToolInputError
-from loopd.protocol.events import AgentMessageChunk, SessionEvent, to_wire
+from loopd.protocol.events import AgentMessageChunk, SessionEvent
+from loopd.protocol.events_wire import to_wire
 from loopd.protocol.messages import Message, TextPart, ThinkingPart, ToolUsePart
 from loopd.protocol.model import (
     ModelRequest,

@@ -22,8 +22,8 @@ from loopd.policy.reading import DiskReader
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import RuntimeFailure
 from loopd.protocol.events import Command, Prompt
-from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import UndoReport
+from loopd.protocol.wire.shapes import Mention
 from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.native.instructions import read_chain, read_guides
 from loopd.runtimes.native.runtime import NativeRuntimeFactory

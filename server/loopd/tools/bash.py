@@ -36,7 +36,7 @@ from loopd.engine.ports import Declaration, ToolProgress, ToolResult
 from loopd.executables import find_program
 from loopd.policy.commands import is_safe_command
 from loopd.policy.grants import Grant, current_grant
-from loopd.policy.paths import SECRET_DIR_NAMES, is_secret_name
+from loopd.policy.secrets import SECRET_DIR_NAMES, is_secret_name
 from loopd.policy.tiers import Tier
 from loopd.protocol.errors import ToolInputError
 from loopd.protocol.events import TerminalContent, TextBlock, ToolKind

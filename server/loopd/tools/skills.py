@@ -39,6 +39,7 @@ from loopd.tools.env import ToolEnv
 
 SKILL_FILE = "SKILL.md"
 MAX_SKILLS = 100
+MAX_NAME = 64  # as Claude Code's skills: a name, not a text in the prompt
 MAX_DESCRIPTION = 300
 MAX_BODY_CHARS = 50_000
 MAX_INDEX_BYTES = 64 * 1024
@@ -120,7 +121,9 @@ def _read_info(path: str, reader: FileReader) -> SkillInfo | None:
     if isinstance(read, ReadRefused):
         return None
     meta, _ = split_front_matter(read.text())
-    name = meta.get("name") or os.path.basename(os.path.dirname(path))
+    # Both are cut: a repository's front matter goes into every session's prompt.
+    given = " ".join(meta.get("name", "").split())[:MAX_NAME]
+    name = given or os.path.basename(os.path.dirname(path))[:MAX_NAME]
     description = " ".join(meta.get("description", "").split())[:MAX_DESCRIPTION]
     if not description:
         return None  # an index line with no description helps no one choose it

@@ -21,8 +21,8 @@ from loopd.protocol.events import (
     ToolCallStarted,
     ToolCallUpdated,
     UserMessageChunk,
-    to_wire,
 )
+from loopd.protocol.events_wire import to_wire
 from loopd.store.reconcile import UNFINISHED
 from loopd.store.sqlite import SessionRecord, SqliteStore
 from tests.e2e.acp.conftest import LOOPD, Home, raw_loopd

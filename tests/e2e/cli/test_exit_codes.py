@@ -139,7 +139,12 @@ def test_config_errors_name_the_file_and_key_and_exit_2(
     assert fake_llm.requests == []
 
 
-@pytest.mark.parametrize("text", ["[defaults\n", '[defaults]\nmode = "yolo"\n'])
+DEEP = "a = " + "[" * 50_000 + "]" * 50_000 + "\n"  # 100 kB: tomllib's RecursionError
+
+
+@pytest.mark.parametrize(
+    "text", ["[defaults\n", '[defaults]\nmode = "yolo"\n', DEEP], ids=["toml", "value", "deep"]
+)
 def test_an_untrusted_file_that_cannot_be_used_is_ignored_and_the_run_goes_on(
     fake_llm: FakeLLMServer, workspace: Path, tmp_path: Path, text: str
 ) -> None:
@@ -151,6 +156,7 @@ def test_an_untrusted_file_that_cannot_be_used_is_ignored_and_the_run_goes_on(
     assert done.returncode == 0, done.stderr
     assert "ran anyway" in done.stdout
     assert f"loopd: {config} is not trusted and cannot be used" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_an_unknown_mode_on_the_command_line_is_a_usage_error(

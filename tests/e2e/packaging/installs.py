@@ -7,7 +7,9 @@ group), one per way of installing and Python the package claims.
 - `uv`: `uv venv` and `uv pip install`, the newest versions too, as
   `uv tool install` resolves;
 - `lowest`: `uv pip install --resolution lowest-direct` with the declared ranges as
-  the direct requirements, so every lower bound in pyproject.toml is tried.
+  the direct requirements, so every lower bound in pyproject.toml is tried: the
+  `serve` extra's too (`loopd-agent[serve]`), whose `loopd serve` is checked there.
+  The newest installs stay without it, as `uv tool install loopd-agent` gives.
 
 Nothing here skips in CI (`CI` set): a missing uv or Python fails the run, since a
 skip there would hide the only test of what is shipped. uv is the one the setup
@@ -111,16 +113,20 @@ class Install:
     def name(self) -> str:
         return f"py{self.python}-{self.resolver}"
 
+    @property
+    def serves(self) -> bool:
+        """Whether the `serve` extra is installed (the lowest installs)."""
+        return self.resolver == "lowest"
+
 
 def installs() -> list[Install]:
     """Newest versions on every claimed Python (pip on the oldest, as the README's
-    pip line; uv on the others), and the lowest direct versions on the oldest and
-    the newest Python (old releases lack wheels for new Pythons: both ends are
-    where a lower bound breaks)."""
+    pip line; uv on the others), and the lowest direct versions on every claimed
+    Python too: a lower bound can lack wheels for a newer Python, or not work on
+    it, and a venv costs a few seconds from uv's cache."""
     pythons = claimed_pythons()
-    first, last = pythons[0], pythons[-1]
-    newest = [Install(p, "pip" if p == first else "uv") for p in pythons]
-    return [*newest, Install(first, "lowest"), Install(last, "lowest")]
+    newest = [Install(p, "pip" if p == pythons[0] else "uv") for p in pythons]
+    return [*newest, *(Install(p, "lowest") for p in pythons)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,11 +151,11 @@ def make_venv(install: Install, wheel: Path, where: Path) -> Venv:
                 [str(where / "bin" / "python"), "-m", "pip", "install", *quiet, str(wheel)],
             ]
         case "uv" | "lowest":
-            lowest = ["--resolution", "lowest-direct", "-r", str(PYPROJECT)]
+            lowest = ["--resolution", "lowest-direct", "-r", str(PYPROJECT), "--extra", "serve"]
             pip = [uv, "pip", "install", "--quiet", "--python", str(where / "bin" / "python")]
             steps = [
                 [uv, "venv", "--quiet", "--python", python, str(where)],
-                [*pip, *(lowest if install.resolver == "lowest" else []), str(wheel)],
+                [*pip, *lowest, f"{wheel}[serve]"] if install.serves else [*pip, str(wheel)],
             ]
     for step in steps:
         ran = subprocess.run(step, capture_output=True, text=True, env=env, timeout=600)

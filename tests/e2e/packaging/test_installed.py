@@ -31,6 +31,7 @@ from tests.e2e.packaging.installs import (
     uv_settings,
     wheel_version,
 )
+from tests.e2e.remote.conftest import serve, stop_server
 from tests.unit.acp.conftest import RecordingClient, text
 
 pytestmark = pytest.mark.e2e
@@ -121,6 +122,18 @@ def daemon_python(loopd: Loopd, env: dict[str, str]) -> str:
     return Path(f"/proc/{status['pid']}/cmdline").read_bytes().split(b"\0")[0].decode()
 
 
+def ended(client: RecordingClient, call_id: str) -> str | None:
+    """How the editor was told the call ended (`completed`, `failed`), None if never:
+    a write the tool refused reaches the model as a result it answers, and the turn
+    still ends `end_turn`, so the test reads the status (and, failed, the reason)."""
+    statuses = [
+        u.get("status")
+        for u in client.of("tool_call_update")
+        if u["toolCallId"] == call_id and u.get("status") in ("completed", "failed")
+    ]
+    return statuses[-1] if statuses else None
+
+
 @dataclass(frozen=True, slots=True)
 class AcpTurn:
     version: str
@@ -149,6 +162,7 @@ async def acp_turn(
 
     assert done.stop_reason == "end_turn"
     assert [call.tool_call_id for call, _ in client.permissions] == ["w1"]
+    assert ended(client, "w1") == "completed", client.of("tool_call_update")  # or why not
     assert (work / "hello.txt").read_text() == "hello\n"
     assert client.text() == "Done."
     assert init.agent_info is not None
@@ -211,3 +225,42 @@ async def test_the_registry_entry_s_uvx_command_runs_an_approved_tool(
     assert f"loopd-agent=={turn.version}" == uvx["package"]
     assert turn.daemon.startswith(uv["UV_CACHE_DIR"])  # uvx's own environment
     assert "/v1/chat/completions" in {r.path for r in fake.requests}
+
+
+async def test_loopd_serve_and_a_remote_editor_run_an_approved_tool(
+    serving_venv: Venv, fake: FakeLLMServer, tmp_path: Path, daemons: Daemons
+) -> None:
+    """The `serve` extra at its lowest versions (cryptography, hypercorn): `loopd
+    serve` on loopback with its self-signed certificate, and an editor's `loopd acp
+    --remote` to it, both the venv's."""
+    work = tmp_path / "work"
+    work.mkdir()
+    env = editor_env(tmp_path, fake)
+    daemons.append(([serving_venv.bin("loopd")], env))
+    token = loopd(serving_venv, ["serve", "token"], env, tmp_path).strip()
+    argv = [serving_venv.bin("loopd"), "serve", "--listen", "127.0.0.1:0", "--root", str(work)]
+    server = await serve(argv, env, token)
+    try:
+        remote = ["acp", "--remote", server.url, "--fingerprint", server.fingerprint]
+        bridge = env | {"LOOPD_REMOTE_TOKEN": token}
+        turn = await acp_turn([serving_venv.bin("loopd"), *remote], bridge, work, fake, daemons[0])
+    finally:
+        await stop_server(server)
+
+    assert turn.daemon == serving_venv.bin("python")
+    assert "Traceback" not in "".join(server.stderr), server.stderr
+
+
+def test_loopd_serve_without_its_extra_names_the_install_line(
+    plain_venv: Venv, fake: FakeLLMServer, tmp_path: Path
+) -> None:
+    """The package alone has no hypercorn nor cryptography: `loopd serve` says to
+    install the extra, exit 2, rather than a traceback of an import."""
+    env = editor_env(tmp_path, fake)
+    loopd(plain_venv, ["serve", "token"], env, tmp_path)
+    argv = [plain_venv.bin("loopd"), "serve", "--listen", "127.0.0.1:0", "--root", str(tmp_path)]
+    ran = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+    assert ran.returncode == 2, ran.stderr
+    assert "uv tool install 'loopd-agent[serve]'" in ran.stderr
+    assert "Traceback" not in ran.stderr

@@ -51,9 +51,15 @@ async def start_server(
     if token is None:
         code, token, err = await loopd(home, "serve", "token")
         assert code == 0, err
+    argv = [*inside, *LOOPD, "serve", "--listen", "127.0.0.1:0", "--root", str(home.work), *args]
+    return await serve(argv, home.env(LOOPD_DAEMON="on"), token)
+
+
+async def serve(argv: Sequence[str], env: Mapping[str, str], token: str) -> Server:
+    """`argv` (a `loopd serve --listen 127.0.0.1:0 ...` whose token is `token`)
+    started, once it has said where it listens and which roots it serves."""
     proc = await asyncio.create_subprocess_exec(
-        *inside, *LOOPD, "serve", "--listen", "127.0.0.1:0", "--root", str(home.work), *args,
-        env=home.env(LOOPD_DAEMON="on"), cwd=ROOT,
+        *argv, env=env, cwd=ROOT,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip

@@ -3,7 +3,7 @@ names look public, private or rebinding to loopd's proxy while every byte stays 
 127.0.0.1 (`loopd.sandbox.resolve`, `LOOPD_TEST_NETWORK`).
 
 - `registry`: a package index (`/simple/demo-pkg/` and its wheel, for `pip download`)
-  that also answers `/hello`;
+  that also answers `/hello`, and redirects `/moved` to `unlisted.test`;
 - `internal`: what a command must never reach (a service on the machine's own
   loopback, or a metadata endpoint); it counts the requests it got.
 
@@ -24,6 +24,7 @@ import io
 import json
 import os
 import shutil
+import sqlite3
 import sys
 import threading
 import zipfile
@@ -65,10 +66,11 @@ WHEEL_NAME = "demo_pkg-1.0-py3-none-any.whl"
 
 @dataclass
 class Server:
-    """A loopback HTTP server answering `pages` (path to bytes); `hits` are the paths
-    it was asked for."""
+    """A loopback HTTP server answering `pages` (path to bytes) and `moved` (path to
+    the URL it redirects to); `hits` are the paths it was asked for."""
 
     pages: dict[str, bytes]
+    moved: dict[str, str] = field(default_factory=dict)
     hits: list[str] = field(default_factory=list)
     httpd: ThreadingHTTPServer | None = None
 
@@ -83,6 +85,12 @@ class Server:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 server.hits.append(self.path)
+                if self.path in server.moved:
+                    self.send_response(302)
+                    self.send_header("Location", server.moved[self.path])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 body = server.pages.get(self.path.split("?")[0])
                 self.send_response(200 if body is not None else 404)
                 kind = "text/html" if self.path.endswith("/") else "application/octet-stream"
@@ -138,7 +146,8 @@ def registries() -> Iterator[Registries]:
             "/hello": HELLO.encode(),
             "/simple/demo-pkg/": f"<html><body>{index}</body></html>".encode(),
             f"/files/{WHEEL_NAME}": WHEEL,
-        }
+        },
+        moved={"/moved": "http://unlisted.test/hello?via=redirect"},
     )
     internal = Server({"/": INTERNAL.encode(), "/latest/meta-data/": INTERNAL.encode()})
     for server in (registry, internal):
@@ -167,6 +176,12 @@ class NetBox(Box):
         listed = ", ".join(json.dumps(a) for a in allowed)
         (config / "config.toml").write_text(f"[sandbox]\nallowed_domains = [{listed}]\n")
         return cls(box.base, box.ws, box.outside, box.home, nets.hook())
+
+
+def journal(box: Box) -> str:
+    """Everything the box's session store holds, as SQL text."""
+    with sqlite3.connect(box.base / "data" / "sessions.db") as db:
+        return "\n".join(db.iterdump())
 
 
 def curl(url: str, *flags: str) -> str:

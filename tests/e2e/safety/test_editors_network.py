@@ -21,7 +21,15 @@ from loopd.testing.fake_llm import FakeLLMServer, Reply
 from tests.e2e.acp.editor import EditorClient
 from tests.e2e.lsp.conftest import Start, start, until
 from tests.e2e.safety.conftest import calls, loopd_acp, needs_bwrap
-from tests.e2e.safety.netrig import HELLO, NetBox, Registries, curl, needs_curl, registries
+from tests.e2e.safety.netrig import (
+    HELLO,
+    NetBox,
+    Registries,
+    curl,
+    journal,
+    needs_curl,
+    registries,
+)
 from tests.unit.acp.conftest import RecordingClient
 
 __all__ = ["start"]
@@ -49,37 +57,54 @@ async def test_acp_asks_about_an_unknown_host_and_keeps_the_answer(
     box = NetBox.within(tmp_path, nets)
     script = [
         bash("http://also.test/hello?via=acp-rejected"),
+        bash("http://unlisted.test/hello?via=acp-once"),
         bash("http://unlisted.test/hello?via=acp-always"),
         bash("http://unlisted.test/hello?via=acp-again"),
         Reply(text="done"),
     ]
-    client = RecordingClient(answers=["reject_once", "allow_always"])
+    client = RecordingClient(answers=["reject_once", "allow_once", "allow_always"])
     run = await loopd_acp(box, client, script)
     assert run.stop_reason == "end_turn"
     asked = [(call.title or "", call.tool_call_id) for call, _ in client.permissions]
     assert [title.split(" (")[0] for title, _ in asked] == [
         "Connect to also.test:80",
-        "Connect to unlisted.test:80",
-    ]  # the third call was not asked: "always" holds for the session
+        "Connect to unlisted.test:80",  # once: for that command alone, so
+        "Connect to unlisted.test:80",  # the next command is asked again
+    ]  # the fourth call was not asked: "always" holds for the session
     bash_ids = [u["toolCallId"] for u in client.of("tool_call")]
-    assert [call_id for _, call_id in asked] == bash_ids[:2]
+    assert [call_id for _, call_id in asked] == bash_ids[:3]
     assert "/hello?via=acp-rejected" not in nets.registry.hits
-    assert {"/hello?via=acp-always", "/hello?via=acp-again"} <= set(nets.registry.hits)
+    reached = {"/hello?via=acp-once", "/hello?via=acp-always", "/hello?via=acp-again"}
+    assert reached <= set(nets.registry.hits)
     said = run.bodies
     assert "also.test:80 refused (asked: rejected)" in said
     assert "unlisted.test:80 allowed (asked: allowed)" in said
     assert "unlisted.test:80 allowed (allowed always by the user)" in said and HELLO in said
+    shown = json.dumps(client.of("tool_call_update"))  # in the editor's tool calls
+    assert "also.test:80 refused (asked: rejected)" in shown
+    assert "unlisted.test:80 allowed (allowed always by the user)" in shown
+    kept = journal(box)  # each request is in the session's journal too
+    assert "also.test:80 refused (asked: rejected)" in kept
+    assert "unlisted.test:80 allowed (allowed always by the user)" in kept
 
 
 async def test_lsp_asks_about_an_unknown_host(
     start: Start, tmp_path: Path, nets: Registries
 ) -> None:
+    """A listed host unasked, then an unknown one: once, always, then not asked."""
     box = NetBox.within(tmp_path / "box", nets)
     with FakeLLMServer() as fake:
-        fake.script("*", bash("http://unlisted.test/hello?via=lsp"), Reply(text="done"))
+        fake.script(
+            "*",
+            bash("http://pypi.test/hello?via=lsp-listed"),
+            bash("http://unlisted.test/hello?via=lsp-once"),
+            bash("http://unlisted.test/hello?via=lsp-always"),
+            bash("http://unlisted.test/hello?via=lsp-again"),
+            Reply(text="done"),
+        )
         argv = ["sh", "-c", f'cd "{box.ws}" && exec "{sys.executable}" -m loopd lsp']
         editor = await start({}, server=(argv, box.env(fake.base_url)))
-        editor.answers.append("allow_once")
+        editor.answers.extend(["allow_once", "allow_always"])
         created = await editor.request("loopd/session/new", {"cwd": str(box.ws), "mcpServers": []})
         done = await editor.request(
             "loopd/session/prompt",
@@ -87,10 +112,13 @@ async def test_lsp_asks_about_an_unknown_host(
         )
         bodies = results([r.body for r in fake.requests])
     assert done["stopReason"] == "end_turn"
-    (asked,) = editor.permission_requests
-    assert asked["toolCall"]["title"].startswith("Connect to unlisted.test:80")
-    assert "/hello?via=lsp" in nets.registry.hits
-    assert HELLO in bodies and "unlisted.test:80 allowed (asked: allowed)" in bodies
+    titles = [asked["toolCall"]["title"] for asked in editor.permission_requests]
+    assert [t.split(" (")[0] for t in titles] == ["Connect to unlisted.test:80"] * 2
+    hits = set(nets.registry.hits)
+    assert {f"/hello?via=lsp-{w}" for w in ("listed", "once", "always", "again")} <= hits
+    assert HELLO in bodies and "pypi.test:80 allowed (pypi.test)" in bodies
+    assert "unlisted.test:80 allowed (asked: allowed)" in bodies
+    assert "unlisted.test:80 allowed (allowed always by the user)" in journal(box)
 
 
 async def test_a_plain_lsp_client_is_asked_in_a_dialog(

@@ -12,7 +12,6 @@ registries. Every case is its own `loopd run`, all started at once.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from tests.e2e.safety.netrig import (
     NetBox,
     Registries,
     curl,
+    journal,
     needs_curl,
     pip_python,
     registries,
@@ -91,6 +91,7 @@ def cases(nets: Registries, python: str) -> dict[str, Case]:
         ),
         "rebind": Case([bash(curl("http://rebind.test/hello?via=rebind")), DONE]),
         "raw": Case([bash(raw), bash(raw, network=True), DONE], ("--yes",)),
+        "redirect": Case([bash(curl("http://pypi.test/moved", "-L")), DONE]),
         "unlisted_headless": Case([bash(curl("http://unlisted.test/hello?via=headless")), DONE]),
         "unlisted_yes": Case([bash(curl("http://unlisted.test/hello?via=yes")), DONE], ("--yes",)),
     }
@@ -131,12 +132,6 @@ def outcomes(
 
 def results(run: Run) -> str:
     return "\n".join(run.tool_results())
-
-
-def journal(box: NetBox) -> str:
-    """Everything the session store holds, as SQL text."""
-    with sqlite3.connect(box.base / "data" / "sessions.db") as db:
-        return "\n".join(db.iterdump())
 
 
 def test_a_listed_host_is_reached_over_http_connect_and_socks5(
@@ -209,3 +204,16 @@ def test_an_unlisted_host_asked_and_allowed_once_is_reached(outcomes: dict[str, 
     assert HELLO in results(run)
     assert "/hello?via=yes" in nets.registry.hits
     assert "unlisted.test:80 allowed (asked: allowed)" in results(run)
+
+
+def test_a_redirect_to_an_unlisted_host_is_judged_as_that_host(
+    outcomes: dict[str, Outcome],
+) -> None:
+    """Not named in the issue: a listed host answers with a redirect to an unlisted
+    one; curl follows it through the proxy, which judges the new host on its own."""
+    run, nets = outcomes["redirect"].run, outcomes["redirect"].nets
+    said = results(run)
+    assert "/moved" in nets.registry.hits
+    assert "/hello?via=redirect" not in nets.registry.hits and HELLO not in said
+    assert "pypi.test:80 allowed (pypi.test)" in said
+    assert "unlisted.test:80 refused (asked: rejected)" in said

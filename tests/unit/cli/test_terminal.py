@@ -8,7 +8,8 @@ import io
 from typing import Any
 
 from loopd.cli.terminal import TerminalLink
-from loopd.protocol.events import AgentMessageChunk, AgentThoughtChunk, Notice, to_wire
+from loopd.protocol.events import AgentMessageChunk, AgentThoughtChunk, Notice
+from loopd.protocol.events_wire import to_wire
 from loopd.protocol.turns import Outcome
 
 

@@ -294,6 +294,15 @@ def test_invalid_toml_names_the_file(env: dict[str, str], cwd: Path) -> None:
     assert caught.value.path == path
 
 
+def test_a_file_nested_too_deep_is_invalid_toml_not_a_crash(env: dict[str, str], cwd: Path) -> None:
+    """Not named in the issue: TOML is another parser loopd runs on a repository's
+    bytes; tomllib recursed once per `[` and raised RecursionError."""
+    path = write(user_file(env), "a = " + "[" * 50_000 + "]" * 50_000 + "\n")
+    with pytest.raises(ConfigFileError, match="not valid TOML: nested too deep") as caught:
+        load_config(env, cwd)
+    assert caught.value.path == path
+
+
 def test_read_env_treats_empty_as_unset_and_hides_keys() -> None:
     settings = read_env(
         {"ANTHROPIC_API_KEY": "sk-secret", "OPENAI_API_KEY": "", "OLLAMA_HOST": "box:1"}

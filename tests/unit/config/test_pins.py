@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from loopd.app import build_app
-from loopd.config import TrustState, TrustStore, WorkspaceFile, load_config
+from loopd.config import ConfigFileError, TrustState, TrustStore, WorkspaceFile, load_config
 from loopd.protocol.errors import RuntimeFailure
 from loopd.runtimes.acp.agent import AcpRuntimeFactory, AcpSettings
 from loopd.runtimes.base import RuntimeContext
@@ -107,3 +107,12 @@ async def test_a_trusted_file_never_runs_a_program_inside_the_workspace(tmp_path
     finally:
         await app.aclose()
     assert not mark.exists()  # not even asked its --version
+
+
+def test_a_file_nested_too_deep_pins_nothing_and_stops_loopd_as_an_error(tmp_path: Path) -> None:
+    """Not named in the issue: the pins parse the file's TOML too (tomllib raised
+    RecursionError on `[[[…` 50,000 deep, out of `loopd trust`)."""
+    env, ws = workspace(tmp_path, "a = " + "[" * 50_000 + "]" * 50_000 + "\n")
+    trust(env, ws)
+    with pytest.raises(ConfigFileError, match="nested too deep"):
+        load_config(env, ws)

@@ -1,5 +1,6 @@
 """Whether `loopd acp`/`loopd lsp` use the daemon: `LOOPD_DAEMON`, then the user
-file's `[daemon]` (read with tomllib alone, before loopd's config loads)."""
+file's `[daemon]` (read with tomllib alone, before loopd's config loads; one nested
+too deep is a file that does not parse)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ def test_a_file_that_does_not_parse_leaves_the_default(tmp_path: Path) -> None:
     assert daemon_idle(env(tmp_path, "[daemon\n")) == "600"
     assert daemon_idle(env(tmp_path, "daemon = 3\n")) == "600"
     assert daemon_idle(env(tmp_path, "[daemon]\nidle_seconds = true\n")) == "600"
+    deep = "a = " + "[" * 50_000 + "]" * 50_000 + "\n"  # tomllib: RecursionError
+    assert daemon_idle(env(tmp_path, deep)) == "600"
 
 
 def test_the_daemon_gets_no_credentials() -> None:

@@ -15,13 +15,8 @@ from loopd.engine.done import Criterion, DoneSet, DoneState, progressed, seal_of
 from loopd.engine.limits import Limits
 from loopd.engine.loop import Engine, EngineConfig
 from loopd.engine.steer import STEER_PREFIX, SteerBox
-from loopd.protocol.events import (
-    Prompt,
-    TextBlock,
-    ToolCallStarted,
-    VerificationUpdated,
-    to_wire,
-)
+from loopd.protocol.events import Prompt, TextBlock, ToolCallStarted, VerificationUpdated
+from loopd.protocol.events_wire import to_wire
 from loopd.protocol.turns import Outcome
 from loopd.protocol.verification import CriterionResult, Verification, Watch
 from loopd.testing.fakes import RecordingEmitter, Reply, ScriptedProvider

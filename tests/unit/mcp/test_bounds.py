@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from loopd.mcp.http import REPLY_LIMIT
+from loopd.mcp.stdio import LINE_LIMIT
 from loopd.testing.fake_mcp import (
     LIST_CHANGED,
     PAGE,
@@ -21,7 +22,7 @@ from loopd.testing.fake_mcp import (
     FakeMcpHttpServer,
 )
 from loopd.tools.env import ToolEnv
-from tests.unit.mcp.conftest import connected, served
+from tests.unit.mcp.conftest import connected, served, stdio
 from tests.unit.tools.tooltest import RecordingProgress
 
 
@@ -81,3 +82,39 @@ async def test_a_flood_of_list_changed_costs_two_listings(
             listed = sum(1 for m, _ in web.requests if m == listing) - before
     assert said.output == "echo: x"
     assert 1 <= listed / pages(entries) <= 2  # 300 listings before
+
+
+async def test_a_stdio_line_that_never_ends_closes_the_server_not_the_session(
+    tmp_path: Path,
+) -> None:
+    """Not named in the issue: a stdio server's answer is one line, 48 MiB long, that
+    never ends. loopd stops reading at its line cap (holding at most that), stops
+    the server and says why; the call fails, the other server still answers."""
+    env = ToolEnv(roots=(str(tmp_path),))
+    async with connected([stdio("bad", "--endless"), stdio("good")]) as servers:
+        bad = next(t for t in servers.tools if t.name == "mcp__bad__echo")
+        good = next(t for t in servers.tools if t.name == "mcp__good__echo")
+        async with asyncio.timeout(60):
+            failed = await bad.run({"text": "x"}, env, RecordingProgress())
+            again = await bad.run({"text": "y"}, env, RecordingProgress())
+        fine = await good.run({"text": "z"}, env, RecordingProgress())
+    limit = f"the server sent a message of more than {LINE_LIMIT:,} bytes"
+    assert failed.is_error and limit in failed.output and len(failed.output) < 1000
+    assert again.is_error and limit in again.output
+    assert fine.output == "echo: z"
+
+
+async def test_a_flood_of_list_changed_over_stdio_costs_two_listings(tmp_path: Path) -> None:
+    """Not named in the issue: the same flood from a stdio server (300 notices before
+    every answer), counted by the listings loopd asks for."""
+    env = ToolEnv(roots=(str(tmp_path),))
+    log = tmp_path / "requests.log"
+    async with connected([stdio("srv", "--flood=300", f"--log={log}")]) as servers:
+        echo = next(t for t in servers.tools if t.name == "mcp__srv__echo")
+        before = log.read_text().splitlines().count("tools/list")
+        async with asyncio.timeout(120):
+            said = await echo.run({"text": "x"}, env, RecordingProgress())
+            await servers.settled()
+        listed = log.read_text().splitlines().count("tools/list") - before
+    assert said.output == "echo: x"
+    assert 1 <= listed / pages(TOOLS) <= 2

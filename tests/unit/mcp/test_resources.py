@@ -17,7 +17,8 @@ from loopd.protocol.events import (
     ResourceLinkBlock,
     TextBlock,
 )
-from loopd.protocol.mentions import Mention, mention_to_wire
+from loopd.protocol.mentions import mention_to_wire
+from loopd.protocol.wire.shapes import Mention
 from loopd.testing.fake_mcp import BIG, NOTE, PNG, FakeMcpHttpServer
 from loopd.tools.env import ToolEnv
 from tests.unit.mcp.conftest import connected, served, stdio
@@ -46,12 +47,12 @@ async def test_every_page_of_resources_is_mentionable(transport: str) -> None:
         "mem://notes/big",
     ]
     assert mentions[0] == Mention(
-        "srv",
-        "mem://notes/readme",
-        "readme",
-        "The readme",
-        "What the project is about.",
-        "text/plain",
+        server="srv",
+        uri="mem://notes/readme",
+        name="readme",
+        title="The readme",
+        description="What the project is about.",
+        mime_type="text/plain",
     )
     assert mention_to_wire(mentions[1]) == {
         "server": "srv",

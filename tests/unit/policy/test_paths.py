@@ -6,7 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.unit.fifos import released
 
-from loopd.policy.paths import PathIssue, PathPolicy, contains, is_secret_name
+from loopd.policy.paths import PathIssue, PathPolicy
+from loopd.policy.secrets import contains, is_secret_name
 from loopd.sandbox.hide import linked_git_dirs
 
 COMPONENTS = ["a", "b", "..", ".", "in_link", "out_link", "etc_link", ".env", ".env.example",

@@ -27,12 +27,13 @@ from loopd.protocol.events import (
     UsageUpdated,
     UserMessageChunk,
     VerificationUpdated,
-    to_wire,
 )
-from loopd.protocol.mentions import Mention, mention_to_wire
+from loopd.protocol.events_wire import to_wire
+from loopd.protocol.mentions import mention_to_wire
 from loopd.protocol.questions import Question
 from loopd.protocol.verification import CriterionResult, Verification, Watch
 from loopd.protocol.wire import shapes, updates
+from loopd.protocol.wire.shapes import Mention
 from tests.unit.golden import assert_golden
 
 OPTION = ConfigOption(
@@ -99,7 +100,14 @@ def test_every_event_kind_renders_its_golden_session_update() -> None:
 
 
 def test_the_seal_mentions_and_questions_render_their_golden_json() -> None:
-    mention = Mention("docs", "mcp://docs/a", "a", "A", "the first", "text/plain")
+    mention = Mention(
+        server="docs",
+        uri="mcp://docs/a",
+        name="a",
+        title="A",
+        description="the first",
+        mime_type="text/plain",
+    )
     question = Question("s1", "c1", "Which one?", ("a", "b"), allow_text=True)
     assert_golden(
         __file__,
@@ -108,7 +116,10 @@ def test_the_seal_mentions_and_questions_render_their_golden_json() -> None:
             "verification": (SEAL.to_wire(), updates.Verification),
             "clean_seal": (Verification("clean").to_wire(), updates.Verification),
             "mention": (mention_to_wire(mention), shapes.Mention),
-            "mention_bare": (mention_to_wire(Mention("docs", "mcp://docs/b", "b")), shapes.Mention),
+            "mention_bare": (
+                mention_to_wire(Mention(server="docs", uri="mcp://docs/b", name="b")),
+                shapes.Mention,
+            ),
             "ask_user": (question.to_wire(), shapes.AskUserParams),
         },
     )

@@ -91,3 +91,17 @@ async def test_a_child_that_ignores_cancel_is_stopped_after_the_grace(tmp_path: 
         async with asyncio.timeout(60):
             again = await s.runtime.prompt(GO)
         assert again.stop_reason == "end_turn" and "second turn" in s.emitter.text
+
+
+async def test_one_tool_call_larger_than_the_budget_is_not_relayed(tmp_path: Path) -> None:
+    """Not named in the issue: a single tool call whose content is 12 MiB (under the
+    message cap, over the turn's budget) is neither shown nor kept."""
+    content = [{"type": "content", "content": {"type": "text", "text": "q" * (12 << 20)}}]
+    call = {"sessionUpdate": "tool_call", "toolCallId": "big", "title": "t", "kind": "read",
+            "status": "completed", "content": content}  # fmt: skip
+    async with scripted(tmp_path, [[{"update": call}, {"say": "after"}]]) as s:
+        async with asyncio.timeout(120):
+            outcome = await s.runtime.prompt(GO)
+        kept = sum(len(json.dumps(w)) for w in s.emitter.wire)
+    assert outcome.stop_reason == "max_turn_requests"
+    assert kept < 1 << 20 and "after" not in s.emitter.text

@@ -44,3 +44,15 @@ def test_only_the_bubblewrap_tiers_hide_the_login(tier: Tier, workspace: Path) -
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     assert (KEY in done.stdout) is not tier.masks_secrets
+
+
+def test_the_log_in_section_names_every_tier_whose_commands_read_the_login() -> None:
+    """The instance: the README said commands "cannot see that folder" in every tier.
+    What it says now is the measurement above, tier by tier."""
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    section = " ".join(readme.split("## Log in", 1)[1].split("\n## ", 1)[0].split())
+    assert "Only in the bubblewrap tiers do commands the agent runs not see that folder" in section
+    readable = [tier for tier in Tier if not tier.masks_secrets]
+    assert readable == [Tier.LANDLOCK, Tier.NETNS, Tier.NONE]
+    assert "In the `landlock`, `netns` and `none` tiers they can read it" in section
+    assert "cannot see that folder" not in section

@@ -243,7 +243,9 @@ def test_this_machines_own_addresses_are_known() -> None:
         assert ipaddress.ip_address(address) in own
 
 
-@pytest.mark.parametrize("spelling", ["localhost", "2130706433", "0x7f.1", "127.1", "[::1]"])
+@pytest.mark.parametrize(
+    "spelling", ["localhost", "2130706433", "0x7f.1", "127.1", "[::1]", "[::ffff:127.0.0.1]"]
+)
 async def test_every_spelling_of_loopback_is_refused_even_when_star_is_allowed(
     spelling: str,
 ) -> None:
@@ -262,3 +264,48 @@ async def test_a_refused_name_is_never_resolved(echo: int) -> None:
         await connect_via(lease.socket, "s3cret-data.other.test")
     assert isinstance(session.network, HookedNetwork)
     assert session.network.asked() == {}
+
+
+def hooked(port: int, allowed: tuple[str, ...], resolve: dict[str, str]) -> NetworkGate:
+    """A gate whose hook resolves `resolve` and dials every address at `port`."""
+    dial = {f"{PUBLIC}:{p}": port for p in (80, 443)}
+    network = HookedNetwork.parse(json.dumps({"resolve": resolve, "dial": dial}))
+    return NetworkGate(DomainLists.parse(allowed, ()), Asker(ApprovalDecision.REJECT_ONCE), "s1",
+                       network, frozenset())  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("answer", "kind"),
+    [
+        ("::ffff:127.0.0.1", "a loopback address"),  # IPv4-mapped loopback
+        ("::ffff:169.254.169.254", "a cloud metadata"),
+        ("64:ff9b::a9fe:a9fe", "a cloud metadata"),  # NAT64 of the metadata address
+        ("::1", "a loopback address"),
+        (f"{PUBLIC}, ::ffff:127.0.0.1", "a loopback address"),  # one bad answer of two
+    ],
+)
+async def test_a_listed_name_resolving_to_a_disguised_private_address_is_refused(
+    echo: int, answer: str, kind: str
+) -> None:
+    """Not named in the issue: IPv6 spellings of loopback and metadata in a listed
+    name's DNS answer, and a bad address beside a good one."""
+    session = hooked(echo, ("*.test",), {"mapped.test": answer})
+    async with session.lease("c1", "x") as lease:
+        refused = await connect_via(lease.socket, "mapped.test")
+    assert b"403" in refused and b"echo" not in refused
+    (request,) = lease.requests
+    assert request.verdict == "refused" and kind in request.reason
+
+
+async def test_a_listed_host_on_another_port_is_not_listed(echo: int) -> None:
+    """Not named in the issue: `pypi.test:443` lists one port; a CONNECT to port 80 of
+    the same host is an unknown host (asked, here rejected), never dialled."""
+    session = hooked(echo, ("pypi.test:443",), {"pypi.test": PUBLIC})
+    async with session.lease("c1", "x") as lease:
+        assert await connect_via(lease.socket, "pypi.test", 443) == b"echo: ping\n"
+        refused = await connect_via(lease.socket, "pypi.test", 80)
+    assert b"403" in refused and b"pypi.test:80" in refused
+    assert [r.line() for r in lease.requests] == [
+        "pypi.test:443 allowed (pypi.test:443)",
+        "pypi.test:80 refused (asked: rejected): not in allowed_domains, and the user rejected it",
+    ]

@@ -90,3 +90,13 @@ def test_a_listed_socket_shows_run_only_with_what_was_listed(workspace: Path) ->
     sandbox = box(Tier.BWRAP, workspace, ("/run/listed.sock",)).sandbox
     argv = sandbox.prepare(CommandSpec(("true",), str(workspace), (str(workspace),))).argv
     assert ("--tmpfs", "/run") in itertools.pairwise(argv)
+
+
+@pytest.mark.parametrize("tier", [Tier.NETNS, Tier.NONE])
+def test_the_tiers_without_the_filter_reach_every_socket_they_see(
+    tier: Tier, workspace: Path, outside: Path, servers: tuple[Server, Server]
+) -> None:
+    """What the README says of the other two tiers (not named in the issue): no
+    filter, so a Unix socket a command can see is reached."""
+    run = box(tier, workspace).run(f"{connect(outside / 'db.sock')}; {connect('in-ws.sock')}")
+    assert run.stdout.count("REACHED") == 2, run.stderr

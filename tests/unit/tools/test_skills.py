@@ -18,7 +18,14 @@ from loopd.runtimes.base import RuntimeContext
 from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
 from loopd.tools.env import ToolEnv
 from loopd.tools.registry import ToolRegistry
-from loopd.tools.skills import Skill, SkillShelf, find_skills, split_front_matter
+from loopd.tools.skills import (
+    MAX_NAME,
+    MAX_SKILLS,
+    Skill,
+    SkillShelf,
+    find_skills,
+    split_front_matter,
+)
 
 
 def rules(env: dict[str, str]) -> DiskReader:
@@ -72,6 +79,19 @@ def test_front_matter_needs_its_fences() -> None:
     assert split_front_matter("---\nname: a\n---\nbody") == ({"name": "a"}, "body")
     assert split_front_matter("no front matter") == ({}, "no front matter")
     assert split_front_matter("---\nname: a\nbody") == ({}, "---\nname: a\nbody")
+
+
+def test_a_repository_s_front_matter_costs_the_prompt_a_bounded_line(tmp_path: Path) -> None:
+    """Not named in the issue: the front matter parser. A skill's name was taken
+    whole: 100 skills with names of 60,000 characters put 6 MB into every session's
+    prompt (descriptions were already cut)."""
+    ws, env = tmp_path / "ws", {"HOME": str(tmp_path / "home")}
+    for n in range(MAX_SKILLS):
+        skill(ws / ".loopd" / "skills", f"s{n}", f"name: {n}{'n' * 60_000}\ndescription: d")
+    book = find_skills(str(ws), env, rules(env))
+    assert len(book.skills) == MAX_SKILLS
+    assert all(len(s.name) == MAX_NAME for s in book.skills)
+    assert len(book.index()) < MAX_SKILLS * (MAX_NAME + 10) + 200
 
 
 def test_the_index_is_frozen_for_the_session(places: tuple[Path, dict[str, str]]) -> None:

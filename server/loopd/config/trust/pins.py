@@ -22,9 +22,10 @@ import hashlib
 import json
 import os
 import stat
-import tomllib
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+from loopd.protocol.tomlvalues import loads_toml
 
 Pins = tuple[tuple[str, str], ...]  # (path, sha256 | ABSENT | NOT_A_FILE), sorted
 
@@ -38,8 +39,8 @@ def pinned_runs(folder: str, content: bytes) -> Pins:
     """The pins of a workspace file's bytes; none when they do not parse (such a
     file is never applied)."""
     try:
-        document = tomllib.loads(content.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        document = loads_toml(content.decode("utf-8"))
+    except ValueError:  # TOMLDecodeError, UnicodeDecodeError, too deep
         return ()
     pins: dict[str, str] = {}
     for value in _run_strings(document.get("runtimes")):

@@ -9,7 +9,7 @@ source its TypeScript types and its JSON Schema are generated from.
   `editors/loopd-extension.schema.json` (`python -m loopd.protocol.wire.export`);
   `tests/unit/protocol/test_wire_export.py` fails when either has drifted.
 
-The builders (`protocol.events.to_wire`, `lsp.wire`, `mention_to_wire`, ...) still
+The builders (`protocol.events_wire.to_wire`, `lsp.wire`, `mention_to_wire`, ...) still
 return plain dicts, the cheap thing on the hot path; each is pinned by a golden test
 that checks its output against these models. ACP's own types come from the ACP SDK
 and LSP's from lsprotocol: nothing here restates them beyond what the extension

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from loopd.protocol.wire.updates import (
     AvailableCommand,
@@ -69,6 +69,10 @@ class AskUserResult(Wire):
 class Mention(Wire):
     """Context the session offers to @-mention (an MCP server's resource); a prompt
     links it by `uri`."""
+
+    # also the session's own value for one (`loopd.protocol.mentions`): frozen, as the
+    # rest of the vocabulary is
+    model_config = ConfigDict(frozen=True)
 
     server: str
     uri: str

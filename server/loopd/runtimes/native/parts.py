@@ -32,8 +32,8 @@ from loopd.policy.rules import RuleSet
 from loopd.policy.tiers import Tier
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import AgentMessageChunk, Command, PlanEntry, PlanUpdated, Prompt
-from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import UndoReport
+from loopd.protocol.wire.shapes import Mention
 from loopd.runtimes.base import RuntimeContext
 from loopd.sandbox.base import Unsandboxed
 from loopd.sandbox.netgate import NetworkGate

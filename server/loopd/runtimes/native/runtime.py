@@ -41,10 +41,10 @@ from loopd.protocol.events import (
     Prompt,
     TextBlock,
 )
-from loopd.protocol.mentions import Mention
 from loopd.protocol.messages import Message
 from loopd.protocol.model import ThinkingLevel
 from loopd.protocol.turns import Outcome, UndoReport, compacted_note
+from loopd.protocol.wire.shapes import Mention
 from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.native.held import HeldDone, HeldTools, Hold
 from loopd.runtimes.native.store import StoreJournal, StoreWindows

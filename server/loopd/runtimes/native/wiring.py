@@ -12,8 +12,8 @@ from loopd.engine.done import DoneChecks
 from loopd.engine.loop import EngineConfig
 from loopd.engine.ports import Clock, Policy, Provider, ToolBox
 from loopd.protocol.events import Command, Prompt
-from loopd.protocol.mentions import Mention
 from loopd.protocol.turns import UndoReport
+from loopd.protocol.wire.shapes import Mention
 from loopd.runtimes.base import RuntimeContext
 
 
