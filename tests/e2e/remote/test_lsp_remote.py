@@ -20,7 +20,7 @@ from loopd.testing.llm_script import Reply
 from tests.e2e.acp.conftest import Home
 from tests.e2e.daemon.conftest import loopd
 from tests.e2e.lsp.conftest import Editor, _client_factory, _wire, until
-from tests.e2e.remote.conftest import LOOPD, Cuttable, Server
+from tests.e2e.remote.conftest import LOOPD, Cuttable, Server, start_server, stop_server
 from tests.e2e.remote.test_refusals import pinned
 from tests.e2e.remote.test_remote_session import WORDS, _journaled_end, journaled_reply
 from tests.e2e.remote.test_shared import read_then_edit
@@ -114,6 +114,37 @@ async def test_a_network_dropped_mid_turn_is_mended_and_nothing_shows_twice(
         assert relay.carried > 2  # the stream was opened again
         await editor.client.shutdown_session()  # while the relay still carries it
     assert await journaled_reply(home, sid) == editor.texts()
+
+
+async def test_a_server_that_forgot_the_connection_fails_what_waits_and_the_bridge_exits(
+    home: Home, server: Server, connect: Connect
+) -> None:
+    """LSP's state was the connection's: when the server restarts, the request still
+    waiting fails, the editor is told to restart the language server, and the bridge
+    exits 1 (an editor restarts a server that exits)."""
+    home.fake.script("*", Reply(text=WORDS, pause_after=4, gate="hold"))
+    async with Cuttable(server.port) as relay:
+        editor = await connect(url=server.via(relay.listening))
+        sid = await editor.new_session()
+        turn = asyncio.ensure_future(prompt(editor, sid, "wait"))
+        await until(editor.texts, within=60)
+        await stop_server(server)
+        relay.cut()
+        again = await start_server(home, token=server.token)
+        try:
+            relay.port = again.port
+            relay.mend()
+            with pytest.raises(Exception, match=r"no longer knows this connection|lost"):
+                await asyncio.wait_for(turn, 120)
+            bridge = editor.client._server
+            assert bridge is not None
+            assert await asyncio.wait_for(bridge.wait(), 60) == 1
+        finally:
+            home.fake.release("hold")
+            await stop_server(again)
+    told = [m.message for m in editor.client.messages]
+    assert any("restart the language server" in m for m in told), told
+    await editor.client.stop()
 
 
 async def test_what_names_a_path_outside_the_roots_is_refused(
