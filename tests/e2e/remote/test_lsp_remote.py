@@ -90,6 +90,25 @@ async def test_a_turn_streams_back_and_the_editor_s_approval_runs_on_the_server(
     assert "over http (lsp)" in out and sid in out
 
 
+async def test_an_edit_to_a_file_open_in_the_editor_lands_in_its_buffer(
+    home: Home, server: Server, connect: Connect
+) -> None:
+    """The daemon's LSP frontend edits an open document as locally: through
+    `workspace/applyEdit` to the editor, whose buffer (unsaved) changes."""
+    path = home.work / "a.py"
+    path.write_text("1\n")
+    home.fake.script("*", *read_then_edit("edited in the buffer"))
+    editor = await connect()
+    uri = editor.open(path, "1\n")
+    editor.answers.append("allow_once")
+    sid = await editor.new_session()
+    assert (await prompt(editor, sid, "edit a.py"))["stopReason"] == "end_turn"
+    (edit,) = editor.edits
+    assert list(edit.edit.changes or {}) == [uri]  # Neovim's profile: unversioned edits
+    assert editor.buffers[uri] == (2, "2\n")
+    assert path.read_text() == "1\n"  # the buffer changed, not the disk
+
+
 async def test_a_network_dropped_mid_turn_is_mended_and_nothing_shows_twice(
     home: Home, server: Server, connect: Connect
 ) -> None:
