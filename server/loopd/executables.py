@@ -14,15 +14,17 @@ plan-mode read). So a program is looked for:
 - given with a slash, it must be absolute (a relative one names a file in the
   folder loopd happens to run in), and is checked against `outside` the same way.
 
-`clean_path` is the same rule as a PATH for a child to search in turn. A unit test
-fails if `shutil.which` is called anywhere else in loopd.
+`clean_path` is the same rule as a PATH for a child to search in turn, and
+`program_env` gives it to every program found here. A unit test fails if
+`shutil.which` is called anywhere else in loopd, or a program is started by a bare
+name.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 
 def clean_path(search_path: str | None, outside: Iterable[str] = ()) -> str:
@@ -55,6 +57,14 @@ def find_program(
         if _usable(candidate, roots):
             return candidate
     return None
+
+
+def program_env(env: Mapping[str, str], outside: Iterable[str] = ()) -> dict[str, str]:
+    """`env` for a program loopd runs outside the sandbox, its PATH `clean_path`'s:
+    what that program looks up in turn (`#!/usr/bin/env node` of a Node CLI, the
+    tools it runs itself) is not the workspace's either. An editor's PATH with
+    `./node_modules/.bin` put a repository's `node` under Codex's CLI."""
+    return {**env, "PATH": clean_path(env.get("PATH"), outside)}
 
 
 def process_path() -> str:

@@ -15,7 +15,13 @@ from pathlib import Path
 from loopd.home import data_path, home_path, user_config_path
 
 SERVER = Path(__file__).resolve().parents[2] / "server" / "loopd"
-PROCESS_ENV = re.compile(r"os\.environ|os\.getenv|expanduser|Path\.home\(|os\.putenv")
+PROCESS_ENV = re.compile(
+    r"os\.environ|os\.getenv|expanduser|Path\.home\(|os\.putenv"
+    r"|from\s+os\s+import\s[^\n]*\b(environ|getenv|putenv)\b|posix\.environ"
+)
+"""Ways to consult the process's environment: `os.environ` (and `environb`),
+`os.getenv`, `~` expanded, `Path.home()`, and the same names imported from `os` or
+read from `posix`."""
 ALLOWED = {
     "cli": "commands run in the person's own process, for that person",
     "testing": "fakes for tests",
@@ -39,6 +45,16 @@ def test_only_the_listed_modules_consult_the_process_environment() -> None:
     }
     unlisted = {f for f in found if not any(f == a or f.startswith(a + "/") for a in ALLOWED)}
     assert unlisted == set(), "read the editor's environment (`loopd.home.home_path`)"
+
+
+def test_the_rule_sees_each_way_of_consulting_the_environment() -> None:
+    ways = (
+        "os.environ['HOME']", "os.getenv('HOME')", "os.path.expanduser('~')",
+        "Path.home()", "from os import environ", "from os import path, getenv as g",
+        "posix.environ",
+    )  # fmt: skip
+    assert all(PROCESS_ENV.search(way) for way in ways)
+    assert not PROCESS_ENV.search("from os import path\nenv.get('HOME')")
 
 
 def test_where_loopd_keeps_things_follows_the_editor_s_environment() -> None:

@@ -5,10 +5,13 @@ workspace's or a home's files.
 
 The rule walks the syntax tree of every module under `server/loopd` and refuses:
 `read_text`/`read_bytes` (pathlib's, sync; the awaited `FileAccess.read_text` is the
-file tools' gated port), the builtin `open`, `os.open`, `io.open`, `codecs.open`,
-`<path>.open(...)` called with no arguments or a mode string (pathlib's), and
-importing the primitives the reader is built on (`loopd.policy.beneath`'s readers,
-which know nothing of secrets).
+file tools' gated port), the builtin `open` (called, or passed on as a value, as to
+`asyncio.to_thread`), the `open` of `os`, `io`, `codecs`, `builtins`, `tokenize`
+and the compressed and archive formats' modules, `io.FileIO`, importing any of
+those by name (`from os import open`), `<path>.open(...)` called with no arguments,
+a mode string or only `open`'s own keywords (pathlib's), and importing the
+primitives the reader is built on (`loopd.policy.beneath`'s readers, which know
+nothing of secrets).
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ SERVER = Path(__file__).resolve().parents[2] / "server"
 
 ALLOWED = {
     "loopd/policy/beneath.py": "the kernel-side primitive the reader is built on (openat2)",
-    "loopd/policy/paths.py": "re-exports beneath's primitives for the policy's own tests",
     "loopd/config/login.py": "loopd's own login in its data dir, checked by fstat (owner, mode)",
     "loopd/sandbox/seccomp.py": "writes the filter it compiled to a fresh private file",
-    "loopd/sandbox/landlock_syscalls.py": "O_PATH descriptors for landlock rules: never read",
+    "loopd/sandbox/landlock_syscalls.py": "O_PATH descriptors for landlock rules (never "
+    "read), and its sibling relay.py: loopd's own source, loaded by path",
     "loopd/daemon/place.py": "O_PATH descriptors of the daemon's own folders: never read",
     "loopd/daemon/forward.py": "the forwarder's stdlib-only fast path: its log, /dev/null, the "
     "person's own config (non-blocking, regular files only, bounded)",
@@ -63,7 +66,12 @@ ALLOWED = {
     "loopd/testing/processes.py": "a shipped test helper: /proc/<pid>/cmdline",
 }
 
-MODULES = ("os", "io", "codecs")
+MODULES = ("os", "io", "codecs", "builtins", "tokenize", "gzip", "bz2", "lzma", "tarfile")
+"""Modules whose `open` opens a file by its path."""
+OPENERS = ("open", "FileIO")
+"""The names in those modules that open a path (`io.FileIO` is `open` unbuffered)."""
+OPEN_KEYWORDS = frozenset({"mode", "buffering", "encoding", "errors", "newline"})
+"""The keywords of pathlib's `Path.open`: a call with only these opens a file."""
 PRIMITIVES = ("read_bytes_beneath", "read_text_beneath", "read_regular")
 """What the reader is built on: beneath a root, but blind to secrets."""
 
@@ -75,16 +83,20 @@ def reads(tree: ast.AST) -> Iterator[tuple[int, str]]:
         match node:
             case ast.Attribute(attr="read_text" | "read_bytes") if id(node) not in awaited:
                 yield node.lineno, f".{node.attr}"
-            case ast.Call(func=ast.Name(id="open")):
+            case ast.Name(id="open", ctx=ast.Load()):
                 yield node.lineno, "open()"
             case ast.alias(name=name) if name in PRIMITIVES:
                 yield node.lineno, f"import {name}"
-            case ast.Call(func=ast.Attribute(value=ast.Name(id=mod), attr="open")) if (
-                mod in MODULES
+            case ast.ImportFrom(module=mod, names=names) if mod in MODULES:
+                for alias in names:
+                    if alias.name in OPENERS:
+                        yield node.lineno, f"from {mod} import {alias.name}"
+            case ast.Attribute(value=ast.Name(id=mod), attr=attr) if (
+                mod in MODULES and attr in OPENERS
             ):
-                yield node.lineno, f"{mod}.open()"
-            case ast.Call(func=ast.Attribute(attr="open"), args=args, keywords=[]) if _pathlib_open(
-                args
+                yield node.lineno, f"{mod}.{attr}()"
+            case ast.Call(func=ast.Attribute(attr="open"), args=args, keywords=keywords) if (
+                _pathlib_open(args, keywords)
             ):
                 yield node.lineno, ".open()"
 
@@ -93,16 +105,20 @@ def _awaited_call(node: ast.AST) -> bool:
     return isinstance(node, ast.Await) and isinstance(node.value, ast.Call)
 
 
-def _pathlib_open(args: list[ast.expr]) -> bool:
-    """`path.open()` or `path.open("rb")`; not `factory.open(context)`."""
+def _pathlib_open(args: list[ast.expr], keywords: list[ast.keyword]) -> bool:
+    """`path.open()`, `path.open("rb")` or `path.open(mode="rb", encoding=...)`; not
+    `factory.open(context)` nor `browser.open(url, new=2)`."""
+    if any(keyword.arg not in OPEN_KEYWORDS for keyword in keywords):
+        return False
     return not args or (isinstance(args[0], ast.Constant) and isinstance(args[0].value, str))
 
 
 @functools.cache
-def offenders() -> dict[str, list[tuple[int, str]]]:
+def offenders(server: Path = SERVER) -> dict[str, list[tuple[int, str]]]:
+    """Each module under `server/loopd` that reads a file a refused way, with where."""
     found: dict[str, list[tuple[int, str]]] = {}
-    for path in sorted((SERVER / "loopd").rglob("*.py")):
-        name = path.relative_to(SERVER).as_posix()
+    for path in sorted((server / "loopd").rglob("*.py")):
+        name = path.relative_to(server).as_posix()
         hits = list(reads(ast.parse(path.read_text(), name)))
         if hits:
             found[name] = sorted(hits)
@@ -138,6 +154,12 @@ async def f(p, files, factory, ctx):
     from loopd.policy.beneath import read_bytes_beneath
     await files.read_text(p)
     await factory.open(ctx)
+    Path(p).open(mode="r", encoding="utf-8")
+    await asyncio.to_thread(open, p)
+    io.FileIO(p)
+    from os import open as os_open
+    import gzip; gzip.open(p)
+    browser.open(p, new=2)
 """
     found = [what for _, what in sorted(reads(ast.parse(source)))]
     assert found == [
@@ -150,4 +172,23 @@ async def f(p, files, factory, ctx):
         ".open()",
         ".open()",
         "import read_bytes_beneath",
+        ".open()",
+        "open()",
+        "io.FileIO()",
+        "from os import open",
+        "gzip.open()",
     ]
+
+
+def test_a_module_planted_with_a_read_is_an_offender(tmp_path: Path) -> None:
+    """The walk as it runs on the tree: a new module under `loopd/` beside an allowed
+    one is found by its path, whichever way it opens the file."""
+    (tmp_path / "loopd" / "new").mkdir(parents=True)
+    (tmp_path / "loopd" / "new" / "feature.py").write_text(
+        "from pathlib import Path\n\n\ndef f(x):\n"
+        "    with Path(x).open(encoding='utf-8') as handle:\n        return handle.read()\n"
+    )
+    (tmp_path / "loopd" / "new" / "clean.py").write_text(
+        "def g(reader, x):\n    return reader.read(x)\n"
+    )
+    assert offenders(tmp_path) == {"loopd/new/feature.py": [(5, ".open()")]}

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopd.acp.transport import BoundedNdjson
-from loopd.daemon.early import ReadAhead, answer_line
+from loopd.streams.read_ahead import ReadAhead, answer_line
 
 log = logging.getLogger(__name__)
 

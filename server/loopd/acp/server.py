@@ -27,6 +27,7 @@ from loopd.acp.handshake import Handshake, Handshaking
 from loopd.acp.models import ModelRoutes
 from loopd.acp.transport import BoundedNdjson
 from loopd.sessions.starting import Starting
+from loopd.streams.read_ahead import take_read_ahead
 from loopd.streams.stdio import hung_up, open_stdin, open_stdout, protect_stdout
 
 log = logging.getLogger(__name__)
@@ -120,8 +121,6 @@ async def serve_stdio(manager: Starting, out: IO[bytes] | None = None) -> None:
     out = out if out is not None else protect_stdout()
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    from loopd.daemon.early import take_read_ahead
-
     here = Handshake(take_read_ahead())  # what the forwarder read and answered, if it did
     await serve_streams(manager, 0, cast(BinaryIO, out), here)
 

@@ -52,17 +52,8 @@ from acp.schema import HttpMcpServer as AcpHttpServer
 from acp.schema import McpServerStdio as AcpStdioServer
 
 from loopd.mcp.config import McpServerConfig
+from loopd.protocol import events
 from loopd.protocol.approvals import ANSWERS, ApprovalDecision, ApprovalRequest
-from loopd.protocol.events import (
-    ConfigOption,
-    ContentBlock,
-    EmbeddedResourceBlock,
-    ImageBlock,
-    Prompt,
-    ResourceLinkBlock,
-    TextBlock,
-    ToolCallUpdated,
-)
 from loopd.protocol.events_wire import to_wire
 
 log = logging.getLogger(__name__)
@@ -102,30 +93,30 @@ class UnsupportedContent(ValueError):
 # -- prompts ---------------------------------------------------------------------------
 
 
-def prompt_of(blocks: Sequence[PromptBlock]) -> Prompt:
+def prompt_of(blocks: Sequence[PromptBlock]) -> events.Prompt:
     """The person's ACP content blocks as a loopd `Prompt`, in order. A binary
     embedded resource becomes an image when it is one, else a link to its URI (no
     provider takes arbitrary blobs). Audio was not advertised and is refused."""
-    return Prompt(tuple(_block_of(b) for b in blocks))
+    return events.Prompt(tuple(_block_of(b) for b in blocks))
 
 
-def _block_of(block: PromptBlock) -> ContentBlock:
+def _block_of(block: PromptBlock) -> events.ContentBlock:
     match block:
         case TextContentBlock(text=text):
-            return TextBlock(text)
+            return events.TextBlock(text)
         case ImageContentBlock(data=data, mime_type=mime, uri=uri):
-            return ImageBlock(data, mime, uri)
+            return events.ImageBlock(data, mime, uri)
         case ResourceContentBlock(uri=uri, name=name, mime_type=mime):
-            return ResourceLinkBlock(uri, name, mime)
+            return events.ResourceLinkBlock(uri, name, mime)
         case EmbeddedResourceContentBlock(resource=BlobResourceContents() as blob):
             mime = blob.mime_type or ""
             if mime.startswith("image/"):
-                return ImageBlock(blob.blob, mime, blob.uri)
-            return ResourceLinkBlock(
+                return events.ImageBlock(blob.blob, mime, blob.uri)
+            return events.ResourceLinkBlock(
                 blob.uri, blob.uri.rsplit("/", 1)[-1] or blob.uri, mime or None
             )
         case EmbeddedResourceContentBlock(resource=res):
-            return EmbeddedResourceBlock(res.uri, res.text, res.mime_type)
+            return events.EmbeddedResourceBlock(res.uri, res.text, res.mime_type)
         case AudioContentBlock():
             raise UnsupportedContent("audio prompts are not supported (promptCapabilities.audio)")
     raise UnsupportedContent(f"unsupported content block {type(block).__name__}")
@@ -135,7 +126,7 @@ def _block_of(block: PromptBlock) -> ContentBlock:
 
 
 def config_options(
-    options: Sequence[ConfigOption],
+    options: Sequence[events.ConfigOption],
 ) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
     out: list[SessionConfigOptionSelect | SessionConfigOptionBoolean] = [
         SessionConfigOptionSelect(
@@ -155,12 +146,12 @@ def config_options(
     return out
 
 
-def mode_option(options: Sequence[ConfigOption]) -> ConfigOption | None:
+def mode_option(options: Sequence[events.ConfigOption]) -> events.ConfigOption | None:
     """The option the deprecated `modes` API mirrors: the first of category `mode`."""
     return next((o for o in options if o.category == MODE_CATEGORY), None)
 
 
-def modes(options: Sequence[ConfigOption]) -> SessionModeState | None:
+def modes(options: Sequence[events.ConfigOption]) -> SessionModeState | None:
     """Legacy `modes`, derived from the mode config option so the two never drift."""
     option = mode_option(options)
     if option is None:
@@ -211,7 +202,7 @@ def permission_tool_call(request: ApprovalRequest) -> ToolCallUpdate:
     """The tool call a permission dialog shows: the exact command or path in the
     title, the raw input, the preview (a diff for edits) and the locations."""
     wire = to_wire(
-        ToolCallUpdated(
+        events.ToolCallUpdated(
             request.tool_call_id,
             status="pending",
             title=request.title,

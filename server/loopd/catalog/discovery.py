@@ -1,9 +1,11 @@
 """The real machine behind `build_catalog`'s injected lookups: PATH search and
 `<cli> --version`. This is the only part of the catalog that touches the system.
 
-The version probe runs the binary with a timeout and an unchanged environment; a
-binary that hangs, crashes or prints nothing recognisable still gets an entry, just
-without a version (it may work for turns even when `--version` misbehaves).
+The version probe runs the binary with a timeout in the editor's environment, its
+PATH cleaned as for every program loopd runs outside the sandbox (`program_env`: a
+Node CLI's `#!/usr/bin/env node` never finds a repository's `node`); a binary that
+hangs, crashes or prints nothing recognisable still gets an entry, just without a
+version (it may work for turns even when `--version` misbehaves).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import threading
 from loopd.catalog.build import CatalogBuild, Which, build_catalog
 from loopd.config.load import Env
 from loopd.config.schema import Config
-from loopd.executables import find_program
+from loopd.executables import find_program, program_env
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +49,9 @@ _Binary = tuple[str, int, int, int, int]  # path, device, inode, size, mtime (ns
 _versions: dict[_Binary, str | None] = {}
 
 
-def cli_version(command: str, *, timeout: float = VERSION_TIMEOUT) -> str | None:
+def cli_version(
+    command: str, *, timeout: float = VERSION_TIMEOUT, env: Env | None = None
+) -> str | None:
     """`command --version`, parsed; `None` when that fails. Asked once per process
     for each binary, and again when it changes (an upgrade replaces the file): the
     daemon builds an app for every editor connection, and Claude Code takes ~2 s to
@@ -55,17 +59,18 @@ def cli_version(command: str, *, timeout: float = VERSION_TIMEOUT) -> str | None
     try:
         st = os.stat(command)
     except OSError:
-        return _ask_version(command, timeout)
+        return _ask_version(command, timeout, env)
     binary = (command, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     if binary not in _versions:
-        _versions[binary] = _ask_version(command, timeout)
+        _versions[binary] = _ask_version(command, timeout, env)
     return _versions[binary]
 
 
-def _ask_version(command: str, timeout: float) -> str | None:
+def _ask_version(command: str, timeout: float, env: Env | None) -> str | None:
     try:
         done = subprocess.run(
             [command, "--version"],
+            env=None if env is None else dict(env),
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -85,18 +90,18 @@ _probed: dict[tuple[str, int, int, int], str | None] = {}
 _probing = threading.Lock()
 
 
-def probed_version(command: str) -> str | None:
+def probed_version(command: str, env: Env | None = None) -> str | None:
     """`cli_version`, asked once per binary as it is now: the daemon builds a catalog
     for every editor connection, and a CLI's `--version` can take seconds. Another
     binary at the path (an upgrade: a new inode, size or mtime) is asked again."""
     try:
         info = os.stat(command)
     except OSError:
-        return cli_version(command)
+        return cli_version(command, env=env)
     key = (os.path.realpath(command), info.st_ino, info.st_size, info.st_mtime_ns)
     with _probing:  # two connections building at once ask once
         if key not in _probed:
-            _probed[key] = cli_version(command)
+            _probed[key] = cli_version(command, env=env)
         return _probed[key]
 
 
@@ -104,5 +109,9 @@ def discover_catalog(config: Config, env: Env, workspace: str | None = None) -> 
     """`build_catalog` against this machine: PATH from `env` (no program beneath
     `workspace`), version probes (each binary's once per process, see
     `probed_version`)."""
-    which = path_which(env.get("PATH"), (workspace,) if workspace else ())
-    return build_catalog(config, env, which=which, version_of=probed_version)
+    outside = (workspace,) if workspace else ()
+    which = path_which(env.get("PATH"), outside)
+    probe_env = program_env(env, outside)
+    return build_catalog(
+        config, env, which=which, version_of=lambda command: probed_version(command, probe_env)
+    )

@@ -13,28 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from loopd.config import schema
 from loopd.config.jsonschema import toml_keys
 from loopd.config.merge import Merged
-from loopd.config.schema import (
-    CREDENTIALS,
-    AgentConfig,
-    Approvals,
-    CheckpointSettings,
-    Choices,
-    Config,
-    DaemonSettings,
-    Defaults,
-    Delegate,
-    Done,
-    DoneCriterion,
-    Harness,
-    Limits,
-    ModelSpec,
-    ProviderConfig,
-    ProviderKind,
-    RuntimeConfig,
-    SandboxSettings,
-)
 from loopd.config.table import NAME_RE, Table
 from loopd.policy.domains import parse_rule
 from loopd.policy.modes import Mode, parse_mode
@@ -42,13 +23,13 @@ from loopd.policy.modes import Mode, parse_mode
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
+def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> schema.Config:
     """Validate a merged document. Raises `ConfigFileError` naming file and key."""
     root = Table(merged, merged.data, ())
-    root.only(toml_keys(Config))
+    root.only(toml_keys(schema.Config))
     providers = {name: _provider(name, t) for name, t in root.table("providers").tables()}
     runtimes = {name: _runtime(name, t) for name, t in root.table("runtimes").tables()}
-    return Config(
+    return schema.Config(
         defaults=_defaults(root.table("defaults")),
         providers=providers,
         runtimes=runtimes,
@@ -65,9 +46,9 @@ def parse_config(merged: Merged, sources: tuple[Path, ...] = ()) -> Config:
     )
 
 
-def _defaults(t: Table) -> Defaults:
-    t.only(toml_keys(Defaults))
-    return Defaults(
+def _defaults(t: Table) -> schema.Defaults:
+    t.only(toml_keys(schema.Defaults))
+    return schema.Defaults(
         runtime=t.name("runtime"),
         model=t.text("model"),
         effort=t.text("effort"),
@@ -87,12 +68,12 @@ def _mode(t: Table, key: str) -> str | None:
         t.fail(key, f"unknown mode {value!r} (expected one of: {choices}; ask is the default)")
 
 
-def _provider(name: str, t: Table) -> ProviderConfig:
-    t.only(toml_keys(ProviderConfig))
-    kind = t.enum("kind", ProviderKind)
-    if t.has("anthropic_version") and kind is not ProviderKind.ANTHROPIC:
+def _provider(name: str, t: Table) -> schema.ProviderConfig:
+    t.only(toml_keys(schema.ProviderConfig))
+    kind = t.enum("kind", schema.ProviderKind)
+    if t.has("anthropic_version") and kind is not schema.ProviderKind.ANTHROPIC:
         t.fail("anthropic_version", 'only applies to kind = "anthropic"')
-    return ProviderConfig(
+    return schema.ProviderConfig(
         name=name,
         kind=kind,
         base_url=_url(t, "base_url"),
@@ -103,19 +84,19 @@ def _provider(name: str, t: Table) -> ProviderConfig:
     )
 
 
-def _runtime(name: str, t: Table) -> RuntimeConfig:
-    t.only(toml_keys(RuntimeConfig))
-    harness = t.enum("harness", Harness)
-    if harness is Harness.NATIVE:
+def _runtime(name: str, t: Table) -> schema.RuntimeConfig:
+    t.only(toml_keys(schema.RuntimeConfig))
+    harness = t.enum("harness", schema.Harness)
+    if harness is schema.Harness.NATIVE:
         if t.has("command") or t.has("args"):
             t.fail("command", "a native runtime runs in-process; name a provider instead")
         if not t.has("provider"):
             t.fail("provider", 'is required for harness = "native"')
     elif t.has("provider"):
         t.fail("provider", f'only applies to harness = "native", not {harness.value!r}')
-    if harness is Harness.ACP and not t.has("command"):
+    if harness is schema.Harness.ACP and not t.has("command"):
         t.fail("command", 'is required for harness = "acp"')
-    return RuntimeConfig(
+    return schema.RuntimeConfig(
         name=name,
         harness=harness,
         command=t.text("command"),
@@ -128,8 +109,8 @@ def _runtime(name: str, t: Table) -> RuntimeConfig:
     )
 
 
-def _choices(t: Table) -> Choices:
-    return Choices(
+def _choices(t: Table) -> schema.Choices:
+    return schema.Choices(
         models=_models(t),
         default_model=t.text("default_model"),
         small_model=t.text("small_model"),
@@ -139,7 +120,7 @@ def _choices(t: Table) -> Choices:
     )
 
 
-def _models(t: Table) -> tuple[ModelSpec, ...] | None:
+def _models(t: Table) -> tuple[schema.ModelSpec, ...] | None:
     """`models` holds ids (`"gpt-5"`) or tables (`{ id = "...", aliases = [...] }`)."""
     items = t.array("models")
     if items is None:
@@ -147,20 +128,20 @@ def _models(t: Table) -> tuple[ModelSpec, ...] | None:
     specs = []
     for index, item in enumerate(items):
         if isinstance(item, str) and item:
-            specs.append(ModelSpec(id=item))
+            specs.append(schema.ModelSpec(id=item))
             continue
         if not isinstance(item, Mapping):
             t.fail(f"models[{index}]", "must be a model id or a table with an `id`")
         entry = t.child(f"models[{index}]", item)
-        entry.only(toml_keys(ModelSpec))
+        entry.only(toml_keys(schema.ModelSpec))
         window = entry.number("context_window", 0)
         specs.append(
-            ModelSpec(
+            schema.ModelSpec(
                 id=entry.required_text("id"),
                 aliases=entry.texts("aliases") or (),
                 description=entry.text("description") or "",
                 context_window=window or None,
-                credential=_one_of(entry, "credential", CREDENTIALS),
+                credential=_one_of(entry, "credential", schema.CREDENTIALS),
                 targets=_targets(entry.table("targets")),
             )
         )
@@ -184,24 +165,24 @@ def _targets(t: Table) -> dict[str, str]:
     return targets
 
 
-def _limits(t: Table) -> Limits:
-    defaults = Limits()
-    names = sorted(toml_keys(Limits))
+def _limits(t: Table) -> schema.Limits:
+    defaults = schema.Limits()
+    names = sorted(toml_keys(schema.Limits))
     t.only(frozenset(names))
     values: dict[str, Any] = {}
     for name in names:
         default = getattr(defaults, name)
         read = t.amount if isinstance(default, float) else t.number
         values[name] = read(name, default)
-    return Limits(**values)
+    return schema.Limits(**values)
 
 
-def _approvals(t: Table) -> Approvals:
-    t.only(toml_keys(Approvals))
-    timeout = t.number("timeout_seconds", Approvals().timeout_seconds)
+def _approvals(t: Table) -> schema.Approvals:
+    t.only(toml_keys(schema.Approvals))
+    timeout = t.number("timeout_seconds", schema.Approvals().timeout_seconds)
     if timeout <= 0:
         t.fail("timeout_seconds", "must be a positive number of seconds")
-    return Approvals(
+    return schema.Approvals(
         allow=t.texts("allow") or (),
         ask=t.texts("ask") or (),
         deny=t.texts("deny") or (),
@@ -209,8 +190,8 @@ def _approvals(t: Table) -> Approvals:
     )
 
 
-def _sandbox(t: Table) -> SandboxSettings:
-    t.only(toml_keys(SandboxSettings))
+def _sandbox(t: Table) -> schema.SandboxSettings:
+    t.only(toml_keys(schema.SandboxSettings))
     sockets = t.texts("allow_unix_sockets") or ()
     for path in sockets:
         if not path.startswith("/"):
@@ -227,7 +208,7 @@ def _sandbox(t: Table) -> SandboxSettings:
                 parse_rule(rule)
             except ValueError as err:
                 t.fail(key, str(err))
-    return SandboxSettings(
+    return schema.SandboxSettings(
         allow_unix_sockets=sockets,
         home_readable=readable,
         allowed_domains=allowed,
@@ -235,15 +216,15 @@ def _sandbox(t: Table) -> SandboxSettings:
     )
 
 
-def _delegate(t: Table) -> Delegate:
-    t.only(toml_keys(Delegate))
-    return Delegate(runtime=t.name("runtime"), model=t.text("model"))
+def _delegate(t: Table) -> schema.Delegate:
+    t.only(toml_keys(schema.Delegate))
+    return schema.Delegate(runtime=t.name("runtime"), model=t.text("model"))
 
 
-def _agent(name: str, t: Table) -> AgentConfig:
+def _agent(name: str, t: Table) -> schema.AgentConfig:
     """`[agents.NAME]`. Whether the runtimes it names exist is the catalog's check
     (a CLI may be missing on this machine); that `default` is one of them is not."""
-    t.only(toml_keys(AgentConfig))
+    t.only(toml_keys(schema.AgentConfig))
     runtimes = t.texts("runtimes")
     for runtime in runtimes or ():
         if not NAME_RE.match(runtime):
@@ -255,7 +236,7 @@ def _agent(name: str, t: Table) -> AgentConfig:
     default = t.name("default")
     if default is not None and runtimes is not None and default not in runtimes:
         t.fail("default", f"{default!r} is not one of runtimes")
-    return AgentConfig(
+    return schema.AgentConfig(
         name=name,
         runtimes=runtimes,
         default=default,
@@ -264,26 +245,26 @@ def _agent(name: str, t: Table) -> AgentConfig:
     )
 
 
-def _done(t: Table) -> Done:
-    t.only(toml_keys(Done))
-    defaults = Done()
+def _done(t: Table) -> schema.Done:
+    t.only(toml_keys(schema.Done))
+    defaults = schema.Done()
     timeout = t.number("timeout_seconds", defaults.timeout_seconds)
     if timeout <= 0:
         t.fail("timeout_seconds", "must be a positive number of seconds")
-    criteria: list[DoneCriterion] = []
+    criteria: list[schema.DoneCriterion] = []
     for index, item in enumerate(t.array("criteria") or ()):
         if not isinstance(item, Mapping):
             t.fail(f"criteria[{index}]", "must be a table with a name and a command")
         entry = t.child(f"criteria[{index}]", item)
-        entry.only(toml_keys(DoneCriterion))
+        entry.only(toml_keys(schema.DoneCriterion))
         name = entry.required_text("name")
         if any(c.name == name for c in criteria):
             entry.fail("name", f"{name!r} names another criterion too")
         code = entry.integer("exit_code", 0)
         criteria.append(
-            DoneCriterion(name=name, command=entry.required_text("command"), exit_code=code)
+            schema.DoneCriterion(name=name, command=entry.required_text("command"), exit_code=code)
         )
-    return Done(
+    return schema.Done(
         enabled=bool(t.flag("enabled")),
         protected=t.texts("protected") or (),
         timeout_seconds=timeout,
@@ -315,19 +296,19 @@ def _env_table(t: Table) -> dict[str, str]:
     return env
 
 
-def _daemon(t: Table) -> DaemonSettings:
-    t.only(toml_keys(DaemonSettings))
+def _daemon(t: Table) -> schema.DaemonSettings:
+    t.only(toml_keys(schema.DaemonSettings))
     enabled = t.flag("enabled")
-    return DaemonSettings(
+    return schema.DaemonSettings(
         enabled=True if enabled is None else enabled,
-        idle_seconds=t.number("idle_seconds", DaemonSettings().idle_seconds),
+        idle_seconds=t.number("idle_seconds", schema.DaemonSettings().idle_seconds),
     )
 
 
-def _checkpoints(t: Table) -> CheckpointSettings:
-    t.only(toml_keys(CheckpointSettings))
-    enabled, default = t.flag("enabled"), CheckpointSettings()
-    return CheckpointSettings(
+def _checkpoints(t: Table) -> schema.CheckpointSettings:
+    t.only(toml_keys(schema.CheckpointSettings))
+    enabled, default = t.flag("enabled"), schema.CheckpointSettings()
+    return schema.CheckpointSettings(
         enabled=True if enabled is None else enabled,
         max_bytes=t.number("max_bytes", default.max_bytes),
         max_file_bytes=t.number("max_file_bytes", default.max_file_bytes),

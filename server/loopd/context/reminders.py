@@ -8,8 +8,10 @@ from collections.abc import Sequence
 
 from loopd.protocol.messages import TextPart
 
+OPEN, CLOSE = "<system-reminder>", "</system-reminder>"
+
 
 def reminder_part(texts: Sequence[str]) -> TextPart:
     """Reminders as one text part the model reads beside a message."""
     body = "\n\n".join(texts)
-    return TextPart(f"<system-reminder>\n{body}\n</system-reminder>")
+    return TextPart(f"{OPEN}\n{body}\n{CLOSE}")

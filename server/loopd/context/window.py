@@ -105,9 +105,14 @@ class Overflow:
 
 
 _NUM = r"(\d[\d,]*)"
-_LIMITS = (
-    # Anthropic: "prompt is too long: 208310 tokens > 200000 maximum"
+# Anthropic names the prompt first: "prompt is too long: 208310 tokens > 200000
+# maximum", and with the output asked for: "input length and `max_tokens` exceed
+# context limit: 2144 + 8192 > 10000".
+_PROMPT_FIRST = (
     re.compile(rf"{_NUM}\s*tokens?\s*>\s*{_NUM}\s*maximum", re.IGNORECASE),
+    re.compile(rf"context limit: {_NUM}\s*\+\s*\d[\d,]*\s*>\s*{_NUM}", re.IGNORECASE),
+)
+_LIMITS = (
     # OpenAI, vLLM, LM Studio: "maximum context length is 8192 tokens. However, you
     # requested 9000 tokens (8000 in the messages, 1000 in the completion)" /
     # "... your messages resulted in 9000 tokens"
@@ -125,19 +130,25 @@ _LIMITS = (
 # Ollama: "prompt too long; exceeded max context length by 412 tokens"
 _EXCESS = re.compile(rf"exceeded max context length by {_NUM}", re.IGNORECASE)
 _PROMPT = re.compile(rf"n_prompt_tokens\W+{_NUM}", re.IGNORECASE)
+# OpenAI's "requested" counts the output asked for too: "you requested 10332 tokens
+# (2140 in the messages, 8192 in the completion)"; the prompt is the messages' part.
+_MESSAGES = re.compile(rf"\({_NUM} in the messages", re.IGNORECASE)
 
 
 def parse_overflow(message: str) -> Overflow:
-    """The figures an overflow error's text gives. The first pattern is Anthropic's,
-    which names the prompt before the limit; the OpenAI one names the limit first."""
-    first = _LIMITS[0].search(message)
-    if first is not None:
-        return Overflow(limit=_int(first.group(2)), prompt=_int(first.group(1)))
-    second = _LIMITS[1].search(message)
+    """The figures an overflow error's text gives. Anthropic's patterns name the
+    prompt before the limit; OpenAI's names the limit first. `prompt` is the prompt
+    alone, never the output the request asked for beside it."""
+    for pattern in _PROMPT_FIRST:
+        if (first := pattern.search(message)) is not None:
+            return Overflow(limit=_int(first.group(2)), prompt=_int(first.group(1)))
+    second = _LIMITS[0].search(message)
     if second is not None:
-        return Overflow(limit=_int(second.group(1)), prompt=_int(second.group(2)))
+        messages = _MESSAGES.search(message)
+        prompt = messages.group(1) if messages else second.group(2)
+        return Overflow(limit=_int(second.group(1)), prompt=_int(prompt))
     prompt = _PROMPT.search(message)
-    for pattern in _LIMITS[2:]:
+    for pattern in _LIMITS[1:]:
         found = pattern.search(message)
         if found is not None:
             return Overflow(_int(found.group(1)), _int(prompt.group(1)) if prompt else None)

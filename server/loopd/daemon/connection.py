@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
-from loopd.daemon.early import ReadAhead
 from loopd.daemon.stderr import editor_stderr
 from loopd.protocol.errors import ConfigError
 from loopd.sessions.starting import Starting, serve_building
 from loopd.sessions.table import SessionTable
+from loopd.streams.read_ahead import ReadAhead
 
 if TYPE_CHECKING:  # loaded by the connection's build, while `initialize` is answered
     from loopd.acp.handshake import Record

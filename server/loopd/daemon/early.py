@@ -7,7 +7,8 @@ daemon writes down what it answered (`record`), and the next forwarder whose
 request has the same params answers with those bytes at once (`answer_early`),
 before the daemon is even up. The daemon's stack still reads that request and
 answers it: its answer, checked byte for byte against what was sent, is not sent
-again (`loopd.acp.handshake`).
+again (`loopd.acp.handshake`). What was read ahead, and answered, goes on with stdin
+(`loopd.streams.read_ahead`).
 
 Written answers are only used under the key they were written under (`key`): this
 loopd's version, the interpreter, the size and mtime of every module that builds the
@@ -30,9 +31,9 @@ import json
 import os
 import stat
 import sys
-from dataclasses import dataclass
 
 from loopd import __version__
+from loopd.streams.read_ahead import ReadAhead, an_id, answer_line, read_here
 
 MAX_FILE = 1 << 20  # a few answers of a few KB; more is not ours
 MAX_LINE = 1 << 20  # an `initialize` request; a longer first line is left to the stack
@@ -40,60 +41,9 @@ MAX_ANSWERS = 8  # answers to distinct params kept (a few editors, their version
 _LOOPD = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
-@dataclass(frozen=True, slots=True)
-class ReadAhead:
-    """What a forwarder read of the editor's stdin before handing it over, and the
-    answer it gave (the line, with the request's id) if it gave one."""
-
-    pending: bytes
-    answered_id: int | str | None = None
-    answer: bytes | None = None
-
-    def to_wire(self) -> dict[str, object]:
-        return {"pending": self.pending.hex(), "id": self.answered_id,
-                "answer": None if self.answer is None else self.answer.decode()}  # fmt: skip
-
-    @staticmethod
-    def of(wire: object) -> ReadAhead | None:
-        """From a forwarder's hello; None when absent. Raises ValueError when malformed."""
-        if wire is None:
-            return None
-        if not isinstance(wire, dict) or not isinstance(wire.get("pending"), str):
-            raise ValueError("the forwarder's read-ahead is not an object with pending bytes")
-        answered, answer = wire.get("id"), wire.get("answer")
-        if answer is not None and not (isinstance(answer, str) and _an_id(answered)):
-            raise ValueError("the forwarder's early answer has no id")
-        line = None if answer is None else answer.encode()
-        return ReadAhead(bytes.fromhex(wire["pending"]), answered if line else None, line)
-
-
 def answers_path(folder: str, name: str) -> str:
     """The file of written answers, beside the daemon's socket `name` in `folder`."""
     return os.path.join(folder, f"{name}.initialize.json")
-
-
-def handed_over() -> None:
-    """The daemon took stdin: what was read ahead of it went with the hello."""
-    global _here
-    _here = None
-
-
-def take_read_ahead() -> ReadAhead | None:
-    """What this process read ahead of its own stdin (and maybe answered), for the
-    connection served here when no daemon took it; once."""
-    global _here
-    read, _here = _here, None
-    return read
-
-
-_here: ReadAhead | None = None  # fd 0 is this process's: so is what was read of it
-
-
-def answer_line(request_id: int | str, result: str) -> bytes:
-    """The bytes the ACP SDK writes for a response with this id and result (its
-    sender: `json.dumps(payload, separators=(",", ":")) + "\\n"`, keys in this order)."""
-    head = json.dumps({"jsonrpc": "2.0", "id": request_id}, separators=(",", ":"))[:-1]
-    return f'{head},"result":{result}}}\n'.encode()
 
 
 def code_stamp(sdk_dir: str) -> str:
@@ -134,20 +84,18 @@ def answer_early(path: str, want: str) -> ReadAhead | None:
     answers = _answers(path, want)
     if not answers:
         return None
-    global _here
     pending = _first_line(0)
-    _here = ReadAhead(pending)
+    read = read_here(ReadAhead(pending))
     request = _request(pending)
     if request is None:
-        return _here
+        return read
     request_id, params = request
     result = next((a["result"] for a in answers if a.get("params") == params), None)
     if not isinstance(result, str) or not _one_object(result):
-        return _here
+        return read
     line = answer_line(request_id, result)
     _write_all(1, line)
-    _here = ReadAhead(pending, request_id, line)
-    return _here
+    return read_here(ReadAhead(pending, request_id, line))
 
 
 def record(path: str, under: str, params: object, result: str) -> None:
@@ -227,13 +175,9 @@ def _request(pending: bytes) -> tuple[int | str, object] | None:
         return None
     if not isinstance(message, dict) or message.get("method") != "initialize":
         return None
-    if message.get("jsonrpc") != "2.0" or not _an_id(message.get("id")):
+    if message.get("jsonrpc") != "2.0" or not an_id(message.get("id")):
         return None
     return message["id"], message.get("params")
-
-
-def _an_id(value: object) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _one_object(text: str) -> bool:

@@ -29,6 +29,7 @@ from loopd.daemon import early
 from loopd.daemon.frames import LISTENING, LOST, BadFrame, receive, send
 from loopd.daemon.place import Place, Unsafe, place_of
 from loopd.home import user_config_path
+from loopd.streams import read_ahead
 
 START_TIMEOUT = 20.0  # seconds for a new daemon to listen
 CONFIG_MAX_BYTES = 1 << 20  # as `loopd.config.trust.store.MAX_BYTES` (not imported on this path)
@@ -81,7 +82,7 @@ def _forward(place: Place, protocol: str, env: dict[str, str]) -> int | None:
     if sock is None:
         return None
     with sock:
-        early.handed_over()
+        read_ahead.handed_over()
         _let_go()
         return _wait(sock)
 

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from loopd.executables import find_program
 from loopd.home import data_path, expand_home, home_path
 
 NAME = "loopd.service"
@@ -148,7 +149,14 @@ def _require_systemd(env: Mapping[str, str]) -> None:
 
 
 def _systemctl(env: Mapping[str, str], *args: str) -> None:
+    """`systemctl --user ARGS`, the machine's: found on the absolute entries of the
+    person's PATH and never in the folder the command was typed in (a repository's
+    `systemctl` would run with the person's whole environment). Raises
+    `FileNotFoundError` when there is none."""
+    program = find_program("systemctl", env.get("PATH"), outside=(os.getcwd(),))
+    if program is None:
+        raise FileNotFoundError("systemctl")
     subprocess.run(
-        ["systemctl", "--user", *args], env=dict(env), check=True, capture_output=True,
+        [program, "--user", *args], env=dict(env), check=True, capture_output=True,
         text=True, timeout=SYSTEMCTL_TIMEOUT, stdin=subprocess.DEVNULL,
     )  # fmt: skip

@@ -201,9 +201,10 @@ class ContextKeeper:
         if usd is not None:
             self.cost += usd
 
-    def overflowed(self, request: ModelRequest, err: ContextOverflow) -> None:
+    def overflowed(self, request: ModelRequest, err: ContextOverflow) -> bool:
         """Learn from an overflow: the window it names, and how far off the estimate
-        was when it names the prompt's real size too."""
+        was when it names the prompt's real size too. True when it named the window
+        (so the request can be judged against it again)."""
         self.overflows += 1
         overflow = parse_overflow(err.message)
         sent = self.projected(request)
@@ -215,14 +216,17 @@ class ContextKeeper:
             learned = max(MIN_LEARNED, int(window * 0.9))
         self.windows.learn(request.model, learned)
         self.armed = True
+        return overflow.limit is not None
 
     async def reply(
         self, build: Callable[[], ModelRequest], send: Send, ask: Ask, say: Say
     ) -> tuple[ModelRequest, ResponseDone] | Failed | None:
         """One step's reply: compacting first when the policy says so, and on an
-        overflow learning the window, compacting and retrying the same step. Fails
-        only when compaction cannot make room, or for a provider failure that is no
-        overflow; None when `send` was interrupted (the person steered)."""
+        overflow learning the window, compacting when the step would not fit it (a
+        step refused only for the output it asked for fits once that is reserved
+        within the window) and retrying the same step. Fails only when compaction
+        cannot make room, or for a provider failure that is no overflow; None when
+        `send` was interrupted (the person steered)."""
         while True:
             request = build()
             if self.due(request):
@@ -235,8 +239,11 @@ class ContextKeeper:
                 if self.overflows >= MAX_OVERFLOW_RETRIES:
                     reason = "it still overflows after compacting"
                     return Failed("max_tokens", _overflow_note(reason, err))
-                self.overflowed(request, err)
-                failure = await self._compact_telling(ask, build(), say, forced=True)
+                named = self.overflowed(request, err)
+                again = build()  # its output reserved within the window now known
+                if named and again.max_tokens < request.max_tokens and not self.due(again):
+                    continue  # refused for the output it asked for: it fits now
+                failure = await self._compact_telling(ask, again, say, forced=True)
                 if failure is not None:
                     return Failed("max_tokens", _overflow_note(failure, err))
             except ProviderError as err:

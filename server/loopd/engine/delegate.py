@@ -10,6 +10,9 @@ property of what a turn is:
   whatever would be put to the person is refused too (nobody is asked on a child's
   behalf);
 - a smaller iteration cap: the child answers ONE question;
+- what the parent turn has left of its token ceiling and cost budget bounds the
+  child's turn (`loopd.engine.spend.Allowance`): its spending is the parent's, and a
+  child starts only when something is left;
 - a capped report, declared as cut when it is: a child returning its whole context
   defeats the point, the cost of reading comes back through the answer;
 - the report says what the child read, wrote, could not read and could not write,
@@ -44,6 +47,7 @@ from loopd.engine.ports import (
     ToolResult,
     Verdict,
 )
+from loopd.engine.spend import ALLOWANCE
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import Prompt, SessionEvent, TextBlock, ToolCallStarted, ToolCallUpdated
 from loopd.protocol.messages import Message
@@ -52,6 +56,7 @@ from loopd.protocol.model import ThinkingLevel, ToolSpec, Usage
 EXPLORE_TOOL = "explore"
 CHILD_TOOLS = ("read", "glob", "grep", "bash")
 SHOWN_LINES = 12  # of the child's activity, in the parent's tool call
+NOT_STARTED = "No explorer was started: this turn's token or cost budget is used up."
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +267,9 @@ async def explore(
     limits: DelegateLimits = DelegateLimits(),
 ) -> DelegateResult:
     """Answer `question` with a read-only child turn and report on it."""
+    allowance = ALLOWANCE.get()
+    if allowance.spent:
+        return DelegateResult(NOT_STARTED, stop_reason="max_turn_requests")
     ledger, scope = _Ledger(), random_id(EXPLORE_TOOL)
     view = _ReadOnlyTools(tools, ledger, scope)
     names = [s.name for s in view.specs()]
@@ -281,7 +289,7 @@ async def explore(
         model=child.model,
         thinking=child.thinking,
         system=child_instructions(names, cwd),
-        limits=Limits(max_iterations=limits.max_iterations, max_tool_calls=40),
+        limits=allowance.within(Limits(max_iterations=limits.max_iterations, max_tool_calls=40)),
     )
     engine = Engine("explore", config, ports)
     outcome = await engine.run(Prompt((TextBlock(question),)))

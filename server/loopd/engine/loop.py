@@ -35,7 +35,7 @@ from loopd.engine.history import distinct_tool_ids, exec_message, prompt_parts, 
 from loopd.engine.limits import guard_options
 from loopd.engine.notices import Notices
 from loopd.engine.ports import NOTHING_SPENT, Emitter, Spending
-from loopd.engine.spend import charge_calls, charge_summary
+from loopd.engine.spend import allowing, charge_calls, charge_summary
 from loopd.engine.steer import steer_text, unless_steered
 from loopd.engine.streaming import NOBODY, ReplyStreamer
 from loopd.engine.toolrun import ToolPhase
@@ -151,6 +151,7 @@ class Engine:
             outcome = turn.outcome("cancelled")
         if self.ports.steer is not None and (late := self.ports.steer.end()):
             await self._heard(late)  # kept: read with the next prompt
+        await self._keep_notices()  # given after the last reply: read with the next prompt
         self.ports.context.spent(Spending(self.keeper.cost))  # the turn ended
         return await self._sealed(outcome)
 
@@ -243,7 +244,8 @@ class Engine:
     async def _tool_round(self, turn: Turn, uses: tuple[ToolUsePart, ...]) -> Outcome | None:
         """Run the calls, hand the model their results; the outcome if a tool's stop
         or the turn's token budget ends the turn."""
-        await self._tool_phase(turn).run(uses, turn.state, turn.results)
+        with allowing(self.config.limits, turn):  # what a child's turn may spend
+            await self._tool_phase(turn).run(uses, turn.state, turn.results)
         await charge_calls(self.keeper, self._notices, turn)
         await self._guide(turn)
         await self._append_results(turn)
@@ -356,14 +358,17 @@ class Engine:
         """The step's results as one message, in the model's order. Already journaled
         one by one as they finished, so only the in-memory history grows by it. The
         pending notices follow (the budget notice, a folder's instructions), for the
-        model to read with the results, as a message of their own and journaled: a
-        reloaded session still has them in the model's context (and is not told the
-        budget again)."""
+        model to read with the results (`_keep_notices`)."""
         parts: tuple[Part, ...] = tuple(turn.results[use.id] for use in turn.open_uses)
         turn.open_uses = ()
         turn.results = {}
         self._history.append(Message("user", parts))
         self.keeper.view.appended()
+        await self._keep_notices()
+
+    async def _keep_notices(self) -> None:
+        """The pending notices as a message of their own, journaled: a reloaded
+        session still has them in the model's context, and is not told again."""
         notices = self._notices.take()
         if notices:
             await self._append(Message("user", (reminder_part(notices),)))

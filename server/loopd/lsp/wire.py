@@ -21,17 +21,8 @@ from pygls.protocol import (
 )
 
 from loopd.mcp.config import McpServerConfig
+from loopd.protocol import events
 from loopd.protocol.approvals import ANSWERS, ApprovalDecision, ApprovalRequest
-from loopd.protocol.events import (
-    AvailableCommandsUpdated,
-    ContentBlock,
-    EmbeddedResourceBlock,
-    ImageBlock,
-    Prompt,
-    ResourceLinkBlock,
-    TextBlock,
-    ToolCallUpdated,
-)
 from loopd.protocol.events_wire import config_option_to_wire, to_wire
 from loopd.sessions.manager import SessionView
 from loopd.store.sqlite import SessionPage
@@ -67,24 +58,28 @@ def field(params: Any, name: str, kind: type | tuple[type, ...] = str, default: 
     return value
 
 
-def prompt_from_wire(blocks: Any) -> Prompt:
+def prompt_from_wire(blocks: Any) -> events.Prompt:
     """An ACP prompt (a list of content blocks) as our `Prompt`."""
     if not isinstance(blocks, list) or not blocks:
         raise BadParams("prompt must be a non-empty list of content blocks")
-    return Prompt(tuple(_block(b) for b in blocks))
+    return events.Prompt(tuple(_block(b) for b in blocks))
 
 
-def _block(block: Any) -> ContentBlock:
+def _block(block: Any) -> events.ContentBlock:
     kind = field(block, "type")
     if kind == "text":
-        return TextBlock(field(block, "text"))
+        return events.TextBlock(field(block, "text"))
     if kind == "resource_link":
-        return ResourceLinkBlock(field(block, "uri"), field(block, "name"), block.get("mimeType"))
+        return events.ResourceLinkBlock(
+            field(block, "uri"), field(block, "name"), block.get("mimeType")
+        )
     if kind == "resource":
         res = field(block, "resource", Mapping)
-        return EmbeddedResourceBlock(field(res, "uri"), field(res, "text"), res.get("mimeType"))
+        return events.EmbeddedResourceBlock(
+            field(res, "uri"), field(res, "text"), res.get("mimeType")
+        )
     if kind == "image":
-        return ImageBlock(field(block, "data"), field(block, "mimeType"), block.get("uri"))
+        return events.ImageBlock(field(block, "data"), field(block, "mimeType"), block.get("uri"))
     raise BadParams(f"unsupported content block type {kind!r}")
 
 
@@ -114,7 +109,7 @@ def opened_to_wire(view: SessionView) -> dict[str, Any]:
     """What a client learns when a session opens: its config options, and under
     `_meta.loopd.availableCommands` its slash commands (ACP sends those as an update
     after the answer; here they come with it, so no update can precede the answer)."""
-    commands = to_wire(AvailableCommandsUpdated(view.commands))["availableCommands"]
+    commands = to_wire(events.AvailableCommandsUpdated(view.commands))["availableCommands"]
     return {
         "configOptions": config_options_to_wire(view),
         "_meta": {"loopd": {"availableCommands": commands}},
@@ -143,7 +138,7 @@ def page_to_wire(page: SessionPage) -> dict[str, Any]:
 
 def permission_params(request: ApprovalRequest) -> dict[str, Any]:
     """Exactly ACP `session/request_permission` params for an approval."""
-    update = ToolCallUpdated(
+    update = events.ToolCallUpdated(
         request.tool_call_id,
         status="pending",
         title=request.title,

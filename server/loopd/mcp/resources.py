@@ -24,14 +24,7 @@ from typing import Any
 from loopd.mcp.client import McpClient, McpResourceInfo
 from loopd.mcp.rpc import McpError
 from loopd.mcp.tools import usable_image
-from loopd.protocol.events import (
-    ContentBlock,
-    EmbeddedResourceBlock,
-    ImageBlock,
-    Prompt,
-    ResourceLinkBlock,
-    TextBlock,
-)
+from loopd.protocol import events
 from loopd.protocol.wire.shapes import Mention
 
 log = logging.getLogger(__name__)
@@ -59,7 +52,7 @@ class McpResource:
             mime_type=i.mime_type,
         )
 
-    async def read(self) -> tuple[ContentBlock, ...]:
+    async def read(self) -> tuple[events.ContentBlock, ...]:
         """The resource's contents as prompt blocks; a failure is one text block."""
         uri, server = self.info.uri, self.client.name
         try:
@@ -67,19 +60,21 @@ class McpResource:
         except McpError as err:
             log.warning("mcp %s: reading %s failed: %s", server, uri, err)
             return (
-                TextBlock(f"[The resource {uri} of MCP server {server} could not be read: {err}]"),
+                events.TextBlock(
+                    f"[The resource {uri} of MCP server {server} could not be read: {err}]"
+                ),
             )
-        blocks: list[ContentBlock] = []
+        blocks: list[events.ContentBlock] = []
         budget = TEXT_LIMIT
         for content in contents:
             block, budget = _block(content, uri, budget)
             blocks.append(block)
         return tuple(blocks) or (
-            TextBlock(f"[The resource {uri} of MCP server {server} is empty]"),
+            events.TextBlock(f"[The resource {uri} of MCP server {server} is empty]"),
         )
 
 
-async def resolve(prompt: Prompt, offered: Sequence[McpResource]) -> Prompt:
+async def resolve(prompt: events.Prompt, offered: Sequence[McpResource]) -> events.Prompt:
     """`prompt` with each link to an offered resource replaced by its contents (the
     first server to list a uri reads it). Reads run together."""
     by_uri: dict[str, McpResource] = {}
@@ -87,7 +82,7 @@ async def resolve(prompt: Prompt, offered: Sequence[McpResource]) -> Prompt:
         by_uri.setdefault(resource.info.uri, resource)
     reads: dict[int, McpResource] = {}
     for i, block in enumerate(prompt.blocks):
-        if isinstance(block, ResourceLinkBlock) and block.uri in by_uri:
+        if isinstance(block, events.ResourceLinkBlock) and block.uri in by_uri:
             reads[i] = by_uri[block.uri]
     if not reads:
         return prompt
@@ -98,13 +93,13 @@ async def resolve(prompt: Prompt, offered: Sequence[McpResource]) -> Prompt:
         reads = dict(list(reads.items())[:MAX_MENTIONS])
     read = await asyncio.gather(*(r.read() for r in reads.values()))
     replaced = dict(zip(reads, read, strict=True))
-    blocks: list[ContentBlock] = []
+    blocks: list[events.ContentBlock] = []
     for i, block in enumerate(prompt.blocks):
         blocks.extend(replaced.get(i, (block,)))
-    return Prompt(tuple(blocks))
+    return events.Prompt(tuple(blocks))
 
 
-def _block(content: Mapping[str, Any], uri: str, budget: int) -> tuple[ContentBlock, int]:
+def _block(content: Mapping[str, Any], uri: str, budget: int) -> tuple[events.ContentBlock, int]:
     """One item of `contents` as a block, and the text budget left after it."""
     where = content.get("uri") if isinstance(content.get("uri"), str) else uri
     mime = content.get("mimeType") if isinstance(content.get("mimeType"), str) else None
@@ -113,9 +108,9 @@ def _block(content: Mapping[str, Any], uri: str, budget: int) -> tuple[ContentBl
         shown = text[: max(budget, 0)]
         if len(shown) < len(text):
             shown += f"\n[... cut: {len(shown)} of {len(text)} characters shown]"
-        return EmbeddedResourceBlock(str(where), shown, mime), budget - len(text)
+        return events.EmbeddedResourceBlock(str(where), shown, mime), budget - len(text)
     if isinstance(blob, str) and usable_image({"type": "image", "data": blob, "mimeType": mime}):
-        return ImageBlock(blob, str(mime), str(where)), budget
+        return events.ImageBlock(blob, str(mime), str(where)), budget
     kind = mime or "unknown type"
     size = len(blob.rstrip("=")) * 3 // 4 if isinstance(blob, str) else 0  # base64's
-    return TextBlock(f"[binary resource {where} ({kind}, {size} bytes), not shown]"), budget
+    return events.TextBlock(f"[binary resource {where} ({kind}, {size} bytes), not shown]"), budget

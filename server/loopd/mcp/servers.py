@@ -30,9 +30,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from loopd.engine.ports import Clock
 from loopd.mcp.client import McpClient, McpTimeouts, McpToolInfo
@@ -45,6 +45,7 @@ from loopd.protocol.events import Prompt
 from loopd.protocol.wire.shapes import Mention
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")  # what a server lists: its tools' or its resources' infos
 
 LIST_CHANGED = "notifications/tools/list_changed"
 RESOURCES_CHANGED = "notifications/resources/list_changed"
@@ -126,10 +127,8 @@ class McpServers:
             self._start(key, work)
 
     async def _relist_tools(self, client: McpClient) -> None:
-        try:
-            infos = await client.list_tools()
-        except McpError as err:
-            log.warning("mcp %s: listing its changed tools failed: %s", client.name, err)
+        infos = await _listed_again(client, "tools", client.list_tools)
+        if infos is None:
             return
         gone = tuple(t for t in self.tools if t.client is client)
         kept = tuple(t for t in self.tools if t.client is not client)
@@ -140,10 +139,8 @@ class McpServers:
         self.on_change(gone, added)
 
     async def _relist_resources(self, client: McpClient) -> None:
-        try:
-            infos = await client.list_resources()
-        except McpError as err:
-            log.warning("mcp %s: listing its changed resources failed: %s", client.name, err)
+        infos = await _listed_again(client, "resources", client.list_resources)
+        if infos is None:
             return
         others = [r for r in self.resources if r.client is not client]
         fresh = [McpResource(client, info) for info in infos]
@@ -269,3 +266,15 @@ async def _prompts(clients: Sequence[McpClient]) -> tuple[tuple[McpPrompt, ...],
             name = tool_name(client.name, info.name)
             prompts.setdefault(name, McpPrompt(name, client, info))
     return tuple(prompts.values()), problems
+
+
+async def _listed_again(
+    client: McpClient, what: str, listing: Callable[[], Awaitable[list[T]]]
+) -> list[T] | None:
+    """The server's list of `what` after it said the list changed; None when listing
+    failed (logged): what was listed before stays."""
+    try:
+        return await listing()
+    except McpError as err:
+        log.warning("mcp %s: listing its changed %s failed: %s", client.name, what, err)
+        return None

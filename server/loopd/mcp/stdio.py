@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from loopd.engine.ports import Clock
-from loopd.executables import find_program
+from loopd.executables import find_program, program_env
 from loopd.mcp.config import McpServerConfig
 from loopd.mcp.rpc import McpClosed, McpError, RpcPeer
 from loopd.protocol.jsonvalues import loads_bounded
@@ -61,8 +61,8 @@ class StdioTransport:
         """Raises `McpError` when the command cannot be started. `grace`: seconds
         the server gets to exit on close before its group is killed."""
         command = config.command or ""
-        env = {**sanitized_env(base_env), **config.env}
-        program = find_program(command, env.get("PATH"), outside=(cwd,))
+        env = program_env({**sanitized_env(base_env), **config.env}, (cwd,))
+        program = find_program(command, env["PATH"], outside=(cwd,))
         if program is None:  # it runs outside the sandbox: never the workspace's
             raise McpError(
                 f"could not start `{command}`: not found on PATH's absolute entries "

@@ -41,8 +41,6 @@ from loopd.policy.beneath import (
     FileTooLarge,
     PathEscapeError,
     open_beneath,
-    read_bytes_beneath,
-    read_text_beneath,
     write_text_beneath,
 )
 from loopd.policy.secrets import contains, is_secret_name, secret_reason
@@ -57,8 +55,6 @@ __all__ = [
     "PathVerdict",
     "Unresolvable",
     "open_beneath",
-    "read_bytes_beneath",
-    "read_text_beneath",
     "write_text_beneath",
 ]
 

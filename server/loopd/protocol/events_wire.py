@@ -12,70 +12,45 @@ from __future__ import annotations
 
 from typing import Any, assert_never
 
-from loopd.protocol.events import (
-    NOTICE_META,
-    AgentMessageChunk,
-    AgentThoughtChunk,
-    AvailableCommandsUpdated,
-    ConfigOption,
-    ConfigOptionsChanged,
-    ContentBlock,
-    DiffContent,
-    EmbeddedResourceBlock,
-    ImageBlock,
-    Location,
-    ModeChanged,
-    PlanUpdated,
-    ResourceLinkBlock,
-    SessionEvent,
-    SessionInfoUpdated,
-    TerminalContent,
-    TextBlock,
-    ToolCallStarted,
-    ToolCallUpdated,
-    ToolContent,
-    UsageUpdated,
-    UserMessageChunk,
-    VerificationUpdated,
-)
+from loopd.protocol import events
 
 
-def content_to_wire(block: ToolContent) -> dict[str, Any]:
+def content_to_wire(block: events.ToolContent) -> dict[str, Any]:
     """A content block as ACP JSON (`ContentBlock`, or a `ToolCallContent` item for
     diffs and terminals)."""
     match block:
-        case TextBlock(text):
+        case events.TextBlock(text):
             return {"type": "text", "text": text}
-        case ImageBlock(data, mime_type, uri):
+        case events.ImageBlock(data, mime_type, uri):
             return _drop_none({"type": "image", "data": data, "mimeType": mime_type, "uri": uri})
-        case ResourceLinkBlock(uri, name, mime_type):
+        case events.ResourceLinkBlock(uri, name, mime_type):
             return _drop_none(
                 {"type": "resource_link", "uri": uri, "name": name, "mimeType": mime_type}
             )
-        case EmbeddedResourceBlock(uri, text, mime_type):
+        case events.EmbeddedResourceBlock(uri, text, mime_type):
             return {
                 "type": "resource",
                 "resource": _drop_none({"uri": uri, "text": text, "mimeType": mime_type}),
             }
-        case DiffContent(path, old_text, new_text):
+        case events.DiffContent(path, old_text, new_text):
             return {"type": "diff", "path": path, "oldText": old_text, "newText": new_text}
-        case TerminalContent(terminal_id):
+        case events.TerminalContent(terminal_id):
             return {"type": "terminal", "terminalId": terminal_id}
         case _:
             assert_never(block)
 
 
-def _tool_content_to_wire(block: ToolContent) -> dict[str, Any]:
-    if isinstance(block, DiffContent | TerminalContent):
+def _tool_content_to_wire(block: events.ToolContent) -> dict[str, Any]:
+    if isinstance(block, events.DiffContent | events.TerminalContent):
         return content_to_wire(block)
     return {"type": "content", "content": content_to_wire(block)}
 
 
-def _location_to_wire(loc: Location) -> dict[str, Any]:
+def _location_to_wire(loc: events.Location) -> dict[str, Any]:
     return _drop_none({"path": loc.path, "line": loc.line})
 
 
-def config_option_to_wire(opt: ConfigOption) -> dict[str, Any]:
+def config_option_to_wire(opt: events.ConfigOption) -> dict[str, Any]:
     return _drop_none(
         {
             "id": opt.id,
@@ -92,21 +67,21 @@ def config_option_to_wire(opt: ConfigOption) -> dict[str, Any]:
     )
 
 
-def to_wire(event: SessionEvent) -> dict[str, Any]:
+def to_wire(event: events.SessionEvent) -> dict[str, Any]:
     """The ACP `session/update` `update` object for an event."""
     match event:
-        case AgentMessageChunk(text, message_id, notice):
-            chunk = _chunk("agent_message_chunk", TextBlock(text), message_id)
-            return chunk if notice is None else {**chunk, "_meta": {NOTICE_META: notice}}
-        case AgentThoughtChunk(text, message_id):
-            return _chunk("agent_thought_chunk", TextBlock(text), message_id)
-        case UserMessageChunk(content, message_id):
+        case events.AgentMessageChunk(text, message_id, notice):
+            chunk = _chunk("agent_message_chunk", events.TextBlock(text), message_id)
+            return chunk if notice is None else {**chunk, "_meta": {events.NOTICE_META: notice}}
+        case events.AgentThoughtChunk(text, message_id):
+            return _chunk("agent_thought_chunk", events.TextBlock(text), message_id)
+        case events.UserMessageChunk(content, message_id):
             return _chunk("user_message_chunk", content, message_id)
-        case ToolCallStarted():
+        case events.ToolCallStarted():
             return _tool_call_started(event)
-        case ToolCallUpdated():
+        case events.ToolCallUpdated():
             return _tool_call_updated(event)
-        case PlanUpdated(entries):
+        case events.PlanUpdated(entries):
             return {
                 "sessionUpdate": "plan",
                 "entries": [
@@ -114,7 +89,7 @@ def to_wire(event: SessionEvent) -> dict[str, Any]:
                     for e in entries
                 ],
             }
-        case AvailableCommandsUpdated(commands):
+        case events.AvailableCommandsUpdated(commands):
             return {
                 "sessionUpdate": "available_commands_update",
                 "availableCommands": [
@@ -128,23 +103,23 @@ def to_wire(event: SessionEvent) -> dict[str, Any]:
                     for c in commands
                 ],
             }
-        case ModeChanged(mode_id):
+        case events.ModeChanged(mode_id):
             return {"sessionUpdate": "current_mode_update", "currentModeId": mode_id}
-        case ConfigOptionsChanged(options):
+        case events.ConfigOptionsChanged(options):
             return {
                 "sessionUpdate": "config_option_update",
                 "configOptions": [config_option_to_wire(o) for o in options],
             }
-        case SessionInfoUpdated(title, updated_at):
+        case events.SessionInfoUpdated(title, updated_at):
             return _drop_none(
                 {"sessionUpdate": "session_info_update", "title": title, "updatedAt": updated_at}
             )
-        case UsageUpdated(used, size, cost, currency):
+        case events.UsageUpdated(used, size, cost, currency):
             out: dict[str, Any] = {"sessionUpdate": "usage_update", "used": used, "size": size}
             if cost is not None:
                 out["cost"] = {"amount": cost, "currency": currency}
             return out
-        case VerificationUpdated(verification):
+        case events.VerificationUpdated(verification):
             return {
                 "sessionUpdate": "session_info_update",
                 "_meta": {"loopd": {"verification": verification.to_wire()}},
@@ -153,11 +128,11 @@ def to_wire(event: SessionEvent) -> dict[str, Any]:
             assert_never(event)
 
 
-def _chunk(kind: str, content: ContentBlock, message_id: str) -> dict[str, Any]:
+def _chunk(kind: str, content: events.ContentBlock, message_id: str) -> dict[str, Any]:
     return {"sessionUpdate": kind, "content": content_to_wire(content), "messageId": message_id}
 
 
-def _tool_call_started(ev: ToolCallStarted) -> dict[str, Any]:
+def _tool_call_started(ev: events.ToolCallStarted) -> dict[str, Any]:
     out: dict[str, Any] = {
         "sessionUpdate": "tool_call",
         "toolCallId": ev.tool_call_id,
@@ -174,7 +149,7 @@ def _tool_call_started(ev: ToolCallStarted) -> dict[str, Any]:
     return out
 
 
-def _tool_call_updated(ev: ToolCallUpdated) -> dict[str, Any]:
+def _tool_call_updated(ev: events.ToolCallUpdated) -> dict[str, Any]:
     out: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": ev.tool_call_id}
     if ev.status is not None:
         out["status"] = ev.status

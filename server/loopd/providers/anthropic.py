@@ -18,27 +18,7 @@ from typing import Any, assert_never
 
 import httpx
 
-from loopd.protocol.messages import (
-    ImagePart,
-    Message,
-    Part,
-    TextPart,
-    ThinkingPart,
-    ToolResultPart,
-    ToolUsePart,
-)
-from loopd.protocol.model import (
-    ModelRequest,
-    ModelStop,
-    ResponseDone,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ThinkingLevel,
-    ToolCallBegin,
-    ToolSpec,
-    Usage,
-)
+from loopd.protocol import messages, model
 from loopd.providers.body import (
     FragmentCache,
     Memo,
@@ -67,8 +47,13 @@ _CACHE = {"type": "ephemeral"}
 # Thinking budgets per level. The budget counts within max_tokens and must be at
 # least 1024: it is capped at half of max_tokens (the answer needs room too) and
 # thinking is left off when that is below 1024.
-_BUDGETS: Mapping[ThinkingLevel, int] = {"off": 0, "low": 4096, "medium": 10_000, "high": 32_000}
-_STOPS: Mapping[str, ModelStop] = {
+_BUDGETS: Mapping[model.ThinkingLevel, int] = {
+    "off": 0,
+    "low": 4096,
+    "medium": 10_000,
+    "high": 32_000,
+}
+_STOPS: Mapping[str, model.ModelStop] = {
     "end_turn": "end_turn",
     "stop_sequence": "end_turn",
     "tool_use": "tool_use",
@@ -110,9 +95,9 @@ class RequestEncoder:
     def __init__(self) -> None:
         self._history = FragmentCache(_message)
         self._system: Memo[str] = Memo(_system)
-        self._tools: Memo[tuple[ToolSpec, ...]] = Memo(_tools)
+        self._tools: Memo[tuple[model.ToolSpec, ...]] = Memo(_tools)
 
-    def encode(self, request: ModelRequest) -> bytes:
+    def encode(self, request: model.ModelRequest) -> bytes:
         body: JsonObject = {
             "model": request.model,
             "max_tokens": request.max_tokens,
@@ -128,7 +113,7 @@ class RequestEncoder:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         return encode_object(body)
 
-    def _messages(self, history: tuple[Message, ...]) -> Raw:
+    def _messages(self, history: tuple[messages.Message, ...]) -> Raw:
         fragments = self._history.fragments(history)
         latest = next(
             (
@@ -147,7 +132,7 @@ def _system(system: str) -> bytes:
     return dumps([{"type": "text", "text": system, "cache_control": _CACHE}])
 
 
-def _tools(specs: tuple[ToolSpec, ...]) -> bytes:
+def _tools(specs: tuple[model.ToolSpec, ...]) -> bytes:
     tools = [
         {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
         for t in specs
@@ -156,7 +141,7 @@ def _tools(specs: tuple[ToolSpec, ...]) -> bytes:
     return dumps(tools)
 
 
-def _message(message: Message, *, cache_breakpoint: bool = False) -> bytes:
+def _message(message: messages.Message, *, cache_breakpoint: bool = False) -> bytes:
     """The message as a body fragment, empty when none of its parts go to Anthropic
     (an empty message would be rejected)."""
     blocks = [b for p in message.parts if (b := _block(p)) is not None]
@@ -165,21 +150,21 @@ def _message(message: Message, *, cache_breakpoint: bool = False) -> bytes:
     return elements([{"role": message.role, "content": blocks}] if blocks else [])
 
 
-def _block(part: Part) -> JsonObject | None:
+def _block(part: messages.Part) -> JsonObject | None:
     match part:
-        case TextPart(text):
+        case messages.TextPart(text):
             return {"type": "text", "text": text} if text else None
-        case ImagePart():
+        case messages.ImagePart():
             return _image(part)
-        case ThinkingPart(text, signature, redacted):
+        case messages.ThinkingPart(text, signature, redacted):
             if redacted:
                 return {"type": "redacted_thinking", "data": redacted}
             if not signature:
                 return None
             return {"type": "thinking", "thinking": text, "signature": signature}
-        case ToolUsePart(id_, name, input_):
+        case messages.ToolUsePart(id_, name, input_):
             return {"type": "tool_use", "id": id_, "name": name, "input": dict(input_)}
-        case ToolResultPart(tool_use_id, content, is_error, images):
+        case messages.ToolResultPart(tool_use_id, content, is_error, images):
             blocks = [{"type": "text", "text": content}, *(_image(i) for i in images)]
             return {
                 "type": "tool_result",
@@ -191,7 +176,7 @@ def _block(part: Part) -> JsonObject | None:
             assert_never(part)
 
 
-def _image(part: ImagePart) -> JsonObject:
+def _image(part: messages.ImagePart) -> JsonObject:
     source = {"type": "base64", "media_type": part.media_type, "data": part.data}
     return {"type": "image", "source": source}
 
@@ -208,17 +193,17 @@ class _Block:
     id: str = ""
     name: str = ""
 
-    def part(self) -> Part | None:
+    def part(self) -> messages.Part | None:
         joined = "".join(self.text)
         match self.kind:
             case "text":
-                return TextPart(joined) if joined else None
+                return messages.TextPart(joined) if joined else None
             case "thinking":
-                return ThinkingPart(joined, signature=self.signature)
+                return messages.ThinkingPart(joined, signature=self.signature)
             case "redacted_thinking":
-                return ThinkingPart("", redacted=self.redacted)
+                return messages.ThinkingPart("", redacted=self.redacted)
             case "tool_use":
-                return ToolUsePart(self.id, self.name, parse_tool_input(joined))
+                return messages.ToolUsePart(self.id, self.name, parse_tool_input(joined))
         return None  # server tools and block types newer than this code
 
 
@@ -232,7 +217,7 @@ class _Decoder:
         self._stop = ""
         self.done = False
 
-    def feed(self, event: str, data: str) -> Iterator[StreamEvent]:
+    def feed(self, event: str, data: str) -> Iterator[model.StreamEvent]:
         payload = load_event(data)
         if payload is None:
             return
@@ -251,25 +236,25 @@ class _Decoder:
             case "error":
                 raise error_from_payload(payload)
 
-    def finish(self) -> ResponseDone:
+    def finish(self) -> model.ResponseDone:
         if not self.done:
             raise incomplete("message_stop")
         parts = tuple(
             part for _, b in sorted(self._blocks.items()) if (part := b.part()) is not None
         )
         stop = _STOPS.get(self._stop, "end_turn")
-        if stop == "end_turn" and any(isinstance(p, ToolUsePart) for p in parts):
+        if stop == "end_turn" and any(isinstance(p, messages.ToolUsePart) for p in parts):
             stop = "tool_use"
         u = self._usage
-        usage = Usage(
+        usage = model.Usage(
             input_tokens=u.get("input_tokens", 0),
             output_tokens=u.get("output_tokens", 0),
             cache_read_tokens=u.get("cache_read_input_tokens", 0),
             cache_write_tokens=u.get("cache_creation_input_tokens", 0),
         )
-        return ResponseDone(parts, stop, usage)
+        return model.ResponseDone(parts, stop, usage)
 
-    def _start(self, index: int, block: Mapping[str, Any]) -> Iterator[StreamEvent]:
+    def _start(self, index: int, block: Mapping[str, Any]) -> Iterator[model.StreamEvent]:
         kind = str(block.get("type", ""))
         new = _Block(kind, id=block.get("id", ""), name=block.get("name", ""))
         new.redacted = block.get("data", "") if kind == "redacted_thinking" else ""
@@ -280,19 +265,19 @@ class _Decoder:
             new.text.append(json.dumps(block["input"]))
         self._blocks[index] = new
         if kind == "tool_use":
-            yield ToolCallBegin(new.id, new.name)
+            yield model.ToolCallBegin(new.id, new.name)
 
-    def _delta(self, index: int, delta: Mapping[str, Any]) -> Iterator[StreamEvent]:
+    def _delta(self, index: int, delta: Mapping[str, Any]) -> Iterator[model.StreamEvent]:
         block = self._blocks.get(index)
         if block is None:
             return
         match delta.get("type"):
             case "text_delta":
                 block.text.append(delta["text"])
-                yield TextDelta(delta["text"])
+                yield model.TextDelta(delta["text"])
             case "thinking_delta":
                 block.text.append(delta["thinking"])
-                yield ThinkingDelta(delta["thinking"])
+                yield model.ThinkingDelta(delta["thinking"])
             case "signature_delta":
                 block.signature += delta["signature"]
             case "input_json_delta":

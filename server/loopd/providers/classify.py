@@ -28,6 +28,7 @@ from loopd.protocol.errors import (
 
 _OVERFLOW_TEXT = (
     "prompt is too long",  # Anthropic
+    "exceed context limit",  # Anthropic, the prompt and `max_tokens` together
     "maximum context length",  # OpenAI, vLLM, LM Studio
     "context window",
     "context_length_exceeded",

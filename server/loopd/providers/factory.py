@@ -61,15 +61,9 @@ def make_provider(
                 client=client,
                 idle_timeout=idle_timeout,
             )
-        case "openai_chat":
-            return OpenAIChatProvider(
-                api_key=api_key,
-                base_url=base_url or openai_chat.DEFAULT_BASE_URL,
-                client=client,
-                idle_timeout=idle_timeout,
-            )
-        case "openai_responses":
-            return OpenAIResponsesProvider(
+        case "openai_chat" | "openai_responses":
+            openai = OpenAIChatProvider if kind == "openai_chat" else OpenAIResponsesProvider
+            return openai(
                 api_key=api_key,
                 base_url=base_url or openai_chat.DEFAULT_BASE_URL,
                 client=client,

@@ -21,18 +21,7 @@ from typing import Any
 
 import httpx
 
-from loopd.protocol.messages import ImagePart, Message, Part, TextPart, ThinkingPart, ToolUsePart
-from loopd.protocol.model import (
-    ModelRequest,
-    ModelStop,
-    ResponseDone,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallBegin,
-    ToolSpec,
-    Usage,
-)
+from loopd.protocol import messages, model
 from loopd.providers.body import FragmentCache, Memo, dumps, elements, encode_object, join_array
 from loopd.providers.classify import error_from_payload
 from loopd.providers.sse import (
@@ -52,7 +41,7 @@ from loopd.providers.sse import (
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 Format = tuple[str, Encoder, Callable[[], Decoder]]  # a path, its encoder, its decoders
 PATH = "/chat/completions"
-_STOPS: Mapping[str, ModelStop] = {
+_STOPS: Mapping[str, model.ModelStop] = {
     "stop": "end_turn",
     "length": "max_tokens",
     "tool_calls": "tool_use",
@@ -93,15 +82,30 @@ class OpenAIChatProvider(OpenAIProvider):
 # ---- request ----
 
 
-class RequestEncoder:
-    """Request bodies for one provider instance; history messages are encoded once
-    and reused (see body.py)."""
+class OpenAIEncoder:
+    """Request bodies for one provider instance of one of OpenAI's formats: history
+    messages are encoded once and reused, the tools once a set (see body.py). A
+    format names how it renders a message and the tools, and builds the body."""
+
+    def __init__(
+        self,
+        message: Callable[[messages.Message], bytes],
+        tools: Callable[[tuple[model.ToolSpec, ...]], bytes],
+    ) -> None:
+        self._history = FragmentCache(message)
+        self._tools = Memo(tools)
+
+    def encode(self, request: model.ModelRequest) -> bytes:
+        raise NotImplementedError
+
+
+class RequestEncoder(OpenAIEncoder):
+    """Chat Completions bodies: the system prompt is the first message."""
 
     def __init__(self) -> None:
-        self._history = FragmentCache(_message)
-        self._tools: Memo[tuple[ToolSpec, ...]] = Memo(_tools)
+        super().__init__(_message, _tools)
 
-    def encode(self, request: ModelRequest) -> bytes:
+    def encode(self, request: model.ModelRequest) -> bytes:
         system = (
             [elements([{"role": "system", "content": request.system}])] if request.system else []
         )
@@ -119,7 +123,7 @@ class RequestEncoder:
         return encode_object(body)
 
 
-def _tools(specs: tuple[ToolSpec, ...]) -> bytes:
+def _tools(specs: tuple[model.ToolSpec, ...]) -> bytes:
     return dumps(
         [
             {
@@ -135,11 +139,11 @@ def _tools(specs: tuple[ToolSpec, ...]) -> bytes:
     )
 
 
-def _message(message: Message) -> bytes:
+def _message(message: messages.Message) -> bytes:
     return elements(_messages(message))
 
 
-def _messages(message: Message) -> Iterator[JsonObject]:
+def _messages(message: messages.Message) -> Iterator[JsonObject]:
     """One of our messages as chat messages: tool results become `tool` messages
     (first, right after the assistant's calls), the rest one user/assistant message.
     A `tool` message takes text only, so a result's images open the user message,
@@ -154,9 +158,9 @@ def _messages(message: Message) -> Iterator[JsonObject]:
             said = f"The images the tool call {result.tool_use_id} returned:"
             content += [{"type": "text", "text": said}, *map(_image_url, result.images)]
     for part in message.parts:
-        if isinstance(part, TextPart) and part.text:
+        if isinstance(part, messages.TextPart) and part.text:
             content.append({"type": "text", "text": part.text})
-        elif isinstance(part, ImagePart):
+        elif isinstance(part, messages.ImagePart):
             content.append(_image_url(part))
     if len(content) == 1 and content[0]["type"] == "text":
         yield {"role": "user", "content": content[0]["text"]}
@@ -164,11 +168,11 @@ def _messages(message: Message) -> Iterator[JsonObject]:
         yield {"role": "user", "content": content}
 
 
-def _image_url(part: ImagePart) -> JsonObject:
+def _image_url(part: messages.ImagePart) -> JsonObject:
     return {"type": "image_url", "image_url": {"url": data_url(part.media_type, part.data)}}
 
 
-def _assistant(message: Message) -> Iterator[JsonObject]:
+def _assistant(message: messages.Message) -> Iterator[JsonObject]:
     wire: JsonObject = {"role": "assistant", "content": message.text or None}
     calls = [
         {
@@ -202,14 +206,14 @@ class _Decoder:
         self._thinking: list[str] = []
         self._calls: list[_Call] = []
         self._finish = ""
-        self._usage = Usage()
+        self._usage = model.Usage()
         self._ended = False
 
     @property
     def done(self) -> bool:
         return self._ended
 
-    def feed(self, event: str, data: str) -> Iterator[StreamEvent]:
+    def feed(self, event: str, data: str) -> Iterator[model.StreamEvent]:
         if data.strip() == "[DONE]":
             self._ended = True
             return
@@ -224,30 +228,32 @@ class _Decoder:
             self._finish = choice.get("finish_reason") or self._finish
             yield from self._delta(choice.get("delta") or {})
 
-    def finish(self) -> ResponseDone:
+    def finish(self) -> model.ResponseDone:
         if not (self._ended or self._finish):  # some servers end without [DONE]
             raise incomplete("[DONE]")
-        parts: list[Part] = []
+        parts: list[messages.Part] = []
         if self._thinking:
-            parts.append(ThinkingPart("".join(self._thinking)))
+            parts.append(messages.ThinkingPart("".join(self._thinking)))
         if self._text:
-            parts.append(TextPart("".join(self._text)))
-        parts += [ToolUsePart(c.id, c.name, parse_tool_input(c.arguments)) for c in self._calls]
+            parts.append(messages.TextPart("".join(self._text)))
+        parts += [
+            messages.ToolUsePart(c.id, c.name, parse_tool_input(c.arguments)) for c in self._calls
+        ]
         stop = "tool_use" if self._calls else _STOPS.get(self._finish, "end_turn")
-        return ResponseDone(tuple(parts), stop, self._usage)
+        return model.ResponseDone(tuple(parts), stop, self._usage)
 
-    def _delta(self, delta: Mapping[str, Any]) -> Iterator[StreamEvent]:
+    def _delta(self, delta: Mapping[str, Any]) -> Iterator[model.StreamEvent]:
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
             self._thinking.append(reasoning)
-            yield ThinkingDelta(reasoning)
+            yield model.ThinkingDelta(reasoning)
         if delta.get("content"):
             self._text.append(delta["content"])
-            yield TextDelta(delta["content"])
+            yield model.TextDelta(delta["content"])
         for fragment in delta.get("tool_calls") or ():
             yield from self._tool_fragment(fragment)
 
-    def _tool_fragment(self, fragment: Mapping[str, Any]) -> Iterator[StreamEvent]:
+    def _tool_fragment(self, fragment: Mapping[str, Any]) -> Iterator[model.StreamEvent]:
         function = fragment.get("function") or {}
         call_id, name = fragment.get("id") or "", function.get("name") or ""
         call = self._slot(fragment.get("index"), call_id, name)
@@ -261,7 +267,7 @@ class _Decoder:
         if call.name and not call.announced:
             call.announced = True
             call.id = call.id or f"call_{len(self._calls)}"
-            yield ToolCallBegin(call.id, call.name)
+            yield model.ToolCallBegin(call.id, call.name)
 
     def _slot(self, index: int | None, call_id: str, name: str) -> _Call:
         """The call a fragment continues, or a new one."""
@@ -286,12 +292,12 @@ def openai_usage(
     *,
     prompt: str = "prompt_tokens",
     completion: str = "completion_tokens",
-) -> Usage:
+) -> model.Usage:
     """OpenAI counts cached tokens inside the prompt count; ours are separate. The
     Responses API names the fields input_tokens/output_tokens."""
     usage = usage or {}
     cached = (usage.get(f"{prompt}_details") or {}).get("cached_tokens") or 0
-    return Usage(
+    return model.Usage(
         input_tokens=(usage.get(prompt) or 0) - cached,
         output_tokens=usage.get(completion) or 0,
         cache_read_tokens=cached,

@@ -16,29 +16,11 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from loopd.protocol import messages, model
 from loopd.protocol.errors import Transient
-from loopd.protocol.messages import (
-    ImagePart,
-    Message,
-    Part,
-    TextPart,
-    ThinkingPart,
-    ToolResultPart,
-    ToolUsePart,
-)
-from loopd.protocol.model import (
-    ModelRequest,
-    ModelStop,
-    ResponseDone,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallBegin,
-    ToolSpec,
-)
-from loopd.providers.body import FragmentCache, Memo, dumps, elements, encode_object, join_array
+from loopd.providers.body import dumps, elements, encode_object, join_array
 from loopd.providers.classify import error_from_payload
-from loopd.providers.openai_chat import Format, OpenAIProvider, openai_usage
+from loopd.providers.openai_chat import Format, OpenAIEncoder, OpenAIProvider, openai_usage
 from loopd.providers.sse import (
     JsonObject,
     data_url,
@@ -51,7 +33,7 @@ PATH = "/responses"
 _THINKING_EVENTS = frozenset(
     {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
 )
-_INCOMPLETE: Mapping[str, ModelStop] = {"content_filter": "refusal"}
+_INCOMPLETE: Mapping[str, model.ModelStop] = {"content_filter": "refusal"}
 
 
 class OpenAIResponsesProvider(OpenAIProvider):
@@ -64,15 +46,13 @@ class OpenAIResponsesProvider(OpenAIProvider):
 # ---- request ----
 
 
-class RequestEncoder:
-    """Request bodies for one provider instance; history messages are encoded once
-    and reused (see body.py)."""
+class RequestEncoder(OpenAIEncoder):
+    """Responses bodies: stateless (`store: false`), the system prompt as `instructions`."""
 
     def __init__(self) -> None:
-        self._history = FragmentCache(_message)
-        self._tools: Memo[tuple[ToolSpec, ...]] = Memo(_tools)
+        super().__init__(_message, _tools)
 
-    def encode(self, request: ModelRequest) -> bytes:
+    def encode(self, request: model.ModelRequest) -> bytes:
         body: JsonObject = {
             "model": request.model,
             "input": join_array(self._history.fragments(request.messages)),
@@ -90,7 +70,7 @@ class RequestEncoder:
         return encode_object(body)
 
 
-def _tools(specs: tuple[ToolSpec, ...]) -> bytes:
+def _tools(specs: tuple[model.ToolSpec, ...]) -> bytes:
     return dumps(
         [
             {
@@ -105,11 +85,11 @@ def _tools(specs: tuple[ToolSpec, ...]) -> bytes:
     )
 
 
-def _message(message: Message) -> bytes:
+def _message(message: messages.Message) -> bytes:
     return elements(_items(message))
 
 
-def _items(message: Message) -> Iterator[JsonObject]:
+def _items(message: messages.Message) -> Iterator[JsonObject]:
     """Input items in the message's order; consecutive text and images share one
     message item."""
     role = message.role
@@ -127,31 +107,31 @@ def _items(message: Message) -> Iterator[JsonObject]:
         yield {"role": role, "content": content}
 
 
-def _item(part: Part) -> JsonObject | None:
+def _item(part: messages.Part) -> JsonObject | None:
     match part:
-        case ToolUsePart(id_, name, input_):
+        case messages.ToolUsePart(id_, name, input_):
             arguments = json.dumps(dict(input_))
             return {"type": "function_call", "call_id": id_, "name": name, "arguments": arguments}
-        case ToolResultPart(tool_use_id, content, _, images):
+        case messages.ToolResultPart(tool_use_id, content, _, images):
             shown = [{"type": "input_text", "text": content}, *(_input_image(i) for i in images)]
             output = shown if images else content
             return {"type": "function_call_output", "call_id": tool_use_id, "output": output}
-        case ThinkingPart(text, signature, _) if signature:
+        case messages.ThinkingPart(text, signature, _) if signature:
             summary = [{"type": "summary_text", "text": text}] if text else []
             return {"type": "reasoning", "summary": summary, "encrypted_content": signature}
     return None
 
 
-def _content(role: str, part: Part) -> list[JsonObject]:
-    if isinstance(part, TextPart) and part.text:
+def _content(role: str, part: messages.Part) -> list[JsonObject]:
+    if isinstance(part, messages.TextPart) and part.text:
         kind = "output_text" if role == "assistant" else "input_text"
         return [{"type": kind, "text": part.text}]
-    if isinstance(part, ImagePart):
+    if isinstance(part, messages.ImagePart):
         return [_input_image(part)]
     return []  # unsigned thinking: nothing the API would accept
 
 
-def _input_image(part: ImagePart) -> JsonObject:
+def _input_image(part: messages.ImagePart) -> JsonObject:
     return {"type": "input_image", "image_url": data_url(part.media_type, part.data)}
 
 
@@ -167,20 +147,20 @@ class _Decoder:
     def done(self) -> bool:
         return self._final is not None
 
-    def feed(self, event: str, data: str) -> Iterator[StreamEvent]:
+    def feed(self, event: str, data: str) -> Iterator[model.StreamEvent]:
         payload = load_event(data)
         if payload is None:
             return
         kind = payload.get("type", event)
         if kind in _THINKING_EVENTS:
-            yield ThinkingDelta(payload.get("delta", ""))
+            yield model.ThinkingDelta(payload.get("delta", ""))
         match kind:
             case "response.output_text.delta":
-                yield TextDelta(payload.get("delta", ""))
+                yield model.TextDelta(payload.get("delta", ""))
             case "response.output_item.added":
                 item = payload.get("item") or {}
                 if item.get("type") == "function_call":
-                    yield ToolCallBegin(item.get("call_id", ""), item.get("name", ""))
+                    yield model.ToolCallBegin(item.get("call_id", ""), item.get("name", ""))
             case "response.output_item.done":
                 self._items[payload.get("output_index", len(self._items))] = payload["item"]
             case "response.completed" | "response.incomplete":
@@ -191,12 +171,12 @@ class _Decoder:
             case "error":
                 raise error_from_payload(payload)
 
-    def finish(self) -> ResponseDone:
+    def finish(self) -> model.ResponseDone:
         if self._final is None:
             raise incomplete("response.completed")
         items = [item for _, item in sorted(self._items.items())]
         parts = [p for item in items or self._final.get("output") or () for p in _parts(item)]
-        return ResponseDone(
+        return model.ResponseDone(
             tuple(parts),
             self._stop(parts),
             openai_usage(
@@ -204,8 +184,8 @@ class _Decoder:
             ),
         )
 
-    def _stop(self, parts: list[Part]) -> ModelStop:
-        if any(isinstance(p, ToolUsePart) for p in parts):
+    def _stop(self, parts: list[messages.Part]) -> model.ModelStop:
+        if any(isinstance(p, messages.ToolUsePart) for p in parts):
             return "tool_use"
         if self._final and self._final.get("status") == "incomplete":
             reason = (self._final.get("incomplete_details") or {}).get("reason", "")
@@ -213,20 +193,22 @@ class _Decoder:
         return "end_turn"
 
 
-def _parts(item: Mapping[str, Any]) -> Iterator[Part]:
+def _parts(item: Mapping[str, Any]) -> Iterator[messages.Part]:
     match item.get("type"):
         case "message":
             text = "".join(
                 c.get("text") or c.get("refusal") or "" for c in item.get("content") or ()
             )
             if text:
-                yield TextPart(text)
+                yield messages.TextPart(text)
         case "function_call":
             arguments = item.get("arguments") or ""
-            yield ToolUsePart(
+            yield messages.ToolUsePart(
                 item.get("call_id", ""), item.get("name", ""), parse_tool_input(arguments)
             )
         case "reasoning":
             texts = [s.get("text", "") for s in item.get("summary") or ()]
             texts += [c.get("text", "") for c in item.get("content") or ()]
-            yield ThinkingPart("\n\n".join(texts), signature=item.get("encrypted_content") or "")
+            yield messages.ThinkingPart(
+                "\n\n".join(texts), signature=item.get("encrypted_content") or ""
+            )

@@ -84,6 +84,7 @@ class LiveSession:
     greeted: bool = False  # the first turn's workspace-trust step is done
     owner: object = None  # the manager whose runtimes made `runtime` (see SessionTable)
     rewinds: bool = False  # checkpoints are taken: `/rewind` is offered
+    opened: asyncio.Event = field(default_factory=asyncio.Event)  # set once `runtime` is real
 
     @property
     def id(self) -> str:
@@ -155,7 +156,8 @@ class LiveSession:
 
 class Unopened:
     """A live session's runtime while the real one opens (events emitted during the
-    open already find the session); it is never prompted."""
+    open already find the session); it is never prompted: requests that arrive
+    meanwhile wait for `LiveSession.opened` (`SessionManager._ready`)."""
 
     async def prompt(self, prompt: Prompt) -> Outcome:
         raise RuntimeError("runtime not opened")

@@ -151,8 +151,10 @@ class SessionManager(Rewinding, RuntimeOffer):
                 raise SessionNotFound(f"no session {session_id!r}")
             record, changed = self._reidentify(record)
             live = await self._open(record, link, mcp_servers)
-        elif not live.attached(link):
-            live.links.append(link)
+        else:
+            live = await self._ready(session_id)
+            if not live.attached(link):
+                live.links.append(link)
         if replay:
             for wire in reconcile_events(self.store.events(session_id)):
                 await link.send_update(session_id, wire)
@@ -254,7 +256,7 @@ class SessionManager(Rewinding, RuntimeOffer):
     ) -> Outcome:
         """Run `prompt` as the session's next turn. `on_start` is called when it
         leaves the queue (at once when nothing runs)."""
-        return await self._turns().run(self._require(session_id), prompt, link, on_start)
+        return await self._turns().run(await self._ready(session_id), prompt, link, on_start)
 
     def mentions(self, session_id: str) -> tuple[Mention, ...]:
         """What the person may @-mention in the session's prompts, as it is now."""
@@ -295,7 +297,7 @@ class SessionManager(Rewinding, RuntimeOffer):
 
     async def set_config(self, session_id: str, option_id: str, value: str) -> SessionView:
         """Set one of the session's options (see `loopd.sessions.options`)."""
-        return await self._options().set(self._require(session_id), option_id, value)
+        return await self._options().set(await self._ready(session_id), option_id, value)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -315,6 +317,8 @@ class SessionManager(Rewinding, RuntimeOffer):
             del self._live[record.id]
             self._leases.release(record.id)
             raise
+        finally:
+            live.opened.set()
         return live
 
     def _hold(self, session_id: str) -> None:
@@ -350,6 +354,18 @@ class SessionManager(Rewinding, RuntimeOffer):
         live = self._live.get(session_id)
         if live is None:
             raise SessionNotFound(f"session {session_id!r} is not open here; load it first")
+        return live
+
+    async def _ready(self, session_id: str) -> LiveSession:
+        """The open session once its runtime has opened. A prompt, an option or a
+        second editor's load that arrives while another request opens the session
+        (two editors on one daemon; a bridge that reconnected and loads it again)
+        waits for the open rather than reaching no runtime; if that open failed,
+        the session is not open here."""
+        live = self._require(session_id)
+        while not live.opened.is_set():
+            await live.opened.wait()
+            live = self._require(session_id)
         return live
 
     def _save_after_turn(self, live: LiveSession) -> None:

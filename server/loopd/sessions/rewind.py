@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
@@ -66,9 +66,13 @@ class ContextRestoring(Protocol):
 class WriteCounting(Protocol):
     """A runtime that counts its tools' writes: a turn that leaves the count as it
     was changed nothing, so no `after` checkpoint is taken for it (what changed
-    meanwhile was not the agent's, and is asked about as such)."""
+    meanwhile was not the agent's, and is asked about as such). What a restore puts
+    back counts as writes too (`put_back`): the done check made before it says
+    nothing about the files now, so its seal must not outlive the restore."""
 
     def writes(self) -> int: ...
+
+    def put_back(self, paths: Sequence[str]) -> None: ...
 
 
 @runtime_checkable
@@ -230,6 +234,8 @@ class Rewinds:
         done = await asyncio.to_thread(
             self.checkpoints.restore, live.id, target, args.scope, self.now(), args.force
         )
+        if isinstance(live.runtime, WriteCounting):
+            live.runtime.put_back((*done.written, *done.removed))
         if done.messages is not None and isinstance(live.runtime, ContextRestoring):
             await live.runtime.reload_context()
         return done

@@ -84,8 +84,8 @@ class Turns:
         link: ClientLink,
         on_start: Callable[[], None] | None = None,
     ) -> Outcome:
-        """Run `prompt` as the session's next turn. `on_start` is called when it
-        leaves the queue (at once when nothing runs)."""
+        """`SessionManager.prompt`, on the live session: queued behind the running
+        turn, then a rewind, a continue, a command or a turn of the runtime."""
         generation = live.generation
         async with live.slot(MAX_QUEUED, lambda: say_queued(live, link, prompt)):
             if live.generation != generation:

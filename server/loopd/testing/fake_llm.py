@@ -23,9 +23,11 @@ answers any request whose estimated size (ceil(body bytes / 4), the same rule as
 loopd's own estimate) exceeds N tokens with that format's real overflow error
 ("prompt is too long: X tokens > N maximum" from Anthropic, `context_length_exceeded`
 "maximum context length is N tokens" from OpenAI), without using up a scripted step;
-a reply it does send reports the estimate as its input tokens. `responder`, when
-given, answers every request the queues have nothing for (long scripted sessions
-whose compaction requests come at times the test does not fix).
+a reply it does send reports the estimate as its input tokens. With
+`holds_output=True` the output a request asks for (`max_tokens`) counts against the
+window too, as the real services count it, and the error names both figures.
+`responder`, when given, answers every request the queues have nothing for (long
+scripted sessions whose compaction requests come at times the test does not fix).
 
 Two control routes serve tests in another process: `GET /_fake/requests` returns
 the recorded requests as JSON, `POST /_fake/release/NAME` releases a gate.
@@ -75,6 +77,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from loopd.testing.llm_errors import overflow_message
 from loopd.testing.llm_script import (
     HttpError,
     RawStream,
@@ -110,8 +113,10 @@ class FakeLLMServer:
         port: int = 0,
         window: int | None = None,
         responder: Callable[[RecordedRequest], Step] | None = None,
+        holds_output: bool = False,
     ) -> None:
         self.window = window
+        self.holds_output = holds_output
         self.responder = responder
         self._queues: dict[str, deque[Step]] = defaultdict(deque)
         self._requests: list[RecordedRequest] = []
@@ -182,6 +187,11 @@ class FakeLLMServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def held_output(self, body: Mapping[str, Any]) -> int | None:
+        """The output a request asks for, when the window holds it too."""
+        value = body.get("max_tokens") or body.get("max_output_tokens")
+        return value if self.holds_output and isinstance(value, int) else None
 
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
@@ -255,10 +265,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         wire = wire_type(str(body.get("model") or "fake-model"))
         tokens = -(-len(raw) // 4)
-        window = self.server_fake.window
+        window, output = self.server_fake.window, self.server_fake.held_output(body)
         try:
-            if window is not None and tokens > window:
-                self._json(*wire.error_body("context_overflow", _overflow(route, tokens, window)))
+            if window is not None and tokens + (output or 0) > window:
+                said = overflow_message(route == ANTHROPIC, tokens, window, output)
+                self._json(*wire.error_body("context_overflow", said))
             else:
                 step = self.server_fake.next_step(route, request)
                 self._answer(wire, step if window is None else _sized(step, tokens))
@@ -317,16 +328,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(raw)
-
-
-def _overflow(route: str, tokens: int, window: int) -> str:
-    """The overflow message the real service of `route` sends."""
-    if route == ANTHROPIC:
-        return f"prompt is too long: {tokens} tokens > {window} maximum"
-    return (
-        f"This model's maximum context length is {window} tokens. However, your messages "
-        f"resulted in {tokens} tokens. Please reduce the length of the messages."
-    )
 
 
 def _sized(step: Step | None, tokens: int) -> Step | None:

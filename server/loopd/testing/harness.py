@@ -104,6 +104,9 @@ class ScriptedParts:
     def writes(self) -> int:
         return 0  # the scripted tools write nothing loopd counts
 
+    def put_back(self, paths: Sequence[str]) -> None:
+        return None
+
     async def aclose(self) -> None:
         return None
 

@@ -45,3 +45,27 @@ ERRORS: Mapping[ErrorKind, ErrorShape] = {
         "invalid_request_error", 400, "invalid_request_error", None, 400, "Invalid request"
     ),
 }
+
+
+def overflow_message(anthropic: bool, prompt: int, window: int, output: int | None) -> str:
+    """The overflow message the real service sends (Anthropic's, or else OpenAI's,
+    which vLLM and LM Studio copy) for a prompt of `prompt` tokens against a
+    `window`; with `output`, the output the request asked for was held against the
+    window too, and the message names both."""
+    if anthropic:
+        if output is None:
+            return f"prompt is too long: {prompt} tokens > {window} maximum"
+        return (
+            f"input length and `max_tokens` exceed context limit: {prompt} + {output} > "
+            f"{window}, decrease input length or `max_tokens` and try again"
+        )
+    if output is None:
+        return (
+            f"This model's maximum context length is {window} tokens. However, your "
+            f"messages resulted in {prompt} tokens. Please reduce the length of the messages."
+        )
+    return (
+        f"This model's maximum context length is {window} tokens. However, you requested "
+        f"{prompt + output} tokens ({prompt} in the messages, {output} in the completion). "
+        "Please reduce the length of the messages or completion."
+    )

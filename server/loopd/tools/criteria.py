@@ -17,13 +17,18 @@ path: the paths the file tools wrote, and a before/after snapshot of the files t
 protected globs match, taken when the turn begins. The snapshot keeps what a
 command cannot put back: the inode and the change time (ctime), which every write,
 rename over, `touch -r` or `chmod` moves and only the kernel's clock sets (size and
-mtime alone were faked by a same-size rewrite and `touch -r`). It compares at most
-`MAX_WATCHED` files, and says when it stopped there.
+mtime alone were faked by a same-size rewrite and `touch -r`), and the content's
+digest, read through the session's reader: a store through a shared mapping made
+before the snapshot moves neither mtime nor ctime until the kernel writes the page
+back, and on kernels without fine-grained timestamps a rewrite within the clock's
+tick keeps ctime too. It compares at most `MAX_WATCHED` files and digests at most
+`MAX_DIGESTED` bytes, and says when it stopped at either.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import shlex
 from collections.abc import Iterator
@@ -33,6 +38,7 @@ from loopd.engine.done import Criterion, DoneSet, DoneState
 from loopd.executables import find_program
 from loopd.policy.commands import is_safe_command
 from loopd.policy.rules import MatchContext, path_matches
+from loopd.protocol.reading import FileRead, ReadRefused
 from loopd.protocol.verification import CriterionResult, ProtectedWrites, Watch
 from loopd.sandbox.base import CommandSpec
 from loopd.tools.env import ToolEnv
@@ -43,9 +49,12 @@ from loopd.walk import walk
 OUTPUT_CHARS = 8_000  # of a criterion's output, for the model and the person
 NOT_FOUND = (126, 127)  # bash: not executable, command not found
 MAX_WATCHED = 20_000  # protected files snapshotted per turn, at most
+MAX_DIGESTED = 64 * 1024 * 1024  # bytes of protected files digested per snapshot, at most
 _SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__"})
 
-Snapshot = dict[str, tuple[int, ...]]  # path: (device, inode, mode, size, mtime, ctime)
+Identity = tuple[int | str, ...]  # (device, inode, mode, size, mtime, ctime, digest)
+Snapshot = dict[str, Identity]
+UNREAD = ""  # the digest of a file past the budget: compared by its identity alone
 
 
 @dataclass(eq=False)
@@ -117,9 +126,7 @@ class SandboxedDone:
         if not self.done.protected:
             return ProtectedWrites()
         after, watch = await asyncio.to_thread(self._snapshot)
-        moved = {
-            p for p in self._before.keys() | after.keys() if self._before.get(p) != after.get(p)
-        }
+        moved = {p for p in self._before.keys() | after.keys() if _moved(self._before, after, p)}
         written = {p for p in self.env.changes.ledger.turn_paths if self._protected(p)}
         capped = watch.capped or self._watch.capped
         return ProtectedWrites(
@@ -133,20 +140,42 @@ class SandboxedDone:
 
     def _snapshot(self) -> tuple[Snapshot, Watch]:
         """The protected files' identities, and how many files were looked at (the
-        candidates stop at `MAX_WATCHED`: reaching it counts as stopped there)."""
+        candidates stop at `MAX_WATCHED`, the digests at `MAX_DIGESTED` bytes:
+        reaching either counts as stopped there, at the files fully compared)."""
         found: Snapshot = {}
-        seen = 0
+        seen, budget, compared = 0, MAX_DIGESTED, 0
         for path in self._candidates():
             seen += 1
-            if self._protected(path):
-                try:
-                    st = os.lstat(path)  # a link swapped in is another file
-                except OSError:
-                    continue
-                found[path] = (
-                    st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns
-                )  # fmt: skip
+            if not self._protected(path):
+                continue
+            try:
+                st = os.lstat(path)  # a link swapped in is another file
+            except OSError:
+                continue
+            digest = self._digest(path, budget) if budget >= 0 else UNREAD
+            if digest == UNREAD and budget >= 0:
+                budget, compared = -1, seen - 1  # the rest by their identity alone
+            elif budget >= 0:
+                budget -= st.st_size
+            found[path] = (
+                st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                digest,
+            )  # fmt: skip
+        if budget < 0:
+            return found, Watch(compared, True)
         return found, Watch(seen, seen >= MAX_WATCHED)
+
+    def _digest(self, path: str, budget: int) -> str:
+        """The sha256 of `path`'s bytes read through the session's reader (no link out,
+        no FIFO, never a secret: those are known by why they were not read), or
+        `UNREAD` when they would pass what is left of the budget."""
+        match self.env.reader.read(path, max_bytes=max(budget, 0)):
+            case FileRead(data=data):
+                return hashlib.sha256(data).hexdigest()
+            case ReadRefused(problem="too_large"):
+                return UNREAD
+            case ReadRefused(problem=problem):
+                return problem
 
     def _candidates(self) -> Iterator[str]:
         """Files under the protected globs' fixed prefixes (the root for a glob that
@@ -160,6 +189,17 @@ class SandboxedDone:
                     if seen > MAX_WATCHED:
                         return
                     yield os.path.join(folder.path, name)
+
+
+def _moved(before: Snapshot, after: Snapshot, path: str) -> bool:
+    """Whether `path` changed between the snapshots: appeared, vanished, another
+    identity, or other content where both sides were digested."""
+    was, now = before.get(path), after.get(path)
+    if was is None or now is None:
+        return was is not now
+    if was[:-1] != now[:-1]:
+        return True
+    return UNREAD not in (was[-1], now[-1]) and was[-1] != now[-1]
 
 
 _BUILTINS = frozenset({"cd", "test", "[", "true", "false", "echo", "exit", "source", ".", "!"})

@@ -42,6 +42,11 @@ def search_root(args: Args, env: ToolEnv) -> str:
     return env.resolve(args.get("path", "."))
 
 
+def searching(title: str, root: str) -> Declaration:
+    """What a search under `root` asks of the policy: to read there, shown there."""
+    return Declaration(title=title, kind="search", reads=(root,), locations=(Location(root),))
+
+
 class Glob:
     name = "glob"
     kind: ToolKind = "search"
@@ -63,12 +68,7 @@ class Glob:
     async def declare(self, args: Args, env: ToolEnv) -> Declaration:
         pattern = _pattern(args)
         root = search_root(args, env)
-        return Declaration(
-            title=f"Find `{pattern}` in {env.display(root)}",
-            kind=self.kind,
-            reads=(root,),
-            locations=(Location(root),),
-        )
+        return searching(f"Find `{pattern}` in {env.display(root)}", root)
 
     async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
         pattern = _pattern(args)

@@ -27,13 +27,13 @@ from loopd.engine.ports import Declaration, ToolProgress, ToolResult
 from loopd.executables import find_program, process_path
 from loopd.policy.beneath import file_kind
 from loopd.protocol.errors import ToolInputError
-from loopd.protocol.events import Location, ToolKind
+from loopd.protocol.events import ToolKind
 from loopd.protocol.reading import FileReader, ReadRefused
 from loopd.sandbox.base import sanitized_env
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
 from loopd.tools.gitignore import Ignore, inherited, is_within, read_ignore_file
-from loopd.tools.glob import SEARCH_ROOT, search_root
+from loopd.tools.glob import SEARCH_ROOT, search_root, searching
 
 LINE_CAP = 1024 * 1024
 """Bytes of one line searched; past it, the rest of the line is skipped (both
@@ -93,12 +93,7 @@ class Grep:
 
     async def declare(self, args: Args, env: ToolEnv) -> Declaration:
         root = search_root(args, env)
-        return Declaration(
-            title=f"Search for `{args['pattern']}` in {env.display(root)}",
-            kind=self.kind,
-            reads=(root,),
-            locations=(Location(root),),
-        )
+        return searching(f"Search for `{args['pattern']}` in {env.display(root)}", root)
 
     async def run(self, args: Args, env: ToolEnv, progress: ToolProgress) -> ToolResult:
         query = Query(

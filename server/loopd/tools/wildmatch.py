@@ -21,7 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, TypeVar
+
+P = TypeVar("P")  # a pattern's item
+S = TypeVar("S")  # a subject's
 
 
 class BadPattern(ValueError):
@@ -97,24 +100,33 @@ class Component:
                     return name.startswith(text)
                 case "holds":
                     return text in name
-        tokens, size = self.tokens, len(self.tokens)
-        p = n = 0
-        resume_p, resume_n = -1, 0
-        while n < len(name):
-            if p < size and tokens[p] is STAR:
-                resume_p, resume_n = p, n
-                p += 1
-            elif p < size and _one(tokens[p], name[n]):
-                p += 1
-                n += 1
-            elif resume_p >= 0:  # let the last star take one more character
-                resume_n += 1
-                p, n = resume_p + 1, resume_n
-            else:
-                return False
-        while p < size and tokens[p] is STAR:
+        return _two_pointer(self.tokens, name, STAR, _one)
+
+
+def _two_pointer(
+    pattern: Sequence[P], subject: Sequence[S], star: P, one: Callable[[P, S], bool]
+) -> bool:
+    """Whether `subject` matches `pattern`, in which `star` spans any run of items and
+    every other item matches one (`one`): the two-pointer walk with its one backtrack
+    point, the last star, used within a name (`*`) and across components (`**`)."""
+    size = len(pattern)
+    p = n = 0
+    resume_p, resume_n = -1, 0
+    while n < len(subject):
+        if p < size and pattern[p] is star:
+            resume_p, resume_n = p, n
             p += 1
-        return p == size
+        elif p < size and one(pattern[p], subject[n]):
+            p += 1
+            n += 1
+        elif resume_p >= 0:  # let the last star take one more item
+            resume_n += 1
+            p, n = resume_p + 1, resume_n
+        else:
+            return False
+    while p < size and pattern[p] is star:
+        p += 1
+    return p == size
 
 
 def _one(token: Token, c: str) -> bool:
@@ -138,6 +150,10 @@ DEEP: Final = _Deep()  # `**` as a whole component: any number of components
 Item = Component | _Deep
 
 
+def _one_component(item: Item, name: str) -> bool:
+    return isinstance(item, Component) and item.match(name)
+
+
 @dataclass(frozen=True, slots=True)
 class PathPattern:
     """A pattern over path components; `DEEP` items span any number of them."""
@@ -148,24 +164,7 @@ class PathPattern:
         items, size = self.items, len(self.items)
         if size == 2 and items[0] is DEEP and isinstance(items[1], Component):
             return bool(path) and items[1].match(path[-1])  # the common unanchored name
-        p = n = 0
-        resume_p, resume_n = -1, 0
-        while n < len(path):
-            item = items[p] if p < size else None
-            if item is DEEP:
-                resume_p, resume_n = p, n
-                p += 1
-            elif isinstance(item, Component) and item.match(path[n]):
-                p += 1
-                n += 1
-            elif resume_p >= 0:
-                resume_n += 1
-                p, n = resume_p + 1, resume_n
-            else:
-                return False
-        while p < size and items[p] is DEEP:
-            p += 1
-        return p == size
+        return _two_pointer(items, path, DEEP, _one_component)
 
     def may_hold(self, directory: Sequence[str]) -> bool:
         """Whether something below `directory` could still match (prunes a walk):

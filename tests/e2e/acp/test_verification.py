@@ -49,24 +49,28 @@ async def test_the_seal_and_an_incomplete_turn_reach_the_editor(home: Home) -> N
     assert "Verification passed" in client.text()
 
 
-async def test_an_undo_after_a_passed_check_is_checked_again(home: Home) -> None:
+@pytest.mark.parametrize("command", ["/undo", "/rewind 1 code"])
+async def test_a_change_put_back_after_a_passed_check_is_checked_again(
+    home: Home, command: str
+) -> None:
+    """What `/undo` or a restore puts back is a write like the agent's own: the
+    check made before it says nothing about the files now."""
     trusted_config(home.work, home.env())
     home.fake.script(
         "*",
         write("good\n"),
         Reply(text="Done."),
-        Reply(text="Yes, it is good."),  # after /undo: checked again, so sent back
+        Reply(text="Yes, it is good."),  # checked again, so sent back
         Reply(text="Yes, still."),
-        Reply(text="Yes."),
     )
     client = RecordingClient(answers=["allow_always"])
     async with loopd_acp(home, client) as conn:
         new = await conn.new_session(cwd=str(home.work), mcp_servers=[])
         sid = new.session_id
         first = await conn.prompt(session_id=sid, prompt=text("make it good"))
-        await conn.prompt(session_id=sid, prompt=text("/undo"))
+        await conn.prompt(session_id=sid, prompt=text(command))
         again = await conn.prompt(session_id=sid, prompt=text("is it good?"))
 
     assert (first.field_meta or {})["loopd"]["verification"]["seal"] == "passed"
-    assert not (home.work / "app.txt").exists()  # the undo removed what the turn made
+    assert not (home.work / "app.txt").exists()  # put back: the turn had made it
     assert (again.field_meta or {})["loopd"]["verification"]["seal"] == "failed"

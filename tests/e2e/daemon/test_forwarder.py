@@ -17,7 +17,14 @@ from tests.e2e.daemon.conftest import status
 
 pytestmark = pytest.mark.e2e
 
-FORWARDER = ("loopd.cli", "loopd.daemon", "loopd.home", "loopd.protocol", "loopd.sdk_schema")
+FORWARDER = (
+    "loopd.cli",
+    "loopd.daemon",
+    "loopd.home",
+    "loopd.protocol",
+    "loopd.sdk_schema",
+    "loopd.streams",
+)
 SPARED = ("asyncio", "argparse")
 """Standard modules a forwarder never loads either: a warm start costs the
 forwarder's own start, and these two are most of it (the event loop is the

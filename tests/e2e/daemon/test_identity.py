@@ -7,6 +7,7 @@ another; and peers that are slow, or say nothing, hold neither the daemon nor
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import socket
@@ -92,6 +93,75 @@ async def test_an_absolute_path_to_the_editor_s_home_is_hidden_too(
         daemon_home, other_home, f"ls -a {other_home}; cat {other_home}/.ssh/*; true"
     )
     assert KEY not in result and "notes.txt" not in result
+
+
+async def test_the_file_tools_withhold_the_editor_s_own_secrets(
+    daemon_home: Home, other_home: Path
+) -> None:
+    """Not named in the issue (which names commands): the file tools' secret rule
+    is placed by editor B's home, not by the daemon's (editor A's). B says yes to
+    every question: a secret is refused whatever the answer."""
+    home = daemon_home
+    hosts = other_home / ".config" / "gh" / "hosts.yml"
+    calls = (
+        ScriptedCall("read", {"path": str(hosts)}, id="r1"),
+        ScriptedCall("grep", {"pattern": "oauth_token", "path": str(other_home)}, id="g1"),
+    )
+    home.fake.script("*", Reply(tool_calls=calls), Reply(text="done"))
+    b_client = RecordingClient(answers=["allow_once"] * 4)
+    async with loopd_acp(
+        home, RecordingClient(), ClientCapabilities(), {"LOOPD_DAEMON": "on"}
+    ) as a:
+        await a.new_session(cwd=str(home.work), mcp_servers=[])
+        b_env = {"LOOPD_DAEMON": "on", "HOME": str(other_home)}
+        async with loopd_acp(home, b_client, ClientCapabilities(), b_env) as b:
+            sid = (await b.new_session(cwd=str(home.work), mcp_servers=[])).session_id
+            assert (await status(home))["connections"] == 2
+            await b.prompt(session_id=sid, prompt=text("go"))
+    body = home.fake.requests[-1].body
+    read, grep = tool_result(body, "r1"), tool_result(body, "g1")
+    assert TOKEN not in read and TOKEN not in grep
+    assert "holds credentials" in read
+
+
+def _user_skill(config: Path, name: str) -> None:
+    skill = config / "loopd" / "skills" / name / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text(f"---\nname: {name}\ndescription: {name} things\n---\nSteps.\n")
+
+
+async def test_each_editor_s_locale_terminal_and_user_config_are_its_own(
+    daemon_home: Home,
+) -> None:
+    """Not named in the issue: other values of the editor's environment. Editor A
+    starts the daemon with its LANG, TERM and XDG_CONFIG_HOME (its own skills);
+    editor B's commands run with B's locale and terminal, and B's session offers
+    B's skills, never A's."""
+    home = daemon_home
+    a_config, b_config = home.root / "config", home.root / "config-b"
+    _user_skill(a_config, "a-only-skill")
+    _user_skill(b_config, "b-only-skill")
+    home.fake.script(
+        "*",
+        Reply(tool_calls=(ScriptedCall("bash", {"command": 'echo "$LANG/$TERM"'}, id="b1"),)),
+        Reply(text="done"),
+    )
+    a_env = {"LOOPD_DAEMON": "on", "LANG": "C.utf8", "TERM": "term-of-a"}
+    b_env = {
+        "LOOPD_DAEMON": "on", "LANG": "POSIX", "TERM": "term-of-b",
+        "XDG_CONFIG_HOME": str(b_config),
+    }  # fmt: skip
+    async with loopd_acp(home, RecordingClient(), ClientCapabilities(), a_env) as first:
+        await first.new_session(cwd=str(home.work), mcp_servers=[])
+        async with loopd_acp(home, RecordingClient(), ClientCapabilities(), b_env) as second:
+            sid = (await second.new_session(cwd=str(home.work), mcp_servers=[])).session_id
+            assert (await status(home))["connections"] == 2  # one daemon serves both
+            await second.set_session_mode(session_id=sid, mode_id="full_auto")
+            await second.prompt(session_id=sid, prompt=text("go"))
+    result = tool_result(home.fake.requests[-1].body, "b1")
+    assert "POSIX/term-of-b" in result and "term-of-a" not in result
+    offered = json.dumps(home.fake.requests[0].body)
+    assert "b-only-skill" in offered and "a-only-skill" not in offered
 
 
 def evil_path(home: Home) -> str:

@@ -108,3 +108,18 @@ async def test_a_fifo_as_gits_config_does_not_block_a_write(tmp_path: Path) -> N
         )
     assert blocked == [] and run.code == 0, run.err
     assert (box.ws / "new.txt").read_text() == "x"
+
+
+async def test_a_workspace_config_linked_to_the_environment_is_neither_read_nor_fatal(
+    tmp_path: Path,
+) -> None:
+    """Not in the issue: the workspace's own `.loopd/config.toml`, read at every start
+    and shown by the trust question, as a link to loopd's environment."""
+    box = Box.make(tmp_path)
+    (box.ws / ".loopd").mkdir()
+    (box.ws / ".loopd" / "config.toml").symlink_to("/proc/self/environ")
+    run = await loopd_run(box, [Reply(text="done")])
+    assert run.code == 0, run.err
+    assert "done" in run.out
+    assert run.leaked() == [] and FAKE_KEY not in stored(box, box.base / "data")
+    assert "config.toml" in run.err and "ignored" in run.err

@@ -117,3 +117,22 @@ def test_a_command_cannot_plant_a_config_for_the_next_start(box: Box) -> None:
     assert not (box.ws / ".loopd" / "config.toml").exists()
     second = asyncio.run(loopd_run(box, [Reply(text="hi")]))
     assert second.code == 0 and not marker.exists()
+
+
+def test_a_script_rewritten_after_trust_never_runs(box: Box) -> None:
+    """The issue's instance: a trusted file runs `/bin/sh tools/agent.sh`; a command
+    (sandboxed, the workspace writable) rewrites the script; the next start must not
+    run it outside the sandbox, key in its environment."""
+    marker = box.base / "pwned"
+    script = box.ws / "tools" / "agent.sh"
+    script.parent.mkdir()
+    script.write_text("exit 0\n")
+    (box.ws / ".loopd").mkdir()
+    (box.ws / ".loopd" / "config.toml").write_text(
+        '[runtimes.helper]\nharness = "acp"\ncommand = "/bin/sh"\nargs = ["tools/agent.sh"]\n'
+    )
+    assert loopd(box, "trust").returncode == 0
+    script.write_text(f"env > {marker}\n")  # what a command in the workspace may do
+    said = [loopd(box, *a).stderr for a in (("run", "--runtime", "helper", "hi"), ("catalog",))]
+    assert not marker.exists()
+    assert "changed since" in said[0] and not any("Traceback" in err for err in said)

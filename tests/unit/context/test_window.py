@@ -30,7 +30,12 @@ MESSAGES = {
     "vllm": (
         "This model's maximum context length is 32768 tokens. However, you requested "
         "33000 tokens (32000 in the messages, 1000 in the completion).",
-        Overflow(limit=32_768, prompt=33_000),
+        Overflow(limit=32_768, prompt=32_000),  # the prompt, not what it asked for
+    ),
+    "anthropic, with the output": (
+        "input length and `max_tokens` exceed context limit: 2144 + 8192 > 10000, "
+        "decrease input length or `max_tokens` and try again",
+        Overflow(limit=10_000, prompt=2_144),
     ),
     "llama.cpp": (
         "the request exceeds the available context size (4096 tokens), try increasing it",

@@ -1,7 +1,8 @@
 """What the forwarder's early `initialize` answer is keyed by and read from
 (`loopd.daemon.early`): the key moves with the version, the modules and the config;
-the line is the SDK's own serialization; the file is read only when it is a regular
-file of this user's (a link or a FIFO planted there is never read)."""
+the line is the SDK's own serialization (`loopd.streams.read_ahead`); the file is
+read only when it is a regular file of this user's (a link or a FIFO planted there
+is never read)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from loopd.daemon import early
+from loopd.streams import read_ahead
 
 
 def sdk(tmp_path: Path) -> Path:
@@ -47,7 +49,7 @@ def test_the_line_is_the_sdks_own_serialization(request_id: int | str) -> None:
     sdk_line = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result},
                           separators=(",", ":")) + "\n"  # fmt: skip
     text = json.dumps(result, separators=(",", ":"))
-    assert early.answer_line(request_id, text) == sdk_line.encode()
+    assert read_ahead.answer_line(request_id, text) == sdk_line.encode()
 
 
 def test_answers_under_another_key_are_dropped_and_the_file_is_private(tmp_path: Path) -> None:
@@ -76,10 +78,10 @@ def test_a_link_or_a_fifo_in_the_files_place_is_never_read(tmp_path: Path) -> No
 
 
 def test_a_read_ahead_survives_the_hello() -> None:
-    read = early.ReadAhead(b'{"id":1}\n\xff', 1, b"answer\n")
-    assert early.ReadAhead.of(json.loads(json.dumps(read.to_wire()))) == read
-    assert early.ReadAhead.of(None) is None
+    read = read_ahead.ReadAhead(b'{"id":1}\n\xff', 1, b"answer\n")
+    assert read_ahead.ReadAhead.of(json.loads(json.dumps(read.to_wire()))) == read
+    assert read_ahead.ReadAhead.of(None) is None
     with pytest.raises(ValueError):
-        early.ReadAhead.of({"pending": "zz"})
+        read_ahead.ReadAhead.of({"pending": "zz"})
     with pytest.raises(ValueError):
-        early.ReadAhead.of({"pending": "", "id": True, "answer": "x"})
+        read_ahead.ReadAhead.of({"pending": "", "id": True, "answer": "x"})

@@ -40,6 +40,14 @@ def explorer(tmp_path: Path, child: ScriptedProvider) -> ToolRegistry:
 EXPLORE = Reply(tools=[("e1", "explore", {"question": "where is main?"})])
 
 
+def globbing(steps: int, usage: Usage) -> ScriptedProvider:
+    """A child that would look `steps` times, each request costing `usage`."""
+    looks = [
+        Reply(tools=[(f"c{i}", "glob", {"pattern": f"*.{i}"})], usage=usage) for i in range(steps)
+    ]
+    return ScriptedProvider.of(*looks, Reply(text="in a.py", usage=usage))
+
+
 async def test_the_explore_childs_tokens_count_against_the_turns_ceiling(tmp_path: Path) -> None:
     child = ScriptedProvider.of(Reply(text="in a.py", usage=Usage(5_000, 1_000)))
     rig = Rig(ScriptedProvider.of(EXPLORE, Reply(text="never asked")), explorer(tmp_path, child))
@@ -52,10 +60,9 @@ async def test_the_explore_childs_tokens_count_against_the_turns_ceiling(tmp_pat
 
 
 async def test_the_explore_childs_cost_is_the_turns_and_the_sessions(tmp_path: Path) -> None:
-    child = ScriptedProvider.of(
-        Reply(tools=[("c1", "glob", {"pattern": "*.py"})], usage=DEAR),
-        Reply(text="in a.py", usage=DEAR),
-    )
+    """Charged to the turn and the session, and bounded by what the turn had left:
+    the child stops once past the $1, not after its ten requests ($9)."""
+    child = globbing(9, DEAR)
     rig = Rig(
         ScriptedProvider.of(EXPLORE, Reply(text="never asked")),
         explorer(tmp_path, child),
@@ -69,6 +76,47 @@ async def test_the_explore_childs_cost_is_the_turns_and_the_sessions(tmp_path: P
     assert "Stopped by the loop guard: more than $1 spent" in rig.emitter.text
     assert len(rig.provider.requests) == 1  # no further request once the budget ran out
     assert engine.keeper.cost == pytest.approx(1.8 + 10 * 3e-6 + 5 * 15e-6)  # the parent step too
+    assert len(child.requests) == 2  # $0.90, then $1.80: past the $1 the turn had
+
+
+async def test_the_explore_child_runs_within_the_tokens_the_turn_has_left(
+    tmp_path: Path,
+) -> None:
+    child = globbing(9, Usage(1_500, 100))
+    rig = Rig(ScriptedProvider.of(EXPLORE, Reply(text="never asked")), explorer(tmp_path, child))
+    rig.limits = Limits(max_turn_tokens=2_000)
+    outcome = await rig.engine().run(ask("find main"))
+
+    assert len(child.requests) == 2  # 1,600 of the 1,985 left, then the second passes it
+    assert outcome.stop_reason == "max_tokens"
+    assert len(rig.provider.requests) == 1
+
+
+async def test_no_explorer_starts_once_the_turns_budget_is_used_up(tmp_path: Path) -> None:
+    child = globbing(0, Usage(10, 5))
+    both = Reply(tools=[("g1", "glob", {"pattern": "*"}), ("e1", "explore", {"question": "?"})])
+    rig = Rig(ScriptedProvider.of(both, Reply(text="done")), explorer(tmp_path, child))
+    rig.limits = Limits(max_turn_tokens=10)  # the step's own reply used it (15 tokens)
+    engine = rig.engine()
+    outcome = await engine.run(ask("look"))
+
+    assert child.requests == []
+    explored = [p for m in engine.history for p in m.tool_results if p.tool_use_id == "e1"]
+    assert "No explorer was started" in explored[0].content
+    assert outcome.stop_reason == "max_tokens"
+
+
+@dataclass
+class SpendingBook:
+    """The `ContextJournal` port, recording what the engine keeps of its spending."""
+
+    kept: list[Spending] = field(default_factory=list)
+
+    def compacted(self, start: int, summary: str) -> None:
+        return None
+
+    def spent(self, spending: Spending) -> None:
+        self.kept.append(spending)
 
 
 async def test_compactions_summaries_are_paid_for_by_the_turn() -> None:
@@ -104,10 +152,13 @@ async def test_a_compact_command_is_paid_for_by_the_session() -> None:
         model=PRICED,
     )
     engine = rig.engine()
+    book = SpendingBook()
+    engine.ports.context = book
     await engine.run(ask("one"))
     before = engine.keeper.cost
     await engine.compact()
     assert engine.keeper.cost - before == pytest.approx(0.9)
+    assert book.kept[-1].cost == engine.keeper.cost  # kept: a reload still has it
 
 
 def broken(call_id: str, raw: str = '{"path": "/w/a') -> Reply:
@@ -133,19 +184,6 @@ async def test_broken_calls_count_against_the_call_budget() -> None:
     assert outcome.stop_reason == "max_turn_requests"
     assert len(rig.provider.requests) == 5
     assert "Stopped by the loop guard: more than 4 actions" in rig.emitter.text
-
-
-@dataclass
-class SpendingBook:
-    """The `ContextJournal` port, recording what the engine keeps of its spending."""
-
-    kept: list[Spending] = field(default_factory=list)
-
-    def compacted(self, start: int, summary: str) -> None:
-        return None
-
-    def spent(self, spending: Spending) -> None:
-        self.kept.append(spending)
 
 
 async def test_every_step_keeps_the_guard_and_the_end_of_the_turn_lets_it_go() -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field, replace
 
+import pytest
+
 from loopd.context.compaction import CompactionPolicy
 from loopd.engine.limits import Limits
 from loopd.engine.loop import Engine
@@ -200,13 +202,24 @@ async def test_the_output_reserved_fits_the_window_of_each_model() -> None:
     assert large == 8_192
 
 
-async def test_the_budget_notice_with_tool_results_is_journaled_and_kept_after_a_reload() -> None:
-    """The notice that rides with a step's results is in the journal: an engine
+LONG_STEP = Reply(text="a" * 40_000, tools=[("t1", "bash", {"command": "ls"})], usage=TINY)
+LONG_ANSWER = Reply(text="a" * 40_000, usage=TINY)
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [(LONG_STEP, Reply(text="done", usage=TINY)), (LONG_ANSWER,)],
+    ids=["with-tool-results", "after-the-last-reply"],
+)
+async def test_the_budget_notice_is_journaled_and_kept_after_a_reload(
+    turn: tuple[Reply, ...],
+) -> None:
+    """The notice, whether it rides with a step's results or was given as the
+    turn's last reply came (for the next prompt), is in the journal: an engine
     rebuilt from it (a reloaded session) still shows the model the notice, once,
     and does not give it again."""
     quiet = CompactionPolicy(automatic=False, notice_at=3_000, compact_at=10_000)
-    step = Reply(text="a" * 40_000, tools=[("t1", "bash", {"command": "ls"})], usage=TINY)
-    replies = (step, Reply(text="done", usage=TINY), Reply(text="again", usage=TINY))
+    replies = (*turn, Reply(text="again", usage=TINY))
     rig = Rig(ScriptedProvider.of(*replies), compaction=quiet)
     rig.windows.learn("m", 10_000)
     engine = rig.engine()

@@ -4,6 +4,7 @@ and shell tools over a temporary workspace, and criteria run as real commands.""
 from __future__ import annotations
 
 import asyncio
+import mmap
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from loopd.protocol.events_wire import to_wire
 from loopd.protocol.turns import Outcome
 from loopd.protocol.verification import CriterionResult, Verification, Watch
 from loopd.testing.fakes import RecordingEmitter, Reply, ScriptedProvider
+from loopd.tools import criteria
 from loopd.tools.criteria import MAX_WATCHED, SandboxedDone
 from loopd.tools.env import ToolEnv
 from loopd.tools.registry import ToolRegistry
@@ -280,6 +282,64 @@ async def test_a_protected_write_with_its_traces_put_back_is_still_seen(
     verification = seal(outcome)
     assert verification.protected_writes == ("tests/test_old.py",)
     assert "protected files written: tests/test_old.py" in ws.emitter.text
+
+
+async def test_a_store_through_a_mapping_made_before_the_snapshot_is_seen(
+    ws: Workspace,
+) -> None:
+    """Not in the issue: a process holding a shared mapping of a protected file from
+    before the turn (a `setsid` child of an earlier command, which no look finds)
+    writes through it after the snapshot. The page was made writable before, so the
+    store moves no timestamp: size, mtime, ctime and inode all stay as they were."""
+    test = ws.root / "tests" / "test_old.py"
+    test.parent.mkdir()
+    test.write_text("assert True\n")
+    checks = SandboxedDone(ws.env, PROTECT_TESTS)
+    with test.open("r+b") as handle, mmap.mmap(handle.fileno(), 0) as mapping:
+        mapping[0:1] = b"a"  # the write fault, before the turn: the page is writable now
+        await checks.begin_turn()
+        before = os.lstat(test)
+        mapping[7:12] = b"Fals\n"
+        after = os.lstat(test)
+        written = await checks.protected_writes()
+    assert test.read_text() == "assert Fals\n"
+    assert (before.st_ino, before.st_size, before.st_mtime_ns, before.st_ctime_ns) == (
+        after.st_ino, after.st_size, after.st_mtime_ns, after.st_ctime_ns,
+    )  # fmt: skip
+    assert written.paths == ("tests/test_old.py",)
+    assert written.watch == Watch(1, capped=False)
+
+
+async def test_a_write_through_a_protected_link_to_its_target_is_seen(ws: Workspace) -> None:
+    """Not in the issue: a protected path that is a symlink (the repository's own, to
+    a fixture elsewhere in it). A command writing the target moves nothing of the
+    link itself, size, times or inode; what the protected path reads changes."""
+    (ws.root / "tests").mkdir()
+    (ws.root / "fixtures").mkdir()
+    (ws.root / "fixtures" / "expected.txt").write_text("42\n")
+    (ws.root / "tests" / "expected.txt").symlink_to("../fixtures/expected.txt")
+    outcome = await ws.turn(
+        PROTECT_TESTS, bash("b1", "printf '41\\n' > fixtures/expected.txt"), Reply(text="done")
+    )
+    assert (ws.root / "tests" / "expected.txt").read_text() == "41\n"
+    assert seal(outcome).protected_writes == ("tests/expected.txt",)
+
+
+async def test_past_its_byte_budget_the_check_says_where_it_stopped(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The digests stop at `MAX_DIGESTED` bytes: the files before are compared whole,
+    the rest by their identity, and the seal says it stopped."""
+    monkeypatch.setattr(criteria, "MAX_DIGESTED", 10)
+    (ws.root / "tests").mkdir()
+    for name in ("a.py", "b.py", "c.py"):
+        (ws.root / "tests" / name).write_text("x = 1\n")  # 6 bytes: a fits, b does not
+    checks = SandboxedDone(ws.env, PROTECT_TESTS)
+    await checks.begin_turn()
+    (ws.root / "tests" / "c.py").write_text("x = 2\n")  # a new ctime: seen all the same
+    written = await checks.protected_writes()
+    assert written.paths == ("tests/c.py",)
+    assert written.watch == Watch(1, capped=True)
 
 
 async def test_the_check_for_protected_writes_says_where_it_stopped(ws: Workspace) -> None:

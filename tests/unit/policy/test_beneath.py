@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopd.policy.paths import (
+from loopd.policy.beneath import (
     FileTooLarge,
     PathEscapeError,
     open_beneath,

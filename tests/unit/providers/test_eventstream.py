@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from loopd.protocol.errors import BadRequest
@@ -41,16 +41,17 @@ def streams(draw: st.DrawFn) -> bytes:
 
 def by_httpx_sse(reads: list[bytes]) -> list[Event]:
     """What httpx-sse makes of the same bytes (its decoders, as `aiter_sse` runs
-    them), keeping the events with data: the standard drops the rest, and no
+    them, flushing at the end as it does: a CR that ends the stream is a line end),
+    keeping the events with data: the standard drops the rest, and no
     provider's decoder reads an event without data."""
     lines, events = SSELineDecoder(), SSEDecoder()
     decoder = __import__("codecs").getincrementaldecoder("utf-8")("replace")
     out: list[Event] = []
-    for read in reads:
-        for line in lines.decode(decoder.decode(read)) if read else []:
-            sse = events.decode(line.rstrip("\n"))
-            if sse is not None and sse.data:
-                out.append((sse.event, sse.data))
+    decoded = [lines.decode(decoder.decode(read)) if read else [] for read in reads]
+    for line in [*(line for batch in decoded for line in batch), *lines.flush()]:
+        sse = events.decode(line.rstrip("\n"))
+        if sse is not None and sse.data:
+            out.append((sse.event, sse.data))
     return out
 
 
@@ -61,6 +62,7 @@ def by_parser(reads: list[bytes]) -> list[Event]:
 
 @settings(max_examples=400, deadline=None)
 @given(streams(), st.lists(st.integers(0, 200), max_size=8))
+@example(b"data:\ndata\ndata:\n\r", [])  # empty data lines, then a CR that ends the stream
 def test_the_parser_reads_what_httpx_sse_reads_however_the_stream_is_cut(
     stream: bytes, cuts: list[int]
 ) -> None:

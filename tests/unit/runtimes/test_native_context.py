@@ -4,6 +4,7 @@ compaction that keeps tool calls with their results, and the transcript whole.""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,22 +13,36 @@ from loopd.protocol.events import Prompt, TextBlock
 from loopd.protocol.messages import TextPart
 from loopd.protocol.model import Usage
 from loopd.providers.factory import make_provider
+from loopd.testing import llm_script
 from loopd.testing.fake_llm import FakeLLMServer
 from loopd.testing.fakes import Reply, ScriptedProvider
 from loopd.testing.harness import RecordingLink, scripted_manager
 from loopd.testing.long_session import LongSession, pairs_intact, request_tokens
 
 WINDOW = 20_000
-TURNS = 40
 
 
 def ask(text: str) -> Prompt:
     return Prompt((TextBlock(text),))
 
 
+SESSIONS = {
+    "40-turns": (LongSession(), 40),
+    # Twenty reads in a turn, some 2,300 tokens said beside each: the compaction
+    # inside the turn (one segment) leaves it high. Judged without the output it
+    # reserves, and only once armed again, the next steps grew into more overflows
+    # (the main of the time); judged as sent, a step that would not fit compacts first.
+    "2-turns-of-20-reads": (LongSession(reply_words=200, reads=20, talk_words=1_300), 2),
+}
+
+
 @pytest.mark.parametrize("kind", ["anthropic", "openai_chat"])
-async def test_a_long_session_in_a_small_window_keeps_working(tmp_path: Path, kind: str) -> None:
-    session = LongSession()
+@pytest.mark.parametrize("name", list(SESSIONS))
+async def test_a_long_session_in_a_small_window_keeps_working(
+    tmp_path: Path, kind: str, name: str
+) -> None:
+    session, turns = SESSIONS[name]
+    session = replace(session)  # its counts are this test's own
     with FakeLLMServer(window=WINDOW, responder=session.respond) as fake:
         base = fake.base_url if kind == "anthropic" else fake.openai_base_url
         provider = make_provider(kind, base_url=base, api_key="k")  # type: ignore[arg-type]
@@ -36,16 +51,18 @@ async def test_a_long_session_in_a_small_window_keeps_working(tmp_path: Path, ki
         view = await manager.new_session(str(tmp_path), link)
         stops = [
             (await manager.prompt(view.id, ask(f"explain module {n}"), link)).stop_reason
-            for n in range(TURNS)
+            for n in range(turns)
         ]
         await manager.shutdown()
         await provider.aclose()
         sent = fake.requests
 
-    assert stops == ["end_turn"] * TURNS
     over = [i for i, r in enumerate(sent) if request_tokens(r) > WINDOW]
     assert over, "the session never reached the window, so it tested nothing"
     assert over == [over[0]], "after the first overflow, every request fits the learned window"
+    after = sent[over[0] + 1 :]
+    assert max(request_tokens(r) + r.body["max_tokens"] for r in after) <= WINDOW
+    assert stops == ["end_turn"] * turns
     assert session.summaries >= 3
     assert all(pairs_intact(r.body) for r in sent)
     assert manager.store.learned_window("native/scripted") == WINDOW
@@ -61,7 +78,7 @@ async def test_a_long_session_in_a_small_window_keeps_working(tmp_path: Path, ki
     assert usage[-1]["size"] == WINDOW and 0 < usage[-1]["used"] <= WINDOW
     prompts = [m.parts[0] for m in manager.store.messages(view.id) if m.role == "user"]
     assert [p.text for p in prompts if isinstance(p, TextPart) and "explain" in p.text] == [
-        f"explain module {n}" for n in range(TURNS)
+        f"explain module {n}" for n in range(turns)
     ]
 
 
@@ -140,3 +157,30 @@ async def test_a_fork_keeps_the_compacted_view_and_in_the_same_folder_the_prompt
     assert after == ["parent goes on", "in the parent", "fork goes on"]
     assert "the summary" in fork.messages[0].text and "the summary" in elsewhere.messages[0].text
     assert str(other) in elsewhere.system and elsewhere.system != parent.system
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai_chat"])
+async def test_a_small_window_that_holds_the_output_too_answers_a_short_prompt(
+    tmp_path: Path, kind: str
+) -> None:
+    """A 10k-window model whose server counts `max_tokens` against the window (as
+    OpenAI's, vLLM's and Anthropic's do), met for the first time with a 2k prompt:
+    the overflow teaches the window, and the same step is asked again with the output
+    reserved within it (nothing to compact, and nothing needs to be)."""
+    with FakeLLMServer(window=10_000, holds_output=True) as fake:
+        fake.script("*", llm_script.Reply(text="a short answer"))
+        base = fake.base_url if kind == "anthropic" else fake.openai_base_url
+        provider = make_provider(kind, base_url=base, api_key="k")  # type: ignore[arg-type]
+        manager = scripted_manager(tmp_path, provider)
+        link = RecordingLink()
+        view = await manager.new_session(str(tmp_path), link)
+        outcome = await manager.prompt(view.id, ask("explain this: " + "x " * 4_000), link)
+        await manager.shutdown()
+        await provider.aclose()
+        sent = fake.requests
+
+    assert outcome.stop_reason == "end_turn"
+    first, second = sent
+    assert request_tokens(first) + first.body["max_tokens"] > 10_000  # 8192 asked for
+    assert request_tokens(second) + second.body["max_tokens"] <= 10_000
+    assert manager.store.learned_window("native/scripted") == 10_000

@@ -266,3 +266,45 @@ async def test_switching_runtime_keeps_the_mode_and_takes_the_new_defaults(
     assert record.config == {"mode": "plan", "model": "sonnet", "thought_level": "default"}
     assert record.runtime["name"] == "claude"
     assert opened.contexts[-1].mcp_servers == (files,)  # the editor's servers follow
+
+
+@dataclass
+class HeldOpen:
+    """A factory whose runtimes open only once the test lets them."""
+
+    inner: object
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    opening: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def open(self, context: RuntimeContext) -> Runtime:
+        self.opening.set()
+        await self.release.wait()
+        return await self.inner.open(context)  # type: ignore[attr-defined, no-any-return]
+
+
+async def test_requests_that_arrive_while_a_load_opens_the_session_wait_for_it(
+    tmp_path: Path,
+) -> None:
+    """Zed loads the session; Neovim's load, its option change and its prompt arrive
+    before the runtime has opened: each waits for the open, none meets no runtime."""
+    first = scripted_manager(tmp_path, ScriptedProvider.of(Reply(text="one")))
+    link = RecordingLink()
+    view = await first.new_session(str(tmp_path), link)
+    await first.shutdown()
+
+    provider = ScriptedProvider.of(Reply(text="two"))
+    second = scripted_manager(tmp_path, provider)
+    held = HeldOpen(second.runtimes["native"])
+    second.runtimes = {**second.runtimes, "native": held}  # type: ignore[dict-item]
+    zed, nvim = RecordingLink(), RecordingLink()
+    loading = asyncio.create_task(second.load_session(view.id, zed))
+    await held.opening.wait()
+    joining = asyncio.create_task(second.load_session(view.id, nvim, replay=False))
+    prompting = asyncio.create_task(second.prompt(view.id, ask("hi"), nvim))
+    await asyncio.sleep(0.05)
+    assert not (joining.done() or prompting.done())
+    held.release.set()
+    loaded, joined = await loading, await joining
+    assert (await prompting).stop_reason == "end_turn"
+    assert joined.config_options == loaded.config_options != ()  # the real runtime's
+    assert text_of(nvim) == "two"

@@ -111,3 +111,19 @@ async def test_the_question_names_the_files_trust_pins(tmp_path: Path) -> None:
     await ws.gate.first_turn("s1", RecordingEmitter(), person)
     (shown,) = person.shown
     assert f"{ws.folder.resolve()}/agent.sh" in shown and "pinned" in shown
+
+
+async def test_a_pinned_script_swapped_while_asked_is_not_trusted(tmp_path: Path) -> None:
+    # Not named in the issue: the config's bytes stay as shown, but the script it
+    # runs is rewritten (by a sandboxed command) while the question is on screen.
+    text = '[runtimes.helper]\nharness = "acp"\ncommand = "/bin/sh"\nargs = ["agent.sh"]\n'
+    ws = Workspace(tmp_path, text)
+    script = ws.folder / "agent.sh"
+    script.write_text("echo agent\n")
+    ws.config = load_config(ws.env, ws.folder)
+    person = PersonWhileAsked(lambda: script.write_text("env > /tmp/pwned\n"))
+    emitter = RecordingEmitter()
+    await ws.gate.first_turn("s1", emitter, person)
+    assert "agent.sh" in person.shown[0]
+    assert ws.reloads == 0 and not TrustStore(tmp_path / "data").path.exists()
+    assert "Trusted." not in emitter.text

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopd.config.trust.pins import Pins
 from loopd.engine.ports import Emitter
-from loopd.executables import find_program
+from loopd.executables import find_program, program_env
 from loopd.home import home_path
 from loopd.policy.modes import Mode, parse_mode
 from loopd.policy.paths import PathIssue, Unresolvable
@@ -141,8 +141,8 @@ class AcpRuntime:
 
         s = self._settings
         refuse_moved(s.pins)
-        env = {**s.base_env, **s.env}
-        command = find_program(s.command, env.get("PATH"), outside=self._ctx.roots)
+        env = program_env({**s.base_env, **s.env}, self._ctx.roots)
+        command = find_program(s.command, env["PATH"], outside=self._ctx.roots)
         if command is None:
             raise RuntimeFailure(
                 f"cannot start the ACP agent {s.command!r}: not found on PATH's absolute "

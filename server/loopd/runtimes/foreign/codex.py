@@ -26,15 +26,8 @@ from typing import Any
 
 from loopd.config.schema import HARNESS_CLIS, Harness
 from loopd.mcp.config import McpServerConfig
+from loopd.protocol import events
 from loopd.protocol.approvals import ApprovalDecision
-from loopd.protocol.events import (
-    EmbeddedResourceBlock,
-    ImageBlock,
-    Prompt,
-    ResourceLinkBlock,
-    TextBlock,
-    ToolCallUpdated,
-)
 from loopd.protocol.turns import Outcome
 from loopd.runtimes.base import RuntimeContext
 from loopd.runtimes.foreign import codex_events as cx
@@ -127,7 +120,7 @@ class CodexRuntime(ForeignRuntime):
             result = await self._call("thread/start", _drop_none(params))
         self._thread_id = str((result.get("thread") or {}).get("id"))
 
-    async def _begin(self, prompt: Prompt) -> None:
+    async def _begin(self, prompt: events.Prompt) -> None:
         policy = cx.POLICIES[self._mode]
         params = {
             "threadId": self._thread_id,
@@ -227,27 +220,27 @@ class CodexRuntime(ForeignRuntime):
             question = cx.approval_request(
                 self._ctx.session_id, method, params, item, self._ctx.cwd
             )
-            await self._ctx.emitter.emit(ToolCallUpdated(item_id, status="pending"))
+            await self._ctx.emitter.emit(events.ToolCallUpdated(item_id, status="pending"))
             decision = await self._ask_person(question)
             if decision.allowed:
-                await self._ctx.emitter.emit(ToolCallUpdated(item_id, status="in_progress"))
+                await self._ctx.emitter.emit(events.ToolCallUpdated(item_id, status="in_progress"))
         answer = cx.codex_decision(decision, params.get("availableDecisions"))
         await self._send_quietly({"id": request_id, "result": {"decision": answer}})
 
 
-def user_input(prompt: Prompt) -> list[dict[str, Any]]:
+def user_input(prompt: events.Prompt) -> list[dict[str, Any]]:
     """turn/start `input`: text blocks as text, images as data URLs, resources inline."""
     items: list[dict[str, Any]] = []
     for block in prompt.blocks:
         match block:
-            case TextBlock(text):
+            case events.TextBlock(text):
                 items.append({"type": "text", "text": text, "text_elements": []})
-            case ImageBlock(data, mime_type, _):
+            case events.ImageBlock(data, mime_type, _):
                 items.append({"type": "image", "url": f"data:{mime_type};base64,{data}"})
-            case EmbeddedResourceBlock(uri, text, _):
+            case events.EmbeddedResourceBlock(uri, text, _):
                 wrapped = f'<context ref="{uri}">\n{text}\n</context>'
                 items.append({"type": "text", "text": wrapped, "text_elements": []})
-            case ResourceLinkBlock(uri, name, _):
+            case events.ResourceLinkBlock(uri, name, _):
                 items.append({"type": "text", "text": f"@{uri} ({name})", "text_elements": []})
     return items
 

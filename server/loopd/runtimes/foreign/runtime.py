@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from loopd.config.trust.pins import Pins
-from loopd.executables import find_program
+from loopd.executables import find_program, program_env
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.errors import ConfigError, RuntimeFailure
 from loopd.protocol.events import AgentMessageChunk, ConfigOption, Notice, Prompt
@@ -220,9 +220,9 @@ class ForeignRuntime(ABC):
         self._stale = False
         cli = self.CLI
         refuse_moved(self._settings.pins)
-        env = self._env()
+        env = program_env(self._env(), self._ctx.roots)
         command = self._settings.binary or cli.command
-        binary = find_program(command, env.get("PATH"), outside=self._ctx.roots)
+        binary = find_program(command, env["PATH"], outside=self._ctx.roots)
         if binary is None:
             raise RuntimeFailure(
                 f"{cli.product} is not installed: no `{command}` on PATH's absolute "

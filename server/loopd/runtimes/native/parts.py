@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -237,6 +237,10 @@ class GuardedParts:
 
     def writes(self) -> int:
         return self.tool_env.changes.ledger.seq
+
+    def put_back(self, paths: Sequence[str]) -> None:
+        for path in paths:
+            self.tool_env.changes.ledger.note(path)
 
     def forget_reads(self) -> None:
         self.tool_env.reads = FileLog()

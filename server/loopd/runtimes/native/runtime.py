@@ -306,6 +306,9 @@ class NativeRuntime:
     def writes(self) -> int:
         return self.parts.writes()
 
+    def put_back(self, paths: Sequence[str]) -> None:
+        self.parts.put_back(paths)
+
     async def reload_context(self) -> None:
         """A restore put the store's model context back (`loopd.sessions.rewind`): the
         engine starts again from it, exactly as it was then; what the session has spent

@@ -64,6 +64,11 @@ class SessionParts(Protocol):
         that may write), ever increasing: unchanged over a turn, it wrote nothing."""
         ...
 
+    def put_back(self, paths: Sequence[str]) -> None:
+        """A restore wrote or removed `paths` between turns: they move the write
+        count as the tools' writes do, so a done check made before is stale."""
+        ...
+
     def forget_reads(self) -> None:
         """The model's context went back to an earlier point (a restore): what it had
         read since is unknown to it again, so each file must be read before an edit."""
