@@ -16,8 +16,9 @@ the turn that ran on meanwhile arrives once, in order, and no `didChange` applie
 twice. A server that forgot the connection (restarted, or away longer than its
 grace) cannot be resumed under the editor: LSP's state (open documents, the
 client's capabilities) was the connection's. Then what the editor waits for fails,
-it is told so, and the bridge exits with status 1 (an editor restarts a language
-server that exits; VS Code does so by itself).
+it is told so, and the bridge exits with status 1: VS Code's client starts it again
+by itself (and the extension loads its session), the Neovim plugin with the next
+file opened; a new connection is a new LSP session.
 """
 
 from __future__ import annotations
