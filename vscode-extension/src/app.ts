@@ -24,8 +24,8 @@ import {
   type SessionNotification,
 } from './protocol';
 import { type ReviewSettings, Reviews } from './review';
-import { REMOTE_TOKEN_SECRET } from './remote';
-import { alwaysAskGlobs, createClient, locateServer, notifyMissing } from './server';
+import { REMOTE_TOKEN_SECRET, tokenMissing } from './remote';
+import { alwaysAskGlobs, createClient, locateServer, notifyMissing, remoteSettings } from './server';
 import type { Approval, Attachment, WebviewMessage } from './webview/state';
 
 const REMEMBERED = 'loopd.sessionId';
@@ -76,8 +76,14 @@ export class Loopd {
       void notifyMissing();
       return;
     }
-    this.log.info(`starting ${server.command} ${server.args.join(' ')} (found via ${server.source})`);
     const token = await this.context.secrets.get(REMOTE_TOKEN_SECRET);
+    const config = vscode.workspace.getConfiguration('loopd');
+    if (tokenMissing(remoteSettings(config), token, { ...process.env, ...(config.get('server.env') ?? {}) })) {
+      this.log.error('loopd.server.remote.url is set but there is no token for it');
+      void this.askForToken();
+      return;
+    }
+    this.log.info(`starting ${server.command} ${server.args.join(' ')} (found via ${server.source})`);
     const client = createClient(server, this.log, {
       // The server's code actions run `loopd.ask`; running them through the panel
       // gives them the panel's turn (progress, Stop, approvals) like any prompt.
@@ -173,6 +179,15 @@ export class Loopd {
         ready ? 'loopd: logged in, a model provider is ready' : 'loopd: still no model provider (see the terminal)',
       );
     });
+  }
+
+  private async askForToken(): Promise<void> {
+    const set = "Set the Remote Server's Token";
+    const choice = await vscode.window.showErrorMessage(
+      'loopd: loopd.server.remote.url is set, but no token: run `loopd serve token` on the server and set it here.',
+      set,
+    );
+    if (choice === set) await this.setRemoteToken();
   }
 
   /** Ask for the remote server's token (`loopd serve token` printed it), keep it in

@@ -43,3 +43,13 @@ export function remoteEnv(
 ): Record<string, string | undefined> {
   return token ? { ...env, LOOPD_REMOTE_TOKEN: token } : env;
 }
+
+/** Whether the bridge would start with no token to send (it would exit at once):
+ * a remote URL, and neither the secret, a token file nor LOOPD_REMOTE_TOKEN. */
+export function tokenMissing(
+  remote: RemoteSettings,
+  token: string | undefined,
+  env: Record<string, string | undefined>,
+): boolean {
+  return Boolean(remote.url.trim()) && !token && !remote.tokenFile.trim() && !env.LOOPD_REMOTE_TOKEN?.trim();
+}

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import type { ServerCommand } from '../../src/discovery';
-import { remoteEnv, remoteServer } from '../../src/remote';
+import { remoteEnv, remoteServer, tokenMissing } from '../../src/remote';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
@@ -43,4 +43,13 @@ test('the remote settings are user settings only, and no setting holds the token
   assert.ok(!Object.keys(settings).some((key) => /token$/i.test(key)));
   const commands = manifest.contributes.commands.map((c: { command: string }) => c.command);
   assert.ok(commands.includes('loopd.panel.setRemoteToken'));
+});
+
+test('a remote URL with no token anywhere is said before the bridge would fail', () => {
+  const url = 'https://devbox:8765/acp';
+  assert.equal(tokenMissing({ ...none, url }, undefined, {}), true);
+  assert.equal(tokenMissing({ ...none, url }, 'secret', {}), false);
+  assert.equal(tokenMissing({ ...none, url, tokenFile: '/t' }, undefined, {}), false);
+  assert.equal(tokenMissing({ ...none, url }, undefined, { LOOPD_REMOTE_TOKEN: 'x' }), false);
+  assert.equal(tokenMissing(none, undefined, {}), false);
 });
