@@ -28,7 +28,7 @@ ALLOWED = {
     "daemon/forward.py": "the forwarder runs in the editor's process and reads its own",
     "daemon/serve.py": "the daemon's own place and idle time, set when it started",
     "remote/serve.py": "`loopd serve` runs for the person who started it, with their config",
-    "remote/bridge.py": "`loopd acp --remote` runs in the editor's process: its token variable",
+    "remote/link.py": "`loopd acp|lsp --remote` run in the editor's process: its token variable",
     "home.py": "`~user` goes through the password database, never HOME",
     "tools/env.py": "ToolEnv's defaults, for one editor in its own process",
     "sandbox/probe.py": "the probe's default environment, for `loopd doctor`",

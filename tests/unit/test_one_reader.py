@@ -55,7 +55,7 @@ ALLOWED = {
     "loopd/checkpoints/restore.py": "creates restored files (a fresh temporary) beneath a root",
     "loopd/checkpoints/scan.py": "directory descriptors to list a walk (O_NOFOLLOW); file "
     "contents go through the reader",
-    "loopd/remote/bridge.py": "the token file the person names (non-blocking, regular, bounded)",
+    "loopd/remote/link.py": "the token file the person names (non-blocking, regular, bounded)",
     "loopd/remote/status.py": "`loopd serve`'s own status file in its private folder",
     "loopd/remote/tls.py": "the listener's certificate (its own, or the one named), for its "
     "fingerprint; writes its own key 0600",

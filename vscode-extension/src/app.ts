@@ -24,7 +24,8 @@ import {
   type SessionNotification,
 } from './protocol';
 import { type ReviewSettings, Reviews } from './review';
-import { alwaysAskGlobs, createClient, locateServer, notifyMissing } from './server';
+import { REMOTE_TOKEN_SECRET, tokenMissing } from './remote';
+import { alwaysAskGlobs, createClient, locateServer, notifyMissing, remoteSettings } from './server';
 import type { Approval, Attachment, WebviewMessage } from './webview/state';
 
 const REMEMBERED = 'loopd.sessionId';
@@ -75,13 +76,20 @@ export class Loopd {
       void notifyMissing();
       return;
     }
+    const token = await this.context.secrets.get(REMOTE_TOKEN_SECRET);
+    const config = vscode.workspace.getConfiguration('loopd');
+    if (tokenMissing(remoteSettings(config), token, { ...process.env, ...(config.get('server.env') ?? {}) })) {
+      this.log.error('loopd.server.remote.url is set but there is no token for it');
+      void this.askForToken();
+      return;
+    }
     this.log.info(`starting ${server.command} ${server.args.join(' ')} (found via ${server.source})`);
     const client = createClient(server, this.log, {
       // The server's code actions run `loopd.ask`; running them through the panel
       // gives them the panel's turn (progress, Stop, approvals) like any prompt.
       executeCommand: (command, args, next) =>
         command === 'loopd.ask' && isAskArgument(args[0]) ? this.askFromCodeAction(args[0]) : next(command, args),
-    });
+    }, token);
     const controller = this.makeController(client);
     client.onNotification(Method.update, (n: SessionNotification) => controller.onUpdate(n));
     client.onRequest(Method.requestPermission, (params: PermissionParams, token) =>
@@ -171,6 +179,29 @@ export class Loopd {
         ready ? 'loopd: logged in, a model provider is ready' : 'loopd: still no model provider (see the terminal)',
       );
     });
+  }
+
+  private async askForToken(): Promise<void> {
+    const set = "Set the Remote Server's Token";
+    const choice = await vscode.window.showErrorMessage(
+      'loopd: loopd.server.remote.url is set, but no token: run `loopd serve token` on the server and set it here.',
+      set,
+    );
+    if (choice === set) await this.setRemoteToken();
+  }
+
+  /** Ask for the remote server's token (`loopd serve token` printed it), keep it in
+   * the secret storage (empty: forget it), and restart the server with it. */
+  async setRemoteToken(): Promise<void> {
+    const token = await vscode.window.showInputBox({
+      prompt: "The remote loopd server's token (`loopd serve token` on the server); empty forgets it",
+      password: true,
+      ignoreFocusOut: true,
+    });
+    if (token === undefined) return;
+    if (token.trim()) await this.context.secrets.store(REMOTE_TOKEN_SECRET, token.trim());
+    else await this.context.secrets.delete(REMOTE_TOKEN_SECRET);
+    await this.restart();
   }
 
   async restart(): Promise<void> {

@@ -44,6 +44,7 @@ export function commands(app: Loopd): Record<string, Command> {
     'loopd.panel.showLog': () => app.log.show(),
     'loopd.panel.restart': () => app.restart(),
     'loopd.panel.login': () => app.login(),
+    'loopd.panel.setRemoteToken': () => app.setRemoteToken(),
     'loopd.panel.acceptHunk': (reviewId, index) => app.reviews.decideHunk(reviewId, index, 'accept'),
     'loopd.panel.rejectHunk': (reviewId, index) => app.reviews.decideHunk(reviewId, index, 'reject'),
     'loopd.panel.acceptFile': (target) => app.reviews.decideFile(target, 'accept'),

@@ -16,6 +16,7 @@ import {
   type StaticFeature,
 } from 'vscode-languageclient/node';
 import { findServer, INSTALL_LINE, MISSING_MESSAGE, type ServerCommand, which } from './discovery';
+import { type RemoteSettings, remoteEnv, remoteServer } from './remote';
 
 /** Adds `capabilities.experimental.loopd = true`: this client renders the extension. */
 class LoopdCapability implements StaticFeature {
@@ -29,8 +30,21 @@ class LoopdCapability implements StaticFeature {
   clear(): void {}
 }
 
+/** The local `loopd lsp`, or its bridge to `loopd.server.remote.url` when one is set. */
 export async function locateServer(): Promise<ServerCommand | undefined> {
   const config = vscode.workspace.getConfiguration('loopd');
+  const server = await findLocal(config);
+  return server && remoteServer(server, remoteSettings(config));
+}
+
+/** `loopd.server.remote.*` from the user's settings only (`machine` scope): a
+ * repository must not send the token to a server of its choosing. */
+export function remoteSettings(config: vscode.WorkspaceConfiguration): RemoteSettings {
+  const user = (key: string) => String(config.inspect<string>(`server.remote.${key}`)?.globalValue ?? '');
+  return { url: user('url'), fingerprint: user('fingerprint'), tokenFile: user('tokenFile') };
+}
+
+function findLocal(config: vscode.WorkspaceConfiguration): Promise<ServerCommand | undefined> {
   return findServer({
     settingPath: (config.get<string>('server.path') ?? '').trim(),
     extraArgs: config.get<string[]>('server.args') ?? [],
@@ -69,13 +83,16 @@ export async function notifyMissing(): Promise<void> {
   if (choice === copy) await vscode.env.clipboard.writeText(INSTALL_LINE);
 }
 
+/** The client of `server`; `token` (the remote server's, from the secret storage)
+ * goes in its environment only. */
 export function createClient(
   server: ServerCommand,
   log: vscode.LogOutputChannel,
   middleware: Middleware = {},
+  token?: string,
 ): LanguageClient {
   const config = vscode.workspace.getConfiguration('loopd');
-  const env = { ...process.env, ...(config.get<Record<string, string>>('server.env') ?? {}) };
+  const env = remoteEnv({ ...process.env, ...(config.get<Record<string, string>>('server.env') ?? {}) }, token);
   const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
   const serverOptions: ServerOptions = {
     command: server.command,

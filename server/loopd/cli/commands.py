@@ -87,6 +87,12 @@ def acp(args: argparse.Namespace) -> int:
 def lsp(args: argparse.Namespace) -> int:
     """As `loopd acp`: `initialize` is answered while the app is still being built."""
     tcp: str | None = args.tcp
+    if args.remote is not None:
+        if tcp is not None:
+            raise ConfigError("--remote relays stdio: it takes no --tcp")
+        from loopd.remote.lsp_bridge import lsp_bridge_command
+
+        return lsp_bridge_command(args)
     address = None
     if tcp is not None:
         host, _, port = tcp.rpartition(":")

@@ -52,6 +52,10 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
 def _acp_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("then", nargs="?", choices=["login"], help="login: what an editor's log-in runs")
     _no_daemon_argument(p)
+    _remote_arguments(p)
+
+
+def _remote_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--remote",
         metavar="URL",
@@ -83,6 +87,7 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
 def _lsp_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
     _no_daemon_argument(p)
+    _remote_arguments(p)
 
 
 def _no_daemon_argument(p: argparse.ArgumentParser) -> None:

@@ -22,7 +22,6 @@ Valid messages go to pygls's protocol unchanged.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -31,71 +30,14 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCProtocol
 
 from loopd.protocol.jsonvalues import loads_bounded
-from loopd.streams.lines import LineReader, Overlong
+from loopd.streams.frames import MARKER, MAX_BODY, MAX_HEADER_LINE, BadFrame, FrameReader
+from loopd.streams.lines import LineReader
 
 log = logging.getLogger(__name__)
 
-MAX_HEADER_LINE = 64 * 1024
-MAX_BODY = 64 * 1024 * 1024
-MARKER = b"Content-Length:"
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
-_HEADER = re.compile(rb"([A-Za-z0-9-]+):[ \t]*(.*)")
 
-
-@dataclass(frozen=True, slots=True)
-class BadFrame:
-    """A frame that cannot be read; `reason` is said in the parse error."""
-
-    reason: str
-
-
-class FrameReader:
-    """Frames from a byte stream: each body, a `BadFrame`, or None at the end."""
-
-    def __init__(self, lines: LineReader) -> None:
-        self.lines = lines
-
-    async def next(self) -> bytes | BadFrame | None:
-        length: int | None = None
-        problem: str | None = None
-        headers = 0
-        while True:
-            line = await self.lines.line()
-            if line is None:
-                return None
-            if isinstance(line, Overlong):
-                return BadFrame(
-                    f"a header line of {line.size} bytes (the limit is {MAX_HEADER_LINE})"
-                )
-            text = line.rstrip(b"\n").rstrip(b"\r")
-            if not text:
-                if headers == 0:
-                    continue  # blank lines between frames
-                break
-            headers += 1
-            start = text.find(MARKER)
-            text = text[start:] if start > 0 else text  # a frame glued to garbage
-            match = _HEADER.fullmatch(text)
-            if match is None:
-                return BadFrame(f"not a header line: {text[:60]!r}")
-            if match.group(1).lower() == b"content-length":
-                problem = problem or _length_problem(match.group(2).strip(), length)
-                length = length if length is not None else -1
-                if problem is None:
-                    length = int(match.group(2))
-        if problem is not None or length is None or length < 0:
-            return BadFrame(problem or "a frame without a Content-Length header")
-        return await self.lines.exactly(length)
-
-
-def _length_problem(value: bytes, seen: int | None) -> str | None:
-    if seen is not None:
-        return "a frame with two Content-Length headers"
-    if not value.isdigit():
-        return f"Content-Length is not a number: {value[:40]!r}"
-    if not 0 < int(value) <= MAX_BODY:
-        return f"Content-Length {int(value)} is not between 1 and {MAX_BODY}"
-    return None
+__all__ = ["MARKER", "MAX_BODY", "MAX_HEADER_LINE", "FrameReader", "serve_frames"]
 
 
 @dataclass(slots=True)

@@ -7,6 +7,9 @@
   with `Acp-Session-Id`; `Last-Event-ID` resumes it (`loopd.remote.streams`).
 - `DELETE /acp`: the connection ends.
 - A WebSocket on `/acp`: one connection, every message both ways as a text frame.
+- `/lsp`: the same over HTTP for an LSP connection (`loopd lsp --remote`): its
+  messages are LSP's JSON-RPC bodies, all on the connection's one stream.
+- `Loopd-Message: N` on a POST numbers it: a number already passed on is a repeat.
 
 Every request carries the bearer token or is refused (401) before anything else is
 read; a message naming a path outside the roots is refused (403) before the daemon
@@ -36,7 +39,7 @@ from loopd.remote.routing import (
     session_id_from_params,
 )
 from loopd.remote.streams import Gone, sse
-from loopd.remote.upstream import Unreachable
+from loopd.remote.upstream import Speaks, Unreachable
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +48,11 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 PATH = "/acp"
+PATHS: dict[str, Speaks] = {PATH: "acp", "/lsp": "lsp"}
+NUMBER_HEADER = "Loopd-Message"
 MAX_BODY = 50 * 1024 * 1024  # as `loopd acp`'s longest line (base64 images)
 POLICY = -32001  # the JSON-RPC error of a message the server's boundary refuses
+INVALID_PARAMS = -32602
 
 
 @dataclass
@@ -81,8 +87,8 @@ class Endpoint:
         return token.matches(token.bearer(_header(scope, "authorization")), digest)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["path"] != PATH:
-            await _json(send, 404, {"error": f"not found: the endpoint is {PATH}"})
+        if scope["path"] not in PATHS:
+            await _json(send, 404, {"error": f"not found: the endpoints are {', '.join(PATHS)}"})
             return
         if not self._allowed(scope):
             await _json(send, 401, {"error": "a valid bearer token is required"})
@@ -103,8 +109,10 @@ class Endpoint:
                 await _json(send, 405, {"error": "POST, GET or DELETE"})
 
     def _remote(self, scope: Scope) -> Remote | None:
+        """The connection the request names, if it speaks what the path serves."""
         cid = _header(scope, CONNECTION_ID_HEADER)
-        return self.connections.live.get(cid or "")
+        remote = self.connections.live.get(cid or "")
+        return remote if remote is not None and remote.speaks == PATHS[scope["path"]] else None
 
     async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not (_header(scope, "content-type") or "").startswith("application/json"):
@@ -134,15 +142,20 @@ class Endpoint:
             await _json(send, 404, {"error": "unknown connection: initialize again"})
             return
         session = _header(scope, SESSION_ID_HEADER)
+        named = session_id_from_params(message.get("params"))
         if session is None and message.get("method") in SESSION_SCOPED_METHODS:
+            if named is None and "id" in message:  # no session to name: its params are wrong
+                wrong = _answer(message, INVALID_PARAMS, "`sessionId` names no session")
+                await _json(send, 400, wrong)
+                return
             await _json(send, 400, {"error": f"{SESSION_ID_HEADER} is required"})
             return
-        named = session_id_from_params(message.get("params"))
         if session is not None and "method" in message and session != named:
             await _json(send, 400, {"error": f"{SESSION_ID_HEADER} is not its session"})
             return
+        number = _header(scope, NUMBER_HEADER) or ""
         try:
-            await remote.deliver(message)
+            await remote.deliver(message, int(number) if number.isdigit() else None)
         except (ConnectionError, RuntimeError):
             await _json(send, 404, {"error": "the connection ended"})
             return
@@ -154,14 +167,15 @@ class Endpoint:
         if path is None:
             return None
         log.warning("refused %s naming %r, outside the roots", message.get("method"), path)
+        if not path.startswith("/"):  # nothing to judge: the params are wrong, as locally
+            return _answer(message, INVALID_PARAMS, f"{path!r} is not an absolute path")
         roots = ", ".join(self.roots)
-        text = f"{path!r} is outside what this server serves ({roots})"
-        error = {"code": POLICY, "message": text}
-        return {"jsonrpc": "2.0", "id": message.get("id"), "error": error}
+        return _answer(message, POLICY, f"{path!r} is outside what this server serves ({roots})")
 
     async def _initialize(self, scope: Scope, message: dict[str, Any], send: Send) -> None:
+        speaks = PATHS[scope["path"]]
         try:
-            remote = await self.connections.open(_client(scope, "http"), single=False)
+            remote = await self.connections.open(_client(scope, "http", speaks))
         except Unreachable as err:
             await _json(send, 503, {"error": str(err)})
             return
@@ -210,7 +224,7 @@ class Endpoint:
             await send({"type": "websocket.close", "code": 1008})
             return
         try:
-            remote = await self.connections.open(_client(scope, "websocket"), single=True)
+            remote = await self.connections.open(_client(scope, "websocket"))
         except Unreachable as err:
             await send({"type": "websocket.close", "code": 1011, "reason": str(err)[:120]})
             return
@@ -307,6 +321,11 @@ async def _json(send: Send, status: int, body: Any, headers: dict[str, str] | No
     await send({"type": "http.response.body", "body": raw})
 
 
+def _answer(message: dict[str, Any], code: int, text: str) -> dict[str, Any]:
+    """A JSON-RPC error answering `message` (a bridge shows it to the editor as is)."""
+    return {"jsonrpc": "2.0", "id": message.get("id"), "error": {"code": code, "message": text}}
+
+
 def _initializes(message: dict[str, Any]) -> bool:
     return message.get("method") == "initialize" and "id" in message
 
@@ -324,6 +343,6 @@ def _last_event_id(scope: Scope) -> int:
     return int(raw) if raw.isdigit() and len(raw) < 19 else -1
 
 
-def _client(scope: Scope, transport: str) -> Client:
+def _client(scope: Scope, transport: str, speaks: Speaks = "acp") -> Client:
     host, port = scope.get("client") or ("?", 0)
-    return Client(f"{host}:{port}", time.time(), transport)
+    return Client(f"{host}:{port}", time.time(), transport, speaks)

@@ -15,9 +15,8 @@ has forgotten the connection (restarted, or away longer than its grace), what th
 editor still waits for fails, and the bridge connects again and loads the sessions
 it had without showing their replay (see `Bridge._lose`).
 
-The token comes from `LOOPD_REMOTE_TOKEN` or `--token-file`, never the command line
-(every process can read another's arguments); it is sent only over TLS, or to a
-loopback address.
+The transport's plumbing (the token, numbered posts, resumed streams) is
+`loopd.remote.link`'s, shared with `loopd lsp --remote`.
 """
 
 from __future__ import annotations
@@ -25,83 +24,44 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.util
 import json
-import os
-import ssl
-import stat
-import sys
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
-from loopd.protocol.errors import ConfigError
 from loopd.protocol.jsonvalues import loads_bounded
+from loopd.remote.link import (
+    CONNECTION,
+    SESSION,
+    Poster,
+    Target,
+    answer_in,
+    follow,
+    goodbye,
+    http_client,
+    pause,
+    say,
+)
 from loopd.streams.lines import LineReader, Overlong
 
-CONNECTION, SESSION = "Acp-Connection-Id", "Acp-Session-Id"
 MAX_LINE = 50 * 1024 * 1024
-PAUSES = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)  # between tries while the server is unreachable
-QUIET = 60.0  # seconds without a byte (keepalives come every 15) before a stream is dead
 _ATTACH = frozenset({"session/load", "session/resume"})
 
 
-class Lost(Exception):
-    """The server no longer knows this connection."""
-
-
 def bridge_command(args: argparse.Namespace) -> int:
+    from loopd.remote.link import target
     from loopd.streams.stdio import protect_stdout
 
-    url = args.remote
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"--remote wants an http(s) URL of `loopd serve`, got {url!r}")
-    secret = _token(args.token_file)
-    if parts.scheme == "http" and not _loopback(parts.hostname):
-        raise ConfigError("--remote over plain http is for loopback only: the token would show")
-    verify: ssl.SSLContext | bool = False
-    if parts.scheme == "https":
-        from loopd.remote.tls import client_context
-
-        verify = client_context(parts.hostname, parts.port or 443, args.fingerprint, args.ca)
+    server = target(args)
     out = protect_stdout()
-    asyncio.run(Bridge(url, secret, verify).run(out))
+    asyncio.run(Bridge(server).run(out))
     return 0
-
-
-def _token(path: str | None) -> str:
-    if path is not None:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-            with os.fdopen(fd, "rb") as file:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    raise ConfigError(f"--token-file {path}: not a regular file")
-                value = file.read(4096).decode("utf-8", "replace").strip()
-        except OSError as err:
-            raise ConfigError(f"--token-file {path}: {err}") from None
-    else:
-        value = os.environ.get("LOOPD_REMOTE_TOKEN", "").strip()
-    if not value:
-        raise ConfigError("--remote needs the token: LOOPD_REMOTE_TOKEN or --token-file FILE")
-    return value
-
-
-def _loopback(host: str) -> bool:
-    from loopd.remote.serve import loopback
-
-    return loopback(host)
 
 
 @dataclass
 class Bridge:
-    url: str
-    secret: str
-    verify: ssl.SSLContext | bool
-    connection: str | None = None
+    server: Target
     asked: dict[Any, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     posted: set[Any] = field(default_factory=set)  # asked and taken by the connection
     streams: dict[str | None, asyncio.Task[None]] = field(default_factory=dict)
@@ -118,12 +78,8 @@ class Bridge:
         stdin = await open_stdin(MAX_LINE)
         self._out = await open_stdout(out)
         self.ready.set()
-        http2 = importlib.util.find_spec("h2") is not None
-        timeout = httpx.Timeout(30.0, read=QUIET)
-        headers = {"Authorization": f"Bearer {self.secret}"}
-        async with httpx.AsyncClient(
-            verify=self.verify, http2=http2, timeout=timeout, headers=headers
-        ) as self._http:
+        async with http_client(self.server) as self._http:
+            self._poster = Poster(self._http, self.server.url)
             relay = asyncio.create_task(self._relay(LineReader(stdin.reader, MAX_LINE)))
             lost = asyncio.create_task(self.lost.wait())
             try:
@@ -135,7 +91,8 @@ class Bridge:
                 for task in self.streams.values():
                     task.cancel()
                 await asyncio.gather(*self.streams.values(), return_exceptions=True)
-                await self._goodbye()
+                if not self.lost.is_set():
+                    await goodbye(self._http, self.server.url, self._poster.connection)
                 stdin.close()
 
     async def _relay(self, lines: LineReader) -> None:
@@ -159,8 +116,6 @@ class Bridge:
         else:
             await self.ready.wait()
         headers = {}
-        if self.connection is not None:
-            headers[CONNECTION] = self.connection
         session = params.get("sessionId") if isinstance(params, dict) else None
         if isinstance(method, str) and isinstance(session, str):
             headers[SESSION] = session
@@ -173,12 +128,12 @@ class Bridge:
         if response.status_code in (200, 202) and "id" in message and method is not None:
             self.posted.add(message["id"])
         if response.status_code == 200 and method == "initialize":
-            self.connection = response.headers.get(CONNECTION)
+            self._poster.connected(response.headers.get(CONNECTION))
             self._watch(None)
             await self._write(loads_bounded(response.content))
-        elif response.status_code == 403 and "id" in message:
+        elif answer_in(response, message):
             await self._write(loads_bounded(response.content))  # the server's boundary said no
-        elif response.status_code == 404 and self.connection is not None:
+        elif response.status_code == 404 and self._poster.connection is not None:
             self._lose("the server no longer knows this connection")
             if again:  # posted again on the new connection
                 await self._post(message, again=False)
@@ -190,17 +145,12 @@ class Bridge:
     async def _deliver(
         self, message: dict[str, Any], headers: dict[str, str]
     ) -> httpx.Response | None:
-        """Post until the server answers (a lost answer is posted again: it passes a
-        repeat on once). None when the server cannot be reached at all."""
-        for attempt in range(len(PAUSES) * 20):
-            try:
-                return await self._http.post(self.url, json=message, headers=headers)
-            except httpx.TransportError as err:
-                if attempt == 0:
-                    _say(f"the server is unreachable ({err.__class__.__name__}); trying again")
-                await asyncio.sleep(PAUSES[min(attempt, len(PAUSES) - 1)])
-        await self._fail(message, "the server could not be reached")
-        return None
+        """Post until the server answers; None (the editor told) when it cannot be
+        reached at all."""
+        response = await self._poster.post(message, headers)
+        if response is None:
+            await self._fail(message, "the server could not be reached")
+        return response
 
     def _watch(self, session: str | None) -> None:
         if session not in self.streams:
@@ -208,29 +158,11 @@ class Bridge:
 
     async def _follow(self, session: str | None) -> None:
         """One stream, written to the editor; opened again where it broke."""
-        last, attempt = 0, 0
-        headers = {CONNECTION: self.connection or "", "Accept": "text/event-stream"}
+        headers = {CONNECTION: self._poster.connection or ""}
         if session is not None:
             headers[SESSION] = session
-        while True:
-            try:
-                async with self._http.stream(
-                    "GET", self.url, headers={**headers, "Last-Event-ID": str(last)}
-                ) as response:
-                    if response.status_code in (404, 410):
-                        self._lose(f"the server lost the stream ({response.status_code})")
-                        return
-                    response.raise_for_status()
-                    async for number, data in _events(response.aiter_lines()):
-                        attempt = 0
-                        if number is not None:
-                            last = number
-                        await self._seen(data)
-                # It ended: the server is stopping, or the daemon ended the connection.
-                # Asked again, a server that forgot the connection says so (404).
-            except (httpx.TransportError, httpx.HTTPStatusError):
-                await asyncio.sleep(PAUSES[min(attempt, len(PAUSES) - 1)])
-                attempt += 1
+        status = await follow(self._http, self.server.url, headers, self._seen)
+        self._lose(f"the server lost the stream ({status})")
 
     async def _seen(self, data: str) -> None:
         """A server message: watch a session it made, then write it (unless it is
@@ -255,7 +187,7 @@ class Bridge:
         await self._seen(json.dumps(message))
 
     async def _fail(self, message: dict[str, Any], why: str) -> None:
-        _say(why)
+        say(why)
         if "method" in message and "id" in message:
             error = {"code": -32603, "message": f"loopd --remote: {why}"}
             await self._write({"jsonrpc": "2.0", "id": message["id"], "error": error})
@@ -286,7 +218,7 @@ class Bridge:
         if self.initialize is None:
             self.lost.set()
         elif self.recovering is None:
-            _say(f"{why}; connecting again")
+            say(f"{why}; connecting again")
             self.ready.clear()
             self.recovering = asyncio.create_task(self._recover())
 
@@ -298,55 +230,23 @@ class Bridge:
             task.cancel()
         assert self.initialize is not None
         hello = {**self.initialize, "id": "loopd-remote-initialize"}
-        for attempt in range(len(PAUSES) * 100):
-            with contextlib.suppress(httpx.TransportError):
-                response = await self._http.post(self.url, json=hello)
-                if response.status_code == 200:
-                    break
-            await asyncio.sleep(PAUSES[min(attempt, len(PAUSES) - 1)])
-        else:
-            _say("the server did not come back")
+        for attempt in range(100):  # the server is back, its daemon may still be starting
+            response = await self._poster.post(hello, fresh=True)
+            if response is None or response.status_code == 200:
+                break
+            await pause(attempt)
+        if response is None or response.status_code != 200:
+            say("the server did not come back")
             self.lost.set()
             return
-        self.connection = response.headers.get(CONNECTION)
+        self._poster.connected(response.headers.get(CONNECTION))
         self._watch(None)
         for number, (session, params) in enumerate(list(self.opened.items())):
             rid = f"loopd-remote-load-{number}"
             self.quiet[rid] = session
             params = {**params, "sessionId": session}
             load = {"jsonrpc": "2.0", "id": rid, "method": "session/load", "params": params}
-            with contextlib.suppress(httpx.TransportError):
-                await self._http.post(self.url, json=load, headers=self._on_connection())
+            await self._poster.post(load)
         self.recovering = None
         self.ready.set()
-        _say("connected again")
-
-    def _on_connection(self) -> dict[str, str]:
-        return {CONNECTION: self.connection or ""}
-
-    async def _goodbye(self) -> None:
-        if self.connection is None or self.lost.is_set():
-            return
-        with contextlib.suppress(httpx.HTTPError):
-            await self._http.delete(self.url, headers={CONNECTION: self.connection}, timeout=5)
-
-
-async def _events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[int | None, str]]:
-    """(id, data) of each SSE event (comments skipped)."""
-    number: int | None = None
-    data: list[str] = []
-    async for line in lines:
-        if not line:
-            if data:
-                yield number, "\n".join(data)
-            number, data = None, []
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-        elif line.startswith("id:"):
-            value = line[3:].strip()
-            number = int(value) if value.isdigit() else None
-
-
-def _say(text: str) -> None:
-    sys.stderr.write(f"loopd --remote: {text}\n")
-    sys.stderr.flush()
+        say("connected again")

@@ -8,7 +8,12 @@ finds it again by its `Acp-Connection-Id`, and its streams resume where they bro
 (`loopd.remote.streams`): the daemon never noticed, so a turn runs on meanwhile.
 
 A message the client posts again (its answer was lost with the network) is passed
-on once: requests and responses by their id, per connection.
+on once: by its `Loopd-Message` number when the client numbers what it posts (as
+both bridges do: an LSP editor's notifications, `didChange` above all, must not
+apply twice), else requests and responses by their id, per connection.
+
+A connection speaks ACP or LSP (`/acp` or `/lsp`). An LSP one has one stream, as a
+WebSocket has: LSP has no sessions of its own to route by.
 """
 
 from __future__ import annotations
@@ -23,10 +28,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopd.remote.roots import visible
+from loopd.remote.roots import acp_method, visible
 from loopd.remote.routing import Routes, message_id_key
 from loopd.remote.streams import Log
-from loopd.remote.upstream import Upstream
+from loopd.remote.upstream import Speaks, Upstream
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +46,7 @@ class Client:
     peer: str
     since: float  # wall clock
     transport: str  # "http" | "websocket"
+    speaks: Speaks = "acp"
 
 
 @dataclass
@@ -50,7 +56,7 @@ class Remote:
     id: str
     client: Client
     upstream: Upstream
-    single: bool  # a WebSocket: every message on one stream, in order
+    single: bool  # a WebSocket or LSP: every message on one stream, in order
     routes: Routes = field(default_factory=Routes)
     main: Log = field(default_factory=Log)
     sessions: dict[str, Log] = field(default_factory=dict)
@@ -59,22 +65,32 @@ class Remote:
     watching: int = 0  # streams open now
     touched: Callable[[], None] = lambda: None  # its sessions changed (`loopd doctor`)
     roots: tuple[str, ...] = ()  # what its session lists may show
+
+    @property
+    def speaks(self) -> Speaks:
+        return self.client.speaks
+
     _listing: set[str] = field(default_factory=set)  # its `session/list` requests
     _seen: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    _numbered: int = 0  # the highest `Loopd-Message` number passed on
     _initialize: str | None = None
 
-    async def deliver(self, message: dict[str, Any]) -> None:
+    async def deliver(self, message: dict[str, Any], number: int | None = None) -> None:
         """Pass a client's message to the daemon (once, however often it is posted)."""
         self.looked = time.monotonic()
         key = message_id_key(message.get("id"))
-        if key is not None:
+        if number is not None:
+            if number <= self._numbered:
+                return
+            self._numbered = number
+        elif key is not None:
             seen = f"{'request' if 'method' in message else 'response'}:{key}"
             if seen in self._seen:
                 return
             self._seen[seen] = None
             if len(self._seen) > REMEMBERED:
                 self._seen.popitem(last=False)
-        if message.get("method") == "session/list" and key is not None:
+        if acp_method(message.get("method")) == "session/list" and key is not None:
             self._listing.add(key)
         known = len(self.routes.sessions)
         self.routes.inbound(message)
@@ -124,7 +140,7 @@ class Remote:
         if message_id_key(message.get("id")) != self._initialize:
             return False
         self.reply.set_result(message)
-        return not self.single  # a WebSocket reads it on its one stream
+        return self.client.transport != "websocket"  # which reads it on its one stream
 
 
 class Connections:
@@ -136,10 +152,12 @@ class Connections:
         self._pumps: set[asyncio.Task[None]] = set()
         self.changed: Callable[[], None] = lambda: None
 
-    async def open(self, client: Client, single: bool) -> Remote:
+    async def open(self, client: Client) -> Remote:
         """A new connection of the daemon's (`Unreachable` when it cannot be had)."""
+        single = client.transport == "websocket" or client.speaks == "lsp"
         cid = secrets.token_hex(16)
-        upstream = await Upstream.open(self._env, self._roots[0], f"connection {cid[:8]}")
+        tag = f"connection {cid[:8]}"
+        upstream = await Upstream.open(self._env, self._roots[0], tag, client.speaks)
         remote = Remote(
             cid, client, upstream, single, touched=lambda: self.changed(), roots=self._roots
         )
@@ -147,7 +165,9 @@ class Connections:
         pump = asyncio.create_task(remote.pump(self._ended))
         self._pumps.add(pump)
         pump.add_done_callback(self._pumps.discard)
-        log.info("connection %s from %s (%s)", cid[:8], client.peer, client.transport)
+        log.info(
+            "connection %s from %s (%s, %s)", cid[:8], client.peer, client.speaks, client.transport
+        )
         self.changed()
         return remote
 

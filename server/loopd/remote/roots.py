@@ -6,6 +6,13 @@ prompts link (`file://` URIs). Each is canonicalised (symlinks resolved) before 
 is judged, and must lie beneath one of the roots `loopd serve --root` was given. A
 path that does not is refused before the daemon sees the message; what a session
 then does within its roots is the daemon's policy, as for a local editor.
+
+An LSP client (`loopd lsp --remote`) names the same things under the `loopd/`
+prefix (`loopd/session/new`, ...), and a few more: its workspace root
+(`initialize`'s `rootUri`, `rootPath`, `workspaceFolders`: a session opened without
+a cwd opens there), the folders of `loopd.newSession`, `loopd.trust` and
+`loopd.untrust`, and the document of `loopd.ask` (one that is not open is read from
+the server's disk). A stored session it deletes is judged as one it opens.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-_OPENING = frozenset({"session/load", "session/resume", "session/fork"})
+_OPENING = frozenset({"session/load", "session/resume", "session/fork", "session/delete"})
 _SESSION_METHODS = frozenset(
     {"session/new", "session/load", "session/resume", "session/fork", "session/list"}
 )
@@ -40,12 +47,24 @@ def within(path: str, roots: Sequence[str]) -> bool:
     return any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots)
 
 
+def acp_method(method: Any) -> Any:
+    """ACP's name of a `loopd/session/*` method of the LSP extension (its params are
+    ACP's); any other method as it is."""
+    if isinstance(method, str) and method.startswith("loopd/session/"):
+        return method.removeprefix("loopd/")
+    return method
+
+
 def named_paths(message: dict[str, Any]) -> Iterator[str]:
     params = message.get("params")
     if not isinstance(params, dict):
         return
-    method = message.get("method")
-    if method in _SESSION_METHODS:
+    method = acp_method(message.get("method"))
+    if method == "initialize":
+        yield from _workspace(params)
+    elif method == "workspace/executeCommand":
+        yield from _command_paths(params)
+    elif method in _SESSION_METHODS:
         cwd = params.get("cwd")
         if cwd is not None or method != "session/list":
             yield cwd if isinstance(cwd, str) else ""
@@ -58,6 +77,42 @@ def named_paths(message: dict[str, Any]) -> Iterator[str]:
                 yield uri
 
 
+def _workspace(params: dict[str, Any]) -> Iterator[str]:
+    """An LSP client's workspace folders (ACP's `initialize` names none)."""
+    root_uri, root_path = params.get("rootUri"), params.get("rootPath")
+    if root_uri is not None:
+        yield _file_path(root_uri) or ""
+    elif root_path is not None:
+        yield root_path if isinstance(root_path, str) else ""
+    folders = params.get("workspaceFolders") or []
+    for folder in folders if isinstance(folders, list) else [None]:
+        uri = folder.get("uri") if isinstance(folder, dict) else None
+        yield _file_path(uri) or ""
+
+
+_COMMAND_KEYS = {"loopd.newSession": "cwd", "loopd.trust": "folder", "loopd.untrust": "folder"}
+
+
+def _command_paths(params: dict[str, Any]) -> Iterator[str]:
+    """What a `loopd.*` command names: a folder, or `loopd.ask`'s document."""
+    command, arguments = params.get("command"), params.get("arguments") or []
+    first = arguments[0] if isinstance(arguments, list) and arguments else None
+    if command in _COMMAND_KEYS:
+        value = first.get(_COMMAND_KEYS[command]) if isinstance(first, dict) else first
+        if value is not None:
+            yield value if isinstance(value, str) else ""
+    elif command == "loopd.ask" and isinstance(first, dict) and first.get("uri") is not None:
+        yield _file_path(first["uri"]) or ""
+
+
+def _file_path(uri: Any) -> str | None:
+    """The path of a `file:` URI; None for any other (the caller says what that means)."""
+    if not isinstance(uri, str):
+        return None
+    parts = urlsplit(uri)
+    return unquote(parts.path) if parts.scheme.lower() == "file" else None
+
+
 def _uri_of(block: Any) -> str | None:
     """The path a prompt block's `file:` URI names (other schemes name no path here)."""
     if not isinstance(block, dict):
@@ -66,12 +121,7 @@ def _uri_of(block: Any) -> str | None:
     if not isinstance(uri, str):
         resource = block.get("resource")
         uri = resource.get("uri") if isinstance(resource, dict) else None
-    if not isinstance(uri, str):
-        return None
-    parts = urlsplit(uri)
-    if parts.scheme.lower() != "file":
-        return None
-    return unquote(parts.path)
+    return _file_path(uri)
 
 
 Folders = Callable[[str], tuple[str, ...] | None]  # a stored session's cwd and dirs
@@ -82,7 +132,7 @@ def stored_outside(message: dict[str, Any], roots: Sequence[str], folders: Folde
     `roots` (None when all are within, or no such session is stored)."""
     params = message.get("params")
     session = params.get("sessionId") if isinstance(params, dict) else None
-    if message.get("method") not in _OPENING or not isinstance(session, str):
+    if acp_method(message.get("method")) not in _OPENING or not isinstance(session, str):
         return None
     for path in folders(session) or ():
         if not within(path, roots):

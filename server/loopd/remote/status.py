@@ -26,7 +26,7 @@ def write(
 ) -> None:
     clients = [
         {"connection": r.id[:8], "peer": r.client.peer, "transport": r.client.transport,
-         "since": r.client.since, "sessions": sorted(r.routes.sessions)}
+         "speaks": r.client.speaks, "since": r.client.since, "sessions": sorted(r.routes.sessions)}
         for r in live.live.values()
     ]  # fmt: skip
     serving = {"pid": os.getpid(), "url": url, "fingerprint": fingerprint, "roots": list(roots)}
@@ -61,7 +61,7 @@ def remove(path: str) -> None:
 
 def describe(env: Mapping[str, str]) -> str:
     """`loopd doctor`'s lines: where `loopd serve` listens, with which certificate,
-    which roots, and who is connected (peer, transport, sessions)."""
+    which roots, and who is connected (peer, transport, protocol, sessions)."""
     found = read(env)
     if found is None:
         return "remote: not served (`loopd serve --listen HOST:PORT`)"
@@ -74,5 +74,5 @@ def describe(env: Mapping[str, str]) -> str:
     for client in clients:
         sessions = ", ".join(client.get("sessions") or []) or "no session yet"
         peer, transport = client.get("peer"), client.get("transport")
-        lines.append(f"    {peer} over {transport}: {sessions}")
+        lines.append(f"    {peer} over {transport} ({client.get('speaks')}): {sessions}")
     return "\n".join(lines)

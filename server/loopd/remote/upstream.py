@@ -5,6 +5,9 @@ The daemon serves them as it serves any editor: a connection with `loopd serve`'
 environment (the server's credentials and config) and the first workspace root as
 its cwd, over the one session table every editor shares. What it writes to the
 connection's stderr goes to `loopd serve`'s log, tagged with the connection.
+
+A connection speaks ACP (a JSON message per line) or LSP (`Content-Length` frames,
+`loopd.streams.frames`); either way its messages here are JSON objects.
 """
 
 from __future__ import annotations
@@ -16,16 +19,19 @@ import logging
 import os
 import socket
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from loopd.daemon.forward import handover
 from loopd.daemon.place import place_of
 from loopd.protocol.jsonvalues import loads_bounded
-from loopd.streams.lines import LineReader, Overlong
+from loopd.streams.frames import MARKER, MAX_HEADER_LINE, FrameReader, frame
+from loopd.streams.lines import LineReader
 
 log = logging.getLogger(__name__)
 
 MAX_LINE = 64 * 1024 * 1024  # what the daemon writes on one line (a big tool result)
+
+Speaks = Literal["acp", "lsp"]
 
 
 class Unreachable(Exception):
@@ -36,16 +42,28 @@ class Upstream:
     """Messages to and from the daemon on one connection's pipes."""
 
     def __init__(
-        self, control: socket.socket, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        control: socket.socket,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        speaks: Speaks = "acp",
     ) -> None:
         self._control = control
-        self._lines = LineReader(reader, MAX_LINE)
+        self._speaks = speaks
+        if speaks == "lsp":
+            self._lines = LineReader(reader, MAX_HEADER_LINE, resync=MARKER)
+        else:
+            self._lines = LineReader(reader, MAX_LINE)
+        self._frames = FrameReader(self._lines)
         self._writer = writer
         self._tasks: list[asyncio.Task[None]] = []
 
     @classmethod
-    async def open(cls, env: Mapping[str, str], cwd: str, tag: str) -> Upstream:
-        """A connection of the daemon's (started if none runs); `Unreachable` if not."""
+    async def open(
+        cls, env: Mapping[str, str], cwd: str, tag: str, speaks: Speaks = "acp"
+    ) -> Upstream:
+        """A connection of the daemon's (started if none runs) speaking `speaks`;
+        `Unreachable` if not."""
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
         stderr_r, stderr_w = os.pipe()
@@ -53,7 +71,7 @@ class Upstream:
             place = place_of(env)
             place.prepare()
             fds = (stdin_r, stdout_w, stderr_w)
-            control = await asyncio.to_thread(handover, place, "acp", dict(env), cwd, fds)
+            control = await asyncio.to_thread(handover, place, speaks, dict(env), cwd, fds)
         except Exception as err:
             for fd in (stdin_w, stdout_r, stderr_r):
                 os.close(fd)
@@ -74,24 +92,24 @@ class Upstream:
             asyncio.streams.FlowControlMixin, os.fdopen(stdin_w, "wb", 0)
         )
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
-        upstream = cls(control, reader, writer)
+        upstream = cls(control, reader, writer, speaks)
         upstream._tasks.append(asyncio.create_task(_log_stderr(stderr_r, tag)))
         return upstream
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message; `ConnectionError` once the daemon's end is gone."""
-        line = json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n"
-        self._writer.write(line.encode())
+        body = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+        self._writer.write(frame(body) if self._speaks == "lsp" else body + b"\n")
         await self._writer.drain()
 
     async def receive(self) -> dict[str, Any] | None:
         """The daemon's next message; None when it ended the connection."""
         while True:
-            line = await self._lines.line()
+            line = await (self._frames.next() if self._speaks == "lsp" else self._lines.line())
             if line is None:
                 return None
-            if isinstance(line, Overlong) or not line.strip():
-                continue
+            if not isinstance(line, bytes) or not line.strip():
+                continue  # an overlong line, a frame that cannot be read
             with contextlib.suppress(ValueError):
                 message = loads_bounded(line)
                 if isinstance(message, dict):

@@ -14,7 +14,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,10 +155,12 @@ class RawAgent:
 
 
 @asynccontextmanager
-async def raw_loopd(home: Home, env: Mapping[str, str] | None = None) -> AsyncIterator[RawAgent]:
-    """`loopd acp` in `home`, with `home.env()` or exactly `env`."""
+async def raw_loopd(
+    home: Home, env: Mapping[str, str] | None = None, argv: Sequence[str] = LOOPD
+) -> AsyncIterator[RawAgent]:
+    """`loopd acp` (or `argv`) in `home`, with `home.env()` or exactly `env`."""
     proc = await asyncio.create_subprocess_exec(
-        *LOOPD,
+        *argv,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

@@ -11,7 +11,7 @@ import signal
 import pytest
 
 from loopd.testing.llm_script import Reply, ScriptedCall
-from tests.e2e.acp.conftest import Home, prompt_params, raw_loopd, update_of
+from tests.e2e.acp.conftest import Home, RawAgent, prompt_params, raw_loopd, update_of
 
 pytestmark = pytest.mark.e2e
 
@@ -21,27 +21,32 @@ EDIT = ScriptedCall("write", {"path": "a.py", "content": "2\n"}, id="e1")
 
 async def test_error_paths_answer_and_never_kill_the_process(home: Home) -> None:
     async with raw_loopd(home) as agent:
-        await agent.initialized()
-        bad, _ = await agent.request("session/prompt", {"sessionId": 3, "prompt": "x"})
-        assert bad["error"]["code"] == -32602
-        unknown, _ = await agent.request("_loopd/nothing", {})
-        assert unknown["error"]["code"] == -32601
-        no_mcp, _ = await agent.request("session/new", {"cwd": str(home.work)})
-        assert no_mcp["error"]["code"] == -32602
-        relative, _ = await agent.request("session/new", {"cwd": "work", "mcpServers": []})
-        assert relative["error"]["code"] == -32602
-        await agent.send_line("{this is not json")
-        await agent.send_line('[{"jsonrpc": "2.0", "id": 99, "method": "session/list"}]')
-        await agent.send_line("")
-        alive, _ = await agent.request("session/list", {})
-        assert alive["result"] == {"sessions": []}
-        await agent.send({"method": "_loopd/ping", "params": {}})  # unknown notification
-        await agent.send({"method": "session/cancel", "params": {"sessionId": "nope"}})
-        still, _ = await agent.request("session/new", {"cwd": str(home.work), "mcpServers": []})
-        assert still["result"]["sessionId"]
-        assert agent.proc.stdin is not None
-        agent.proc.stdin.close()
-        assert await asyncio.wait_for(agent.proc.wait(), 30) == 0
+        await error_paths(home, agent)
+
+
+async def error_paths(home: Home, agent: RawAgent) -> None:
+    """What the raw probes check, on `agent`'s stdio (also run through `--remote`)."""
+    await agent.initialized()
+    bad, _ = await agent.request("session/prompt", {"sessionId": 3, "prompt": "x"})
+    assert bad["error"]["code"] == -32602
+    unknown, _ = await agent.request("_loopd/nothing", {})
+    assert unknown["error"]["code"] == -32601
+    no_mcp, _ = await agent.request("session/new", {"cwd": str(home.work)})
+    assert no_mcp["error"]["code"] == -32602
+    relative, _ = await agent.request("session/new", {"cwd": "work", "mcpServers": []})
+    assert relative["error"]["code"] == -32602
+    await agent.send_line("{this is not json")
+    await agent.send_line('[{"jsonrpc": "2.0", "id": 99, "method": "session/list"}]')
+    await agent.send_line("")
+    alive, _ = await agent.request("session/list", {})
+    assert alive["result"] == {"sessions": []}
+    await agent.send({"method": "_loopd/ping", "params": {}})  # unknown notification
+    await agent.send({"method": "session/cancel", "params": {"sessionId": "nope"}})
+    still, _ = await agent.request("session/new", {"cwd": str(home.work), "mcpServers": []})
+    assert still["result"]["sessionId"]
+    assert agent.proc.stdin is not None
+    agent.proc.stdin.close()
+    assert await asyncio.wait_for(agent.proc.wait(), 30) == 0
     for line in agent.lines:  # stdout carried only JSON-RPC lines
         assert json.loads(line)["jsonrpc"] == "2.0"
 

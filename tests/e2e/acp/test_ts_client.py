@@ -42,22 +42,33 @@ PARAM_TYPES = {  # what the agent may send on its own, by method
 }
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js 20+")
-@pytest.mark.skipif(not SDK.exists(), reason="run scripts/setup.sh (npm ci in tests/clients)")
+NEEDS_CLIENT = [
+    pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js 20+"),
+    pytest.mark.skipif(not SDK.exists(), reason="run scripts/setup.sh (npm ci in tests/clients)"),
+]
+
+
+@NEEDS_CLIENT[0]
+@NEEDS_CLIENT[1]
 async def test_the_typescript_client_drives_a_whole_session(home: Home) -> None:
+    await drive_a_whole_session(home, LOOPD)
+
+
+async def drive_a_whole_session(home: Home, agent: list[str], **env: str) -> None:
+    """The TS client's whole session against `agent` (a command line), then every line
+    the agent wrote checked against the schema (also run through `--remote`)."""
     work = home.work
     write = ScriptedCall("write", {"path": "a.py", "content": "print(2)\n"})
     home.fake.script("*", Reply(tool_calls=(write,)), Reply(text="done"))
     out, sent = home.root / "agent.ndjson", home.root / "client.ndjson"
-    env = home.env(ACP_TEE_OUT=str(out), ACP_TEE_IN=str(sent))
     proc = await asyncio.create_subprocess_exec(
         "node",
         str(CLIENT_DIR / "drive.mjs"),
         str(work),
-        *LOOPD,
+        *agent,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=env,
+        env=home.env(ACP_TEE_OUT=str(out), ACP_TEE_IN=str(sent), **env),
         cwd=work,
     )
     stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)

@@ -43,12 +43,15 @@ class Server:
         return self.url.replace(f":{self.port}/", f":{port}/")
 
 
-async def start_server(home: Home, *args: str, token: str | None = None) -> Server:
-    """`loopd serve` on a free loopback port, with a new token unless given one."""
+async def start_server(
+    home: Home, *args: str, token: str | None = None, inside: Sequence[str] = ()
+) -> Server:
+    """`loopd serve` on a free loopback port, with a new token unless given one;
+    `inside`: a command it runs under (a container's namespaces)."""
     if token is None:
         code, token, err = await loopd(home, "serve", "token")
         assert code == 0, err
-    argv = [*LOOPD, "serve", "--listen", "127.0.0.1:0", "--root", str(home.work), *args]
+    argv = [*inside, *LOOPD, "serve", "--listen", "127.0.0.1:0", "--root", str(home.work), *args]
     return await serve(argv, home.env(LOOPD_DAEMON="on"), token)
 
 

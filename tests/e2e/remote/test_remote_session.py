@@ -54,13 +54,16 @@ async def test_a_turn_cut_off_mid_reply_arrives_whole_once_and_in_order(
         assert done.stop_reason == "end_turn"
         assert zed.text() == WORDS  # the rest once, in order
         assert relay.carried > 2  # the streams were opened again
+    assert await journaled_reply(home, sid) == zed.text()
+
+
+async def journaled_reply(home: Home, sid: str) -> str:
+    """The agent's text as the session's journal holds it (`loopd sessions show`)."""
     code, out, _ = await loopd(home, "sessions", "show", sid, "--json")
     assert code == 0
     journal = json.loads(out)["events"]
-    said = "".join(
-        e["content"]["text"] for e in journal if e["sessionUpdate"] == "agent_message_chunk"
-    )
-    assert said == zed.text()
+    chunks = (e for e in journal if e["sessionUpdate"] == "agent_message_chunk")
+    return "".join(e["content"]["text"] for e in chunks)
 
 
 def _journaled_end(home: Home, sid: str) -> bool:

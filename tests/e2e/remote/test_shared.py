@@ -16,6 +16,15 @@ pytestmark = pytest.mark.e2e
 EDIT = {"path": "a.py", "old_string": "1", "new_string": "2"}
 
 
+def read_then_edit(then: str) -> tuple[Reply, ...]:
+    """The model reads a.py, edits it (`e1`: asked of the editor), then says `then`."""
+    return (
+        Reply(tool_calls=(ScriptedCall("read", {"path": "a.py"}, id="r1"),)),
+        Reply(tool_calls=(ScriptedCall("edit", EDIT, id="e1"),)),
+        Reply(text=then),
+    )
+
+
 async def test_two_remote_editors_see_each_other_s_turns_live(home: Home, server: Server) -> None:
     home.fake.script("*", Reply(text="answer one"), Reply(text="answer two"))
     laptop, tablet = RecordingClient(), RecordingClient()
@@ -45,12 +54,7 @@ async def test_the_approval_is_asked_of_the_editor_that_prompted_and_runs_on_the
     home: Home, server: Server
 ) -> None:
     (home.work / "a.py").write_text("1\n")
-    home.fake.script(
-        "*",
-        Reply(tool_calls=(ScriptedCall("read", {"path": "a.py"}, id="r1"),)),
-        Reply(tool_calls=(ScriptedCall("edit", EDIT, id="e1"),)),
-        Reply(text="edited"),
-    )
+    home.fake.script("*", *read_then_edit("edited"))
     laptop, tablet = RecordingClient(answers=["allow_once"]), RecordingClient()
     async with remote_acp(home, server, laptop) as one, remote_acp(home, server, tablet) as two:
         sid = (await one.new_session(cwd=str(home.work), mcp_servers=[])).session_id

@@ -62,3 +62,35 @@ def test_a_stored_session_is_judged_by_the_folders_it_was_stored_with(tmp_path: 
         {"sessionId": "c", "cwd": str(tmp_path), "additionalDirectories": ["/etc"]},
     ]}}  # fmt: skip
     assert [s["sessionId"] for s in visible(listed, roots)["result"]["sessions"]] == ["a"]
+
+
+def test_what_an_lsp_client_names_is_judged_too(tmp_path: Path) -> None:
+    """`loopd lsp --remote`: the extension's session methods, the workspace of
+    `initialize`, and the folders and documents `loopd.*` commands name."""
+    roots = canonical_roots([str(tmp_path)])
+    inside, away = tmp_path.as_uri(), "file:///etc"
+
+    def init(**params: object) -> dict[str, object]:
+        return {"id": 0, "method": "initialize", "params": {"capabilities": {}, **params}}
+
+    def command(name: str, *arguments: object) -> dict[str, object]:
+        params = {"command": name, "arguments": list(arguments)}
+        return {"id": 1, "method": "workspace/executeCommand", "params": params}
+
+    lsp_new = {"id": 1, "method": "loopd/session/new", "params": {"cwd": "/srv"}}
+    assert outside(lsp_new, roots) == "/srv"
+    assert outside(init(rootUri=inside, workspaceFolders=[{"uri": inside}]), roots) is None
+    assert outside(init(), roots) is None  # no workspace: sessions open in the first root
+    assert outside(init(rootUri=away), roots) == "/etc"
+    assert outside(init(rootPath="/etc"), roots) == "/etc"
+    assert outside(init(rootUri=inside, workspaceFolders=[{"uri": away}]), roots) == "/etc"
+    assert outside(init(rootUri="untitled:x"), roots) == ""  # not a folder of the server's
+    assert outside(command("loopd.newSession", {"cwd": "/"}), roots) == "/"
+    assert outside(command("loopd.newSession"), roots) is None  # the workspace's own
+    assert outside(command("loopd.trust", "/etc"), roots) == "/etc"
+    assert outside(command("loopd.untrust", {"folder": str(tmp_path)}), roots) is None
+    assert outside(command("loopd.ask", {"uri": "file:///etc/passwd"}), roots) == "/etc/passwd"
+    assert outside(command("loopd.ask", {"prompt": "hi"}), roots) is None
+    stored = {"s-out": ("/srv/other",)}
+    delete = {"method": "loopd/session/delete", "params": {"sessionId": "s-out"}}
+    assert stored_outside(delete, roots, stored.get) == "/srv/other"

@@ -23,6 +23,14 @@ test("the manifest's commands exist, and never take the server's own command ids
 test('untrusted workspaces: limited support, and the settings that choose what runs are restricted', () => {
   const untrusted = manifest.capabilities.untrustedWorkspaces;
   assert.equal(untrusted.supported, 'limited');
-  assert.deepEqual(untrusted.restrictedConfigurations, ['loopd.server.path', 'loopd.server.args', 'loopd.server.env', 'loopd.mcpServers']);
+  assert.deepEqual(untrusted.restrictedConfigurations, [
+    'loopd.server.path',
+    'loopd.server.args',
+    'loopd.server.env',
+    'loopd.server.remote.url',
+    'loopd.server.remote.fingerprint',
+    'loopd.server.remote.tokenFile',
+    'loopd.mcpServers',
+  ]);
   for (const key of untrusted.restrictedConfigurations) assert.ok(key in manifest.contributes.configuration.properties, key);
 });

@@ -54,6 +54,15 @@ local function check_clients(loopd)
   end
 end
 
+local function check_remote(loopd)
+  local remote = loopd.config.remote
+  if type(remote) ~= 'table' or (remote.url or '') == '' then return end
+  local problem = require('loopd.remote').problem(remote)
+  if problem then return health.error(problem, { 'Run `loopd serve token` on the server for a token' }) end
+  local from = (remote.token_file or '') ~= '' and ('token file ' .. remote.token_file) or 'LOOPD_REMOTE_TOKEN'
+  health.ok(string.format('remote server: %s (token from %s)', remote.url, from))
+end
+
 function M.check()
   health.start('loopd')
   check_neovim()
@@ -63,6 +72,7 @@ function M.check()
   end
   health.ok(string.format('setup() called; approvals: %s', loopd.config.approval))
   check_command(loopd)
+  check_remote(loopd)
   check_clients(loopd)
 end
 

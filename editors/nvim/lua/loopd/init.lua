@@ -7,6 +7,7 @@
 local approval = require('loopd.approval')
 local Chat = require('loopd.chat')
 local login = require('loopd.login')
+local remote = require('loopd.remote')
 local seal = require('loopd.seal')
 
 local M = {}
@@ -20,6 +21,7 @@ M.config = {
   open_chat = true, -- open the chat window on :Loopd ask
   approval = 'float', -- 'float' (a window with the diff and a key per answer) or 'select'
   login_cmd = nil, -- nil: `cmd` with `lsp` replaced by `login`
+  remote = nil, -- { url, fingerprint, token_file }: `loopd serve` elsewhere (see loopd.remote)
 }
 
 M.configured = false
@@ -361,9 +363,10 @@ function M.attach(bufnr)
   local capabilities = vim.tbl_deep_extend('force', vim.lsp.protocol.make_client_capabilities(), {
     experimental = { loopd = { sessionUpdate = true, requestPermission = true, askUser = true } },
   })
+  if remote.problem(M.config.remote) then return end -- said once, by setup()
   return vim.lsp.start({
     name = M.config.name,
-    cmd = M.config.cmd,
+    cmd = remote.command(M.config.cmd, M.config.remote),
     cmd_env = M.config.cmd_env,
     root_dir = M.root_of(bufnr),
     capabilities = capabilities,
@@ -374,6 +377,8 @@ end
 function M.setup(opts)
   M.config = vim.tbl_deep_extend('force', M.config, opts or {})
   M.configured = true
+  local problem = remote.problem(M.config.remote)
+  if problem then notify(problem, vim.log.levels.ERROR) end
   vim.api.nvim_create_user_command('Loopd', command, {
     nargs = '+',
     range = true,
