@@ -166,4 +166,23 @@ function M.question(params)
   end)
 end
 
+--- The answer to loopd/session/requestPermission, asked `how` (`ask`); `chat` (the
+--- project's) notes what was chosen. No answer rejects.
+function M.permission(params, how, chat)
+  local choice = M.ask(params, how)
+  local id = choice and choice.optionId or 'reject_once'
+  local name = choice and choice.name or 'Reject'
+  chat:note('note', string.format('%s: %s', name, tostring(params.toolCall.title)))
+  return { outcome = { outcome = 'selected', optionId = id } }
+end
+
+--- The answer to loopd/session/askUser: the question goes to the person, the answer
+--- (nil when dismissed) back to the agent, and `chat` notes it.
+function M.ask_user(params, chat)
+  local answer = M.question(params)
+  local said = answer and ('answered: ' .. answer) or 'not answered'
+  chat:note('note', string.format('%s (%s)', said, tostring(params.question)))
+  return { answer = answer }
+end
+
 return M

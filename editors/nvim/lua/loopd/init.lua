@@ -7,6 +7,7 @@
 local approval = require('loopd.approval')
 local Chat = require('loopd.chat')
 local login = require('loopd.login')
+local pick = require('loopd.pick')
 local remote = require('loopd.remote')
 local seal = require('loopd.seal')
 
@@ -126,24 +127,12 @@ end
 
 -- -- approvals ------------------------------------------------------------------------
 
-local function ask_permission(_, params)
-  local project = by_session[params.sessionId] or M.project()
-  local choice = approval.ask(params, M.config.approval)
-  local id = choice and choice.optionId or 'reject_once'
-  local name = choice and choice.name or 'Reject'
-  project.chat:note('note', string.format('%s: %s', name, tostring(params.toolCall.title)))
-  return { outcome = { outcome = 'selected', optionId = id } }
-end
+-- The session's project, or the current one for a session this Neovim never bound.
+local function asker(params) return by_session[params.sessionId] or M.project() end
 
--- loopd/session/askUser: the question goes to the person, the answer (nil when
--- dismissed) back to the agent, and the chat of the session's project notes it.
-local function ask_user(_, params)
-  local project = by_session[params.sessionId] or M.project()
-  local answer = approval.question(params)
-  local said = answer and ('answered: ' .. answer) or 'not answered'
-  project.chat:note('note', string.format('%s (%s)', said, tostring(params.question)))
-  return { answer = answer }
-end
+local function ask_permission(_, params) return approval.permission(params, M.config.approval, asker(params).chat) end
+
+local function ask_user(_, params) return approval.ask_user(params, asker(params).chat) end
 
 local handlers = {
   ['loopd/session/update'] = function(_, params, ctx)
@@ -259,10 +248,7 @@ function M.sessions(project)
   project = project or M.project()
   request(project, 'loopd/session/list', { cwd = project.root }, function(result)
     if not result or #result.sessions == 0 then return notify('no sessions here') end
-    vim.ui.select(result.sessions, {
-      prompt = 'Load a loopd session',
-      format_item = function(s) return (s.title or s.sessionId) .. '  ' .. (s.updatedAt or '') end,
-    }, function(s)
+    pick.session(result.sessions, function(s)
       if not s then return end
       bind(project, s.sessionId)
       project.chat:reset()
@@ -286,15 +272,12 @@ local function set_option(option, value)
       end)
     end
     if value and value ~= '' then return apply(value) end
-    for _, o in ipairs(project.config_options) do
-      if o.id == option then
-        return vim.ui.select(o.options, {
-          prompt = 'loopd ' .. option,
-          format_item = function(c) return c.name .. (c.value == o.currentValue and ' (current)' or '') end,
-        }, function(c) apply(c and c.value) end)
-      end
-    end
+    pick.option(project.config_options, option, apply)
   end)
+end
+
+local function execute(client, command, on_result)
+  call(client, 'request', 'workspace/executeCommand', { command = command, arguments = {} }, on_result, 0)
 end
 
 --- Log in: `loopd login` in a terminal split, then ask the project's server whether a
@@ -306,14 +289,7 @@ function M.login(project)
     return notify('cannot tell the login command from `cmd`: set `login_cmd` in setup()', vim.log.levels.ERROR)
   end
   login.run(cmd, M.config.cmd_env, function(code)
-    local exited = string.format('`%s` exited with %d', table.concat(cmd, ' '), code)
-    local client = M.client(nil, project.root)
-    if not client then return notify(exited, code == 0 and vim.log.levels.INFO or vim.log.levels.WARN) end
-    call(client, 'request', 'workspace/executeCommand', { command = 'loopd.login', arguments = {} }, function(err, r)
-      if err then return notify('loopd.login: ' .. tostring(err.message), vim.log.levels.ERROR) end
-      if not r.loggedIn then return notify('still no model provider (' .. exited .. ')', vim.log.levels.WARN) end
-      notify(code == 0 and 'logged in: a model provider is ready' or (exited .. '; a model provider is ready anyway'))
-    end, 0)
+    login.report(cmd, code, M.client(nil, project.root), execute, notify)
   end)
 end
 
@@ -326,10 +302,10 @@ end
 function M.undo()
   local client = M.client()
   if not client then return end
-  call(client, 'request', 'workspace/executeCommand', { command = 'loopd.undo', arguments = {} }, function(err, result)
+  execute(client, 'loopd.undo', function(err, result)
     if err then return notify(err.message, vim.log.levels.WARN) end
     notify(result.summary)
-  end, 0)
+  end)
 end
 
 -- -- wiring -------------------------------------------------------------------------

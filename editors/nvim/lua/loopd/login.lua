@@ -46,4 +46,17 @@ function M.run(cmd, env, on_exit)
   return buf, job
 end
 
+--- Say how `cmd` ended (`code`) and whether a model provider is ready now, as the
+--- project's server (`client`, nil when none runs) finds it: `execute(client,
+--- command, on_result)` runs its `loopd.login` command.
+function M.report(cmd, code, client, execute, notify)
+  local exited = string.format('`%s` exited with %d', table.concat(cmd, ' '), code)
+  if not client then return notify(exited, code == 0 and vim.log.levels.INFO or vim.log.levels.WARN) end
+  execute(client, 'loopd.login', function(err, r)
+    if err then return notify('loopd.login: ' .. tostring(err.message), vim.log.levels.ERROR) end
+    if not r.loggedIn then return notify('still no model provider (' .. exited .. ')', vim.log.levels.WARN) end
+    notify(code == 0 and 'logged in: a model provider is ready' or (exited .. '; a model provider is ready anyway'))
+  end)
+end
+
 return M
