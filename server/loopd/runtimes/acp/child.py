@@ -349,14 +349,27 @@ class ChildConnection:
             done, _ = await asyncio.wait({answer, died}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             died.cancel()
-        if answer in done and not self._broken:
+        if answer in done and not self._broken and not _closed(answer):
             return answer.result()
         if answer.done() and not answer.cancelled():
             answer.exception()  # retrieved: the child's end says why it failed
         answer.cancel()
         if self._broken:
             raise RuntimeFailure(self._broken[0])
-        raise RuntimeFailure(f"the ACP agent exited (code {self._proc.returncode})")
+        with contextlib.suppress(TimeoutError):  # its pipe may close before it is reaped
+            await asyncio.wait_for(self._proc.wait(), CLOSE_GRACE)
+        code = self._proc.returncode
+        raise RuntimeFailure(
+            f"the ACP agent exited (code {code})"
+            if code is not None
+            else "the ACP agent closed its connection"
+        )
+
+
+def _closed(answer: asyncio.Future[Any]) -> bool:
+    """Whether `answer` failed because the child's connection closed (it exited, or
+    shut its output), which is said as the child's end, not as a ConnectionError."""
+    return not answer.cancelled() and isinstance(answer.exception(), ConnectionError | EOFError)
 
 
 def _kill(proc: asyncio.subprocess.Process) -> None:

@@ -1,0 +1,44 @@
+"""A child ACP agent that ends before it answers is a clear failure of the session's
+start, naming how it ended, never a ConnectionError out of the runtime."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from loopd.policy.rules import RuleSet
+from loopd.protocol.errors import RuntimeFailure
+from loopd.runtimes.acp.agent import AcpRuntimeFactory, AcpSettings
+from loopd.runtimes.base import RuntimeContext
+from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
+from tests.unit.runtimes.acp_scripted import probe
+
+
+@pytest.mark.parametrize(
+    ("program", "said"),
+    [
+        ("import sys; sys.exit(3)", "the ACP agent exited (code 3)"),
+        ("import os, sys; sys.stdin.readline(); os._exit(5)", "the ACP agent exited (code 5)"),
+        ("import os, time; os.close(1); time.sleep(30)", "the ACP agent closed its connection"),
+    ],
+    ids=["before-reading", "after-initialize-arrives", "output-closed"],
+)
+async def test_an_agent_that_ends_before_it_answers_fails_the_start_clearly(
+    tmp_path: Path, program: str, said: str
+) -> None:
+    settings = AcpSettings(
+        sys.executable,
+        ("-c", program),
+        base_env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)},
+        rules=RuleSet(),
+        probe=probe,
+    )
+    context = RuntimeContext(
+        "s1", str(tmp_path), (), RecordingEmitter(), ScriptedApprover.of(), {"mode": "ask"}
+    )
+    with pytest.raises(RuntimeFailure) as failed:
+        await AcpRuntimeFactory("dies", settings).open(context)
+    assert str(failed.value) == said
