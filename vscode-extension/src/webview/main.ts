@@ -7,20 +7,10 @@
 
 import { drawDiff, drawMessage, drawTool, el } from './cards';
 import { drawCheckpoints, drawEditing, takeEditing } from './checkpoints';
-import {
-  Chips,
-  completeMention,
-  listenForImages,
-  type MentionChoice,
-  mentionAttachment,
-  mentionQuery,
-  withoutMentionQuery,
-} from './composer';
+import { Completions } from './completions';
+import { Chips, listenForImages, mentionQuery } from './composer';
 import {
   type Approval,
-  type Attachment,
-  completeCommand,
-  type ContextKind,
   type HostMessage,
   type Item,
   initialState,
@@ -72,6 +62,7 @@ const ui = {
 
 let state: PanelState = initialState();
 const chips = new Chips(ui.attachments);
+const completions = new Completions(ui.input, ui.completions, chips, () => state, post);
 const drawn = new Map<number, { item: Item; card?: ToolCard; node: HTMLElement }>();
 let scheduled = false;
 
@@ -92,7 +83,7 @@ window.addEventListener('message', (event: MessageEvent<HostMessage>) => {
     drawn.clear();
   }
   state = reduce(state, message);
-  if (message.type === 'mentions' && mentionQuery(ui.input.value) !== undefined) drawCompletions();
+  if (message.type === 'mentions' && mentionQuery(ui.input.value) !== undefined) completions.draw();
   schedule();
 });
 
@@ -259,79 +250,6 @@ function drawApproval(approval: Approval | undefined): void {
 
 // -- input ----------------------------------------------------------------------------
 
-let completionIndex = 0;
-
-/** One row of the completion list: what it shows and what choosing it does. */
-interface Completion {
-  name: string;
-  description: string;
-  accept(): void;
-}
-
-/** `/` completes the session's slash commands; `@` offers files, other context and the session's MCP resources. */
-function completions(): Completion[] {
-  const input = ui.input.value;
-  const commands = completeCommand(state.commands, input).map((command) => ({
-    name: `/${command.name}`,
-    description: command.description,
-    accept: () => takeCommand(command.name),
-  }));
-  return [...commands, ...completeMention(state.mentions, input).map(mentionCompletion)];
-}
-
-function mentionCompletion(choice: MentionChoice): Completion {
-  switch (choice.kind) {
-    case 'files':
-      return { name: '@file…', description: 'A file of the workspace', accept: () => takeMention() };
-    case 'context':
-      return { ...choice.context, accept: () => takeMention(undefined, choice.context.kind) };
-    case 'resource':
-      return {
-        name: `@${choice.mention.title ?? choice.mention.name}`,
-        description: `${choice.mention.description ?? choice.mention.uri} (MCP: ${choice.mention.server})`,
-        accept: () => takeMention(mentionAttachment(choice.mention)),
-      };
-  }
-}
-
-function drawCompletions(): void {
-  const matches = completions();
-  ui.completions.hidden = matches.length === 0;
-  completionIndex = Math.min(completionIndex, Math.max(0, matches.length - 1));
-  ui.completions.replaceChildren(
-    ...matches.map((completion, index) => {
-      const row = el('li', index === completionIndex ? 'completion active' : 'completion');
-      row.append(el('span', 'completion-name', completion.name), el('span', 'completion-desc', completion.description));
-      row.onmousedown = (event) => {
-        event.preventDefault();
-        completion.accept();
-      };
-      return row;
-    }),
-  );
-}
-
-function takeCommand(name: string): void {
-  ui.input.value = `/${name} `;
-  ui.completions.hidden = true;
-  ui.input.focus();
-}
-
-/**
- * The `@` typed goes; a resource becomes a chip, files open VS Code's picker, other
- * context the host gathers (each comes back as a chip).
- */
-function takeMention(attachment?: Attachment, context?: ContextKind): void {
-  ui.input.value = withoutMentionQuery(ui.input.value);
-  ui.completions.hidden = true;
-  if (attachment) {
-    chips.add(attachment);
-  } else {
-    post(context ? { type: 'mentionContext', kind: context } : { type: 'mention' });
-  }
-  ui.input.focus();
-}
-
 listenForImages(
   ui.input,
   (image) => chips.add(image),
@@ -347,24 +265,12 @@ function send(): void {
   drawEditing(ui);
   ui.input.value = '';
   chips.clear();
-  ui.completions.hidden = true;
+  completions.hide();
   vscode.setState({ draft: '' });
 }
 
 ui.input.addEventListener('keydown', (event) => {
-  const matches = ui.completions.hidden ? [] : completions();
-  if (matches.length && (event.key === 'ArrowDown' || event.key === 'ArrowUp')) {
-    event.preventDefault();
-    completionIndex = (completionIndex + (event.key === 'ArrowDown' ? 1 : matches.length - 1)) % matches.length;
-    drawCompletions();
-    return;
-  }
-  if (matches.length && (event.key === 'Tab' || (event.key === 'Enter' && !event.shiftKey))) {
-    event.preventDefault();
-    matches[completionIndex].accept();
-    return;
-  }
-  if (event.key === 'Escape') ui.completions.hidden = true;
+  if (completions.key(event)) return;
   if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
     event.preventDefault();
     send();
@@ -376,7 +282,7 @@ ui.input.addEventListener('input', () => {
   const wasMentioning = mentioning;
   mentioning = mentionQuery(ui.input.value) !== undefined;
   if (mentioning && !wasMentioning) post({ type: 'listMentions' }); // the server's list as it is now
-  drawCompletions();
+  completions.draw();
 });
 ui.send.onclick = send;
 ui.stop.onclick = () => post({ type: 'stop' });
