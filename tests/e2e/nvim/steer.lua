@@ -1,7 +1,8 @@
 -- A real Neovim steering a running turn with :Loopd steer: the word shows in the chat,
 -- the held reply is interrupted and the turn goes on with it; with no turn running,
--- :Loopd steer sends a prompt. Run: nvim --clean --headless -l steer.lua (env:
--- LOOPD_PLUGIN, LOOPD_PY, LOOPD_LAUNCHER, LOOPD_FILE). "NVIM-E2E: PASS" means it passed.
+-- :Loopd steer sends a prompt; :Loopd continue reaches the server. Run: nvim --clean
+-- --headless -l steer.lua (env: LOOPD_PLUGIN, LOOPD_PY, LOOPD_LAUNCHER, LOOPD_FILE).
+-- "NVIM-E2E: PASS" means it passed.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'harness.lua'))
 local finish, check, wait = H.finish, H.check, H.wait
 
@@ -33,6 +34,15 @@ project.last_stop = nil
 vim.cmd('Loopd steer and now the docs')
 wait('with no turn running it became a prompt', function() return project.last_stop == 'end_turn' end)
 check(chat_text():find('Docs too.', 1, true) ~= nil, 'the prompt was answered')
+
+-- :Loopd continue asks the server to carry on a turn a crash cut off; this one ended.
+project.last_stop = nil
+vim.cmd('Loopd continue')
+wait('the continue was answered', function() return project.last_stop ~= nil end)
+check(project.last_stop == 'end_turn', 'continue ended with end_turn (got ' .. tostring(project.last_stop) .. ')')
+wait('the server said there is nothing to continue', function()
+  return chat_text():find('Nothing to continue: the last turn ended.', 1, true) ~= nil
+end)
 
 loopd.client(buf):stop()
 finish(true)

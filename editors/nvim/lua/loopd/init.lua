@@ -4,6 +4,7 @@
 -- Enter sends), answers approvals in a floating window and the agent's questions with
 -- vim.ui.select, and keeps each project's verification seal for the statusline.
 -- Progress is plain LSP progress, so fidget-style plugins and `vim.lsp.status()` show it.
+local actions = require('loopd.actions')
 local approval = require('loopd.approval')
 local Chat = require('loopd.chat')
 local login = require('loopd.login')
@@ -77,12 +78,15 @@ function M.project(root)
   return p
 end
 
+-- The requests that run a turn: their answer ends it, and a cancel answers -32800.
+local TURNS = { ['loopd/session/prompt'] = true, ['loopd/session/continue'] = true }
+
 local function request(project, method, params, on_result)
   local client = M.client(nil, project.root)
   if not client then return notify('not running (open a file first)', vim.log.levels.ERROR) end
   local _, id = call(client, 'request', method, params, function(err, result)
     if err then
-      if method == 'loopd/session/prompt' and err.code == -32800 then return on_result and on_result(nil, err) end
+      if TURNS[method] and err.code == -32800 then return on_result and on_result(nil, err) end
       notify(method .. ': ' .. tostring(err.message), vim.log.levels.ERROR)
     end
     if on_result then on_result(result, err) end
@@ -185,6 +189,22 @@ function M.new_session(project)
   with_session(project, function(id) notify('new session ' .. id) end)
 end
 
+--- Run one turn of the project's session (`method`: one of TURNS), `said` shown as
+--- the person's words; its answer ends it in the chat, with the seal.
+local function turn(project, method, params, said)
+  if M.config.open_chat then project.chat:open() end
+  project.chat:note('user', said)
+  project.turns = project.turns + 1
+  project.last_stop = nil
+  project.request = request(project, method, params, function(result, err)
+    project.request = nil
+    project.last_stop = result and result.stopReason or (err and err.code == -32800 and 'cancelled') or 'error'
+    local v = seal.of(result and result._meta)
+    take_seal(project, v)
+    project.chat:note('note', 'turn ended: ' .. project.last_stop .. (v and (' · ' .. v.summary) or ''))
+  end)
+end
+
 function M.ask(text, range, project)
   project = project or M.project()
   if not text or text == '' then
@@ -199,19 +219,15 @@ function M.ask(text, range, project)
     local uri = vim.uri_from_bufnr(buf) .. string.format('#L%d-%d', range[1], range[2])
     table.insert(blocks, { type = 'resource', resource = { uri = uri, text = table.concat(lines, '\n') } })
   end
-  with_session(project, function(id)
-    if M.config.open_chat then project.chat:open() end
-    project.chat:note('user', text)
-    project.turns = project.turns + 1
-    project.last_stop = nil
-    project.request = request(project, 'loopd/session/prompt', { sessionId = id, prompt = blocks }, function(result, err)
-      project.request = nil
-      project.last_stop = result and result.stopReason or (err and err.code == -32800 and 'cancelled') or 'error'
-      local v = seal.of(result and result._meta)
-      take_seal(project, v)
-      project.chat:note('note', 'turn ended: ' .. project.last_stop .. (v and (' · ' .. v.summary) or ''))
-    end)
-  end)
+  with_session(project, function(id) turn(project, 'loopd/session/prompt', { sessionId = id, prompt = blocks }, text) end)
+end
+
+--- Continue the project's session where a crash cut its last turn off (the server
+--- says when there is nothing to continue).
+function M.continue(project)
+  project = project or M.project()
+  if not project.session then return notify('no session yet in this project') end
+  turn(project, 'loopd/session/continue', { sessionId = project.session }, '/continue')
 end
 
 --- Say something to the project's running turn: it reads it at its next step (a
@@ -313,6 +329,7 @@ end
 local subcommands = {
   ask = function(args, range) M.ask(args, range) end,
   cancel = function() M.cancel() end,
+  continue = function() M.continue() end,
   steer = function(args) M.steer(args) end,
   new = function() M.new_session() end,
   sessions = function() M.sessions() end,
@@ -362,22 +379,7 @@ function M.setup(opts)
       return vim.tbl_filter(function(n) return n:find(lead, 1, true) == 1 end, vim.tbl_keys(subcommands))
     end,
   })
-  -- "Ask loopd" code actions come without a question: ask for one here.
-  vim.lsp.commands['loopd.ask'] = function(cmd, ctx)
-    local arg = (cmd.arguments or {})[1] or {}
-    local function send(text)
-      arg.prompt = text
-      local client = vim.lsp.get_client_by_id(ctx.client_id)
-      if client then
-        call(client, 'request', 'workspace/executeCommand', { command = 'loopd.ask', arguments = { arg } }, nil, ctx.bufnr)
-      end
-    end
-    if arg.ask and not arg.prompt then
-      vim.ui.input({ prompt = 'Ask loopd: ' }, function(text) if text then send(text) end end)
-    else
-      send(arg.prompt)
-    end
-  end
+  actions.register(call)
   local group = vim.api.nvim_create_augroup('loopd', { clear = true })
   vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'FileType' }, {
     group = group,
