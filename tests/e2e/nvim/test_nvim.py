@@ -84,7 +84,10 @@ def test_projects_approvals_chat_input_and_health_in_neovim(tmp_path: Path) -> N
     assert target.read_text() == "x = 1\n"  # the edit is in the buffer, unsaved
 
 
-def test_an_incomplete_turn_in_the_chat_and_the_statusline(tmp_path: Path) -> None:
+@pytest.mark.parametrize("started_in", ["project", "elsewhere"])
+def test_an_incomplete_turn_in_the_chat_and_the_statusline(tmp_path: Path, started_in: str) -> None:
+    """Neovim started in the project, or elsewhere (its cwd is not the project's root):
+    either way the project's server reads the project's own config, its [done]."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "notes.md").write_text("notes\n")
@@ -99,7 +102,8 @@ def test_an_incomplete_turn_in_the_chat_and_the_statusline(tmp_path: Path) -> No
         fake.script("*", write("bad\n"), Reply(text="Done."), write("worse\n"), Reply(text="!"))
         env = isolated_env(tmp_path, fake, LOOPD_FILE_B=str(other / "notes.md"))
         trusted_config(work, env)  # criteria are commands: they run only once trusted
-        run_scenario("verification.lua", env, work, work / "notes.md")
+        started = work if started_in == "project" else tmp_path
+        run_scenario("verification.lua", env, started, work / "notes.md")
 
 
 def test_steer_a_running_turn_from_neovim(tmp_path: Path) -> None:
