@@ -21,6 +21,8 @@ import functools
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.unit.syntax import parse
+
 SERVER = Path(__file__).resolve().parents[2] / "server"
 
 ALLOWED = {
@@ -119,7 +121,7 @@ def offenders(server: Path = SERVER) -> dict[str, list[tuple[int, str]]]:
     found: dict[str, list[tuple[int, str]]] = {}
     for path in sorted((server / "loopd").rglob("*.py")):
         name = path.relative_to(server).as_posix()
-        hits = list(reads(ast.parse(path.read_text(), name)))
+        hits = list(reads(parse(path.read_text(), name)))
         if hits:
             found[name] = sorted(hits)
     return found
@@ -161,7 +163,7 @@ async def f(p, files, factory, ctx):
     import gzip; gzip.open(p)
     browser.open(p, new=2)
 """
-    found = [what for _, what in sorted(reads(ast.parse(source)))]
+    found = [what for _, what in sorted(reads(parse(source)))]
     assert found == [
         ".read_text",
         ".read_bytes",

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.unit.syntax import parse
 from tooltest import RecordingProgress
 
 import loopd
@@ -52,7 +53,7 @@ def test_no_module_but_the_resolver_looks_programs_up() -> None:
     root = Path(loopd.__file__).parent
     offenders = []
     for source in root.rglob("*.py"):
-        tree = ast.parse(source.read_text(encoding="utf-8"))
+        tree = parse(source.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             named = isinstance(node, ast.Attribute) and node.attr == "which"
             named = named and isinstance(node.value, ast.Name) and node.value.id == "shutil"
@@ -98,7 +99,7 @@ def test_no_program_is_started_by_a_bare_name() -> None:
     found = {}
     for source in sorted(root.rglob("*.py")):
         name = source.relative_to(root).as_posix()
-        hits = list(bare_spawns(ast.parse(source.read_text(encoding="utf-8"))))
+        hits = list(bare_spawns(parse(source.read_text(encoding="utf-8"))))
         if hits and name not in SEARCHES_ALLOWED:
             found[name] = hits
     assert found == {}, f"start programs by the path find_program gives: {found}"
@@ -114,7 +115,7 @@ subprocess.run([program, "--user"])
 subprocess.run([sys.executable, "-c", "pass"])
 subprocess.run(["/usr/bin/env", "true"])
 """
-    found = [what for _, what in sorted(bare_spawns(ast.parse(source)))]
+    found = [what for _, what in sorted(bare_spawns(parse(source)))]
     assert found == ["'systemctl'", "'git'", "'rg'", "os.execvp"]
 
 
