@@ -16,6 +16,7 @@ ALL = (
     "load",
     "checkpoints",
     "remote",
+    "seal",
 )
 
 
