@@ -1,12 +1,13 @@
 """Syntax trees of loopd's modules, for the rule tests that walk them.
 
-CPython 3.11 and 3.12 (before 3.12.3) keep one depth counter for building the
-Python objects of a syntax tree, shared by every thread (CPython issue gh-106905). A
-thread that builds one while another does (3.11 formats a traceback's carets by
-parsing its line; the collector can switch threads mid-build) makes the other raise
-`SystemError: AST constructor recursion depth mismatch`. That was seen once in CI,
-on 3.11.7, in a walk over every module. Parsing is pure, so that one error is
-retried; any other is the test's.
+CPython 3.11 and 3.12 (before 3.12.3) keep the depth counter for building a syntax
+tree's Python objects in the interpreter, not in the call (CPython issue gh-106905).
+A second build that starts while one runs leaves the first with `SystemError: AST
+constructor recursion depth mismatch`. In a test run that second build comes from a
+finalizer the collector runs in the middle: seen in CI on 3.11.7, an asyncio
+subprocess transport an earlier test left behind failed in `__del__`, and 3.11
+formats that error's traceback carets by parsing its source line. Parsing is pure,
+so that one error is retried; any other is the test's.
 """
 
 from __future__ import annotations
