@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from loopd.engine.guard import LoopGuardSnapshot
 from loopd.protocol.approvals import ApprovalDecision, ApprovalRequest
 from loopd.protocol.events import Location, Prompt, SessionEvent, ToolContent, ToolKind
-from loopd.protocol.messages import ImagePart, Message
+from loopd.protocol.messages import ImagePart, Message, ToolUsePart
 from loopd.protocol.model import ModelRequest, StreamEvent, ToolSpec, Usage
 
 
@@ -109,11 +109,10 @@ class Approver(Protocol):
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision: ...
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    id: str
-    name: str
-    input: Mapping[str, Any]
+ToolCall = ToolUsePart
+"""A call the engine runs is the model's tool use itself (or one loopd makes in its
+name: a typed `!command`, an @-mention's read, an explorer's scoped call): one type,
+so a call passes from the reply to the tools without a copy."""
 
 
 @dataclass(frozen=True, slots=True)

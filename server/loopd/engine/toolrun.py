@@ -136,8 +136,7 @@ class ToolPhase:
             raise asyncio.CancelledError
         return result
 
-    async def _prepare(self, index: int, use: ToolUsePart, turn: TurnState) -> ToolExecution:
-        call = ToolCall(use.id, use.name, use.input)
+    async def _prepare(self, index: int, call: ToolCall, turn: TurnState) -> ToolExecution:
         refusal = self._admit(call, turn)
         if refusal is not None:
             return ToolExecution(index, call, None, refusal)
