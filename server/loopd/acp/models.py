@@ -24,6 +24,7 @@ from acp.schema import (
 from acp.utils import param_model
 from pydantic import BaseModel, ConfigDict, Field
 
+from loopd.acp.translate import option_in
 from loopd.protocol.events import ConfigOption
 
 MODEL_CATEGORY = "model"
@@ -71,22 +72,14 @@ ResumeSession = _with_models(ResumeSessionResponse)
 ForkSession = _with_models(ForkSessionResponse)
 
 
-def model_option(options: Sequence[ConfigOption]) -> ConfigOption | None:
-    return next((o for o in options if o.category == MODEL_CATEGORY), None)
-
-
 def model_state(options: Sequence[ConfigOption]) -> SessionModelState | None:
     """The legacy state, derived from the model option so the two never drift."""
-    option = model_option(options)
-    if option is None:
+    if (option := option_in(options, MODEL_CATEGORY)) is None:
         return None
-    return SessionModelState(
-        current_model_id=option.current_value,
-        available_models=[
-            ModelInfo(model_id=c.value, name=c.name, description=c.description)
-            for c in option.choices
-        ],
-    )
+    choices = [
+        ModelInfo(model_id=c.value, name=c.name, description=c.description) for c in option.choices
+    ]
+    return SessionModelState(current_model_id=option.current_value, available_models=choices)
 
 
 class ModelRoutes(Protocol):

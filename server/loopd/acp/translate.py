@@ -146,22 +146,20 @@ def config_options(
     return out
 
 
-def mode_option(options: Sequence[events.ConfigOption]) -> events.ConfigOption | None:
-    """The option the deprecated `modes` API mirrors: the first of category `mode`."""
-    return next((o for o in options if o.category == MODE_CATEGORY), None)
+def option_in(options: Sequence[events.ConfigOption], category: str) -> events.ConfigOption | None:
+    """The option a deprecated API mirrors (`modes` the `mode` category, `models` the
+    `model` one): the first of its category."""
+    return next((o for o in options if o.category == category), None)
 
 
 def modes(options: Sequence[events.ConfigOption]) -> SessionModeState | None:
     """Legacy `modes`, derived from the mode config option so the two never drift."""
-    option = mode_option(options)
-    if option is None:
+    if (option := option_in(options, MODE_CATEGORY)) is None:
         return None
-    return SessionModeState(
-        current_mode_id=option.current_value,
-        available_modes=[
-            SessionMode(id=c.value, name=c.name, description=c.description) for c in option.choices
-        ],
-    )
+    choices = [
+        SessionMode(id=c.value, name=c.name, description=c.description) for c in option.choices
+    ]
+    return SessionModeState(current_mode_id=option.current_value, available_modes=choices)
 
 
 # -- MCP servers -----------------------------------------------------------------------

@@ -19,12 +19,13 @@ from acp.schema import PromptResponse, SetSessionConfigOptionResponse, SetSessio
 
 from loopd.acp.base import AgentBase
 from loopd.acp.errors import mapped_errors, not_found, refused
-from loopd.acp.models import SetSessionModelResponse, model_option
+from loopd.acp.models import MODEL_CATEGORY, SetSessionModelResponse
 from loopd.acp.translate import (
+    MODE_CATEGORY,
     PromptBlock,
     UnsupportedContent,
     config_options,
-    mode_option,
+    option_in,
     prompt_of,
 )
 from loopd.protocol.events import AgentMessageChunk
@@ -79,12 +80,7 @@ class Turns(AgentBase):
         """The deprecated mode API, kept in sync with the `mode` config option: it sets
         that option (the session then tells its clients the new mode and option list,
         once)."""
-        manager = await self.manager()
-        with mapped_errors(session_id):
-            option = mode_option(manager.view(session_id).config_options)
-            if option is None:
-                raise RequestError.invalid_params({"details": "this session has no modes"})
-            await manager.set_config(session_id, option.id, mode_id)
+        await self._set_mirrored(session_id, MODE_CATEGORY, mode_id, "this session has no modes")
         return SetSessionModeResponse()
 
     async def set_session_model(
@@ -92,13 +88,19 @@ class Turns(AgentBase):
     ) -> SetSessionModelResponse:
         """The legacy model API: it sets the `model` config option, so the two views
         never disagree."""
+        missing = "this session has no model choice"
+        await self._set_mirrored(session_id, MODEL_CATEGORY, model_id, missing)
+        return SetSessionModelResponse()
+
+    async def _set_mirrored(self, session_id: str, category: str, value: str, missing: str) -> None:
+        """Set the config option a legacy API mirrors; the session then tells every
+        client the new value and option list, once."""
         manager = await self.manager()
         with mapped_errors(session_id):
-            option = model_option(manager.view(session_id).config_options)
+            option = option_in(manager.view(session_id).config_options, category)
             if option is None:
-                raise RequestError.invalid_params({"details": "this session has no model choice"})
-            await manager.set_config(session_id, option.id, model_id)  # tells every client
-        return SetSessionModelResponse()
+                raise RequestError.invalid_params({"details": missing})
+            await manager.set_config(session_id, option.id, value)
 
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any

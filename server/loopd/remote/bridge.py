@@ -41,6 +41,7 @@ from loopd.remote.link import (
     goodbye,
     http_client,
     pause,
+    relay_until_lost,
     say,
 )
 from loopd.streams.lines import LineReader, Overlong
@@ -80,14 +81,11 @@ class Bridge:
         self.ready.set()
         async with http_client(self.server) as self._http:
             self._poster = Poster(self._http, self.server.url)
-            relay = asyncio.create_task(self._relay(LineReader(stdin.reader, MAX_LINE)))
-            lost = asyncio.create_task(self.lost.wait())
             try:
-                await asyncio.wait((relay, lost), return_when=asyncio.FIRST_COMPLETED)
+                await relay_until_lost(self._relay(LineReader(stdin.reader, MAX_LINE)), self.lost)
             finally:
-                for task in (relay, lost, self.recovering):
-                    if task is not None:
-                        task.cancel()
+                if self.recovering is not None:
+                    self.recovering.cancel()
                 for task in self.streams.values():
                     task.cancel()
                 await asyncio.gather(*self.streams.values(), return_exceptions=True)

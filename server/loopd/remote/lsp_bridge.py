@@ -39,6 +39,7 @@ from loopd.remote.link import (
     follow,
     goodbye,
     http_client,
+    relay_until_lost,
     say,
 )
 from loopd.streams.frames import MARKER, MAX_HEADER_LINE, BadFrame, FrameReader, frame
@@ -75,15 +76,11 @@ class LspBridge:
         lines = LineReader(stdin.reader, MAX_HEADER_LINE, resync=MARKER)
         async with http_client(self.server) as self._http:
             self._poster = Poster(self._http, self.server.url)
-            relay = asyncio.create_task(self._relay(FrameReader(lines)))
-            lost = asyncio.create_task(self.lost.wait())
             try:
-                await asyncio.wait((relay, lost), return_when=asyncio.FIRST_COMPLETED)
+                await relay_until_lost(self._relay(FrameReader(lines)), self.lost)
             finally:
-                for task in (relay, lost, self.stream):
-                    if task is not None:
-                        task.cancel()
-                await asyncio.gather(relay, lost, return_exceptions=True)
+                if self.stream is not None:
+                    self.stream.cancel()
                 with contextlib.suppress(ConnectionError):
                     await self._out.drain()  # what `_lose` wrote
                 if not self.lost.is_set():
