@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from loopd.config.trust.pins import Pins, moved
 from loopd.engine.ports import Approver, Emitter
@@ -81,6 +81,23 @@ class RuntimeFactory(Protocol):
     name: str
 
     async def open(self, context: RuntimeContext) -> Runtime: ...
+
+
+S = TypeVar("S")
+R = TypeVar("R", bound=Runtime)
+
+
+class SettingsFactory(Generic[S, R]):
+    """A factory whose every runtime is `runtime(settings, context)`: what a CLI's
+    factory is (`ClaudeRuntimeFactory`, `CodexRuntimeFactory`), named for its harness."""
+
+    def __init__(self, name: str, runtime: Callable[[S, RuntimeContext], R], settings: S) -> None:
+        self.name = name
+        self.settings = settings
+        self._runtime = runtime
+
+    async def open(self, context: RuntimeContext) -> R:
+        return self._runtime(self.settings, context)
 
 
 @runtime_checkable

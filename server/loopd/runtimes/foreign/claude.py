@@ -24,7 +24,7 @@ from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.events import ModeChanged, Prompt
 from loopd.protocol.turns import Outcome
-from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.base import RuntimeContext, SettingsFactory
 from loopd.runtimes.foreign import claude_events as ce
 from loopd.runtimes.foreign import claude_tools as ct
 from loopd.runtimes.foreign.runtime import Cli, ForeignRuntime, ForeignSettings
@@ -39,16 +39,6 @@ class ClaudeSettings(ForeignSettings):
 
     control_timeout: float = 10.0
     max_api_retries: int = 4
-
-
-class ClaudeRuntimeFactory:
-    name = "claude"
-
-    def __init__(self, settings: ClaudeSettings | None = None) -> None:
-        self.settings = settings or ClaudeSettings()
-
-    async def open(self, context: RuntimeContext) -> ClaudeRuntime:
-        return ClaudeRuntime(self.settings, context)
 
 
 class ClaudeRuntime(ForeignRuntime):
@@ -210,3 +200,8 @@ def mcp_config(servers: tuple[McpServerConfig, ...]) -> dict[str, Any]:
                 "env": dict(s.env),
             }
     return {"mcpServers": entries}
+
+
+class ClaudeRuntimeFactory(SettingsFactory[ClaudeSettings, ClaudeRuntime]):
+    def __init__(self, settings: ClaudeSettings | None = None) -> None:
+        super().__init__("claude", ClaudeRuntime, settings or ClaudeSettings())

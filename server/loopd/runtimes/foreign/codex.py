@@ -29,7 +29,7 @@ from loopd.mcp.config import McpServerConfig
 from loopd.protocol import events
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.turns import Outcome
-from loopd.runtimes.base import RuntimeContext
+from loopd.runtimes.base import RuntimeContext, SettingsFactory
 from loopd.runtimes.foreign import codex_events as cx
 from loopd.runtimes.foreign.runtime import Cli, ForeignRuntime, ForeignSettings
 
@@ -51,16 +51,6 @@ class CodexSettings(ForeignSettings):
     overrides: tuple[str, ...] = ()  # extra `-c key=value` (TOML values)
     request_timeout: float = 30.0
     max_reconnects: int = 3
-
-
-class CodexRuntimeFactory:
-    name = "codex"
-
-    def __init__(self, settings: CodexSettings | None = None) -> None:
-        self.settings = settings or CodexSettings()
-
-    async def open(self, context: RuntimeContext) -> CodexRuntime:
-        return CodexRuntime(self.settings, context)
 
 
 class CodexRuntime(ForeignRuntime):
@@ -275,3 +265,8 @@ def _toml_key(key: str) -> str:
 
 def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
+
+
+class CodexRuntimeFactory(SettingsFactory[CodexSettings, CodexRuntime]):
+    def __init__(self, settings: CodexSettings | None = None) -> None:
+        super().__init__("codex", CodexRuntime, settings or CodexSettings())
