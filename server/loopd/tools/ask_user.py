@@ -15,6 +15,7 @@ from loopd.protocol.events import TextBlock, ToolKind
 from loopd.protocol.questions import Question
 from loopd.tools.base import Args, failure
 from loopd.tools.env import RUNNING_CALL, ToolEnv
+from loopd.tools.schema import arguments, flag, text
 
 
 class AskUser:
@@ -26,24 +27,17 @@ class AskUser:
         "the choices you see; set allow_text to let them answer in their own words. "
         "Do not ask what you can find out yourself by reading the workspace."
     )
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "question": {"type": "string", "minLength": 1},
-            "choices": {
-                "type": "array",
-                "items": {"type": "string", "minLength": 1},
-                "maxItems": 10,
-                "description": "The answers to offer.",
-            },
-            "allow_text": {
-                "type": "boolean",
-                "description": "Also accept a free-text answer; default false.",
-            },
+    input_schema: ClassVar[dict[str, Any]] = arguments(
+        ["question"],
+        question=text(),
+        choices={
+            "type": "array",
+            "items": text(),
+            "maxItems": 10,
+            "description": "The answers to offer.",
         },
-        "required": ["question"],
-        "additionalProperties": False,
-    }
+        allow_text=flag("Also accept a free-text answer; default false."),
+    )
 
     def offered(self, env: ToolEnv) -> bool:
         return env.person() is not None

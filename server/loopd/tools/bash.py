@@ -48,6 +48,7 @@ from loopd.tools.base import Args, failure
 from loopd.tools.env import RUNNING_CALL, ToolEnv
 from loopd.tools.output import HeadTail, LiveView, Spill
 from loopd.tools.processes import Finished, run_captured, started
+from loopd.tools.schema import arguments, flag, text
 
 
 class Bash:
@@ -66,21 +67,14 @@ class Bash:
         "retry it with sandbox set to false: the user is always asked. "
         "Prefer the read, edit, glob and grep tools over cat, sed, find and grep."
     )
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "minLength": 1, "description": "The command."},
-            "timeout": {"type": "number", "minimum": 0.1, "description": "Seconds."},
-            "background": {"type": "boolean", "description": "Run detached; default false."},
-            "network": {"type": "boolean", "description": "Needs the network; default false."},
-            "sandbox": {
-                "type": "boolean",
-                "description": "false: run outside the sandbox (always asks); default true.",
-            },
-        },
-        "required": ["command"],
-        "additionalProperties": False,
-    }
+    input_schema: ClassVar[dict[str, Any]] = arguments(
+        ["command"],
+        command=text("The command."),
+        timeout={"type": "number", "minimum": 0.1, "description": "Seconds."},
+        background=flag("Run detached; default false."),
+        network=flag("Needs the network; default false."),
+        sandbox=flag("false: run outside the sandbox (always asks); default true."),
+    )
 
     async def declare(self, args: Args, env: ToolEnv) -> Declaration:
         command: str = args["command"]

@@ -33,12 +33,9 @@ from loopd.protocol.errors import ToolInputError, ToolUnusable
 from loopd.protocol.events import DiffContent, Location, ToolContent, ToolKind
 from loopd.tools.base import Args, count_lines, failure, line_of, read_existing
 from loopd.tools.env import ToolEnv
+from loopd.tools.schema import arguments, flag, text
 
-_PATH = {
-    "type": "string",
-    "minLength": 1,
-    "description": "File path, relative to the working directory or absolute.",
-}
+_PATH = text("File path, relative to the working directory or absolute.")
 
 
 class Write:
@@ -48,15 +45,9 @@ class Write:
         "Create a file, or replace a file's whole content. Missing parent directories are "
         "created. To change part of an existing file, use edit instead."
     )
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "path": _PATH,
-            "content": {"type": "string", "description": "The complete new content."},
-        },
-        "required": ["path", "content"],
-        "additionalProperties": False,
-    }
+    input_schema: ClassVar[dict[str, Any]] = arguments(
+        ["path", "content"], path=_PATH, content=text("The complete new content.", empty=True)
+    )
 
     async def declare(self, args: Args, env: ToolEnv) -> Declaration:
         path = env.resolve(args["path"])
@@ -118,20 +109,13 @@ class Edit:
         "true; include enough surrounding lines to make it unique. Read the file first. "
         "Line-number prefixes from read are not part of the file."
     )
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "path": _PATH,
-            "old_string": {"type": "string", "minLength": 1, "description": "Text to replace."},
-            "new_string": {"type": "string", "description": "Replacement text."},
-            "replace_all": {
-                "type": "boolean",
-                "description": "Replace every occurrence instead of exactly one.",
-            },
-        },
-        "required": ["path", "old_string", "new_string"],
-        "additionalProperties": False,
-    }
+    input_schema: ClassVar[dict[str, Any]] = arguments(
+        ["path", "old_string", "new_string"],
+        path=_PATH,
+        old_string=text("Text to replace."),
+        new_string=text("Replacement text.", empty=True),
+        replace_all=flag("Replace every occurrence instead of exactly one."),
+    )
 
     async def declare(self, args: Args, env: ToolEnv) -> Declaration:
         path = env.resolve(args["path"])

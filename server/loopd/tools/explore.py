@@ -22,6 +22,7 @@ from loopd.protocol.events import TextBlock, ToolKind
 from loopd.tools.base import Args, Tool
 from loopd.tools.env import ToolEnv
 from loopd.tools.registry import ToolRegistry
+from loopd.tools.schema import arguments, text
 
 
 @dataclass(eq=False)
@@ -47,18 +48,9 @@ class Explore:
         "anything and cannot see this conversation: put everything it needs in the "
         "question."
     )
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "question": {
-                "type": "string",
-                "minLength": 1,
-                "description": "The question, complete in itself.",
-            }
-        },
-        "required": ["question"],
-        "additionalProperties": False,
-    }
+    input_schema: ClassVar[dict[str, Any]] = arguments(
+        ["question"], question=text("The question, complete in itself.")
+    )
 
     async def declare(self, args: Args, env: ToolEnv) -> Declaration:
         question: str = args["question"]

@@ -28,14 +28,11 @@ from loopd.protocol.reading import FileReader
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
 from loopd.tools.gitignore import Ignore, inherited, is_within, read_ignore_file
+from loopd.tools.schema import arguments, text
 from loopd.tools.wildmatch import BadPattern, path_pattern
 from loopd.walk import walk
 
-SEARCH_ROOT = {
-    "type": "string",
-    "minLength": 1,
-    "description": "Directory to search from; default the working directory.",
-}
+SEARCH_ROOT = text("Directory to search from; default the working directory.")
 
 
 def search_root(args: Args, env: ToolEnv) -> str:
@@ -55,15 +52,9 @@ class Glob:
         "working directory): `*.py`, `src/**/*.ts`, `**/test_*.py`. Results are sorted "
         "and capped; directories end with `/`; .git and what .gitignore ignores are skipped."
     )
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern."},
-            "path": SEARCH_ROOT,
-        },
-        "required": ["pattern"],
-        "additionalProperties": False,
-    }
+    input_schema: ClassVar[dict[str, Any]] = arguments(
+        ["pattern"], pattern=text("Glob pattern."), path=SEARCH_ROOT
+    )
 
     async def declare(self, args: Args, env: ToolEnv) -> Declaration:
         pattern = _pattern(args)

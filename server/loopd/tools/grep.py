@@ -34,6 +34,7 @@ from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
 from loopd.tools.gitignore import Ignore, inherited, is_within, read_ignore_file
 from loopd.tools.glob import SEARCH_ROOT, search_root, searching
+from loopd.tools.schema import arguments, flag, text
 
 LINE_CAP = 1024 * 1024
 """Bytes of one line searched; past it, the rest of the line is skipped (both
@@ -73,17 +74,13 @@ class Grep:
         "matching line, sorted by path then line, capped. glob filters files (`*.py`, "
         "`src/**/*.ts`); hidden and binary files are skipped. Prefer this to grep in bash."
     )
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "minLength": 1, "description": "Regular expression."},
-            "path": SEARCH_ROOT,
-            "glob": {"type": "string", "minLength": 1, "description": "File filter."},
-            "case_insensitive": {"type": "boolean", "description": "Ignore case."},
-        },
-        "required": ["pattern"],
-        "additionalProperties": False,
-    }
+    input_schema: ClassVar[dict[str, Any]] = arguments(
+        ["pattern"],
+        pattern=text("Regular expression."),
+        path=SEARCH_ROOT,
+        glob=text("File filter."),
+        case_insensitive=flag("Ignore case."),
+    )
 
     def __init__(self, rg: str | None) -> None:
         """`rg`: the ripgrep to run (a name on loopd's PATH or a path), None for the

@@ -14,6 +14,7 @@ from loopd.engine.ports import Declaration, ToolProgress, ToolResult
 from loopd.protocol.events import PlanEntry, ToolKind
 from loopd.tools.base import Args
 from loopd.tools.env import ToolEnv
+from loopd.tools.schema import arguments, text
 
 _MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
 
@@ -28,26 +29,18 @@ class Plan:
         "Keep one entry in_progress at a time and mark entries completed as you finish "
         "them. Use it for work with several steps; skip it for a single quick change."
     )
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "entries": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "content": {"type": "string", "minLength": 1},
-                        "status": {"type": "string", "enum": list(_MARKS)},
-                        "priority": {"type": "string", "enum": ["high", "medium", "low"]},
-                    },
-                    "required": ["content", "status"],
-                    "additionalProperties": False,
-                },
-            }
+    input_schema: ClassVar[dict[str, Any]] = arguments(
+        ["entries"],
+        entries={
+            "type": "array",
+            "items": arguments(
+                ["content", "status"],
+                content=text(),
+                status={"type": "string", "enum": list(_MARKS)},
+                priority={"type": "string", "enum": ["high", "medium", "low"]},
+            ),
         },
-        "required": ["entries"],
-        "additionalProperties": False,
-    }
+    )
 
     async def declare(self, args: Args, env: ToolEnv) -> Declaration:
         return Declaration(title="Update plan", kind=self.kind)

@@ -17,6 +17,7 @@ from loopd.policy.beneath import file_kind
 from loopd.protocol.events import Location, ToolKind
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
+from loopd.tools.schema import arguments, text
 
 
 class Read:
@@ -28,20 +29,12 @@ class Read:
         "line, 1-based) and limit (number of lines) for a window of a long file. Refuses "
         "binary files. Prefer this to cat/head/tail in bash."
     )
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "File to read, relative to the working directory or absolute.",
-            },
-            "offset": {"type": "integer", "minimum": 1, "description": "First line, 1-based."},
-            "limit": {"type": "integer", "minimum": 1, "description": "Most lines to return."},
-        },
-        "required": ["path"],
-        "additionalProperties": False,
-    }
+    input_schema: ClassVar[dict[str, Any]] = arguments(
+        ["path"],
+        path=text("File to read, relative to the working directory or absolute."),
+        offset={"type": "integer", "minimum": 1, "description": "First line, 1-based."},
+        limit={"type": "integer", "minimum": 1, "description": "Most lines to return."},
+    )
 
     async def declare(self, args: Args, env: ToolEnv) -> Declaration:
         path = env.resolve(args["path"])

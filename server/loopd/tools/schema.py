@@ -20,10 +20,34 @@ accepts any argument.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loopd.protocol.errors import ToolInputError
+
+
+def arguments(required: Sequence[str], **properties: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool's input schema: an object of `properties`, of which those named in
+    `required` must be given, and which refuses any other argument (spelled out with
+    `additionalProperties`, so a provider's own check reads it the same way)."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+def text(description: str | None = None, *, empty: bool = False) -> dict[str, Any]:
+    """A string argument, never empty unless `empty`."""
+    schema: dict[str, Any] = {"type": "string"} if empty else {"type": "string", "minLength": 1}
+    return schema if description is None else {**schema, "description": description}
+
+
+def flag(description: str) -> dict[str, Any]:
+    """A boolean argument."""
+    return {"type": "boolean", "description": description}
+
 
 _PYTHON_NAMES = {
     bool: "boolean",

@@ -36,6 +36,7 @@ from loopd.protocol.events import TextBlock, ToolKind
 from loopd.protocol.reading import FileReader, ReadRefused
 from loopd.tools.base import Args, failure
 from loopd.tools.env import ToolEnv
+from loopd.tools.schema import arguments, text
 
 SKILL_FILE = "SKILL.md"
 MAX_SKILLS = 100
@@ -184,12 +185,7 @@ class Skill:
         "Load the instructions of one of the skills listed in the system prompt, by "
         "name. Load a skill before doing the task it is for, then follow it."
     )
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"name": {"type": "string", "minLength": 1}},
-        "required": ["name"],
-        "additionalProperties": False,
-    }
+    input_schema: ClassVar[dict[str, Any]] = arguments(["name"], name=text())
 
     def offered(self, env: ToolEnv) -> bool:
         return bool(self.book.skills)
