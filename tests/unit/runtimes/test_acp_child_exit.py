@@ -42,3 +42,29 @@ async def test_an_agent_that_ends_before_it_answers_fails_the_start_clearly(
     with pytest.raises(RuntimeFailure) as failed:
         await AcpRuntimeFactory("dies", settings).open(context)
     assert str(failed.value) == said
+
+
+async def test_an_agent_that_closes_its_output_and_lingers_is_stopped_and_reaped(
+    tmp_path: Path,
+) -> None:
+    """Its start fails, and the child does not outlive it: it is stopped and reaped,
+    its transport closed (left, it ran on and was found later by the garbage
+    collector, after its event loop had closed)."""
+    pid_file = tmp_path / "pid"
+    program = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
+    program += "os.close(1); time.sleep(60)"
+    settings = AcpSettings(
+        sys.executable,
+        ("-c", program),
+        base_env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)},
+        rules=RuleSet(),
+        probe=probe,
+    )
+    context = RuntimeContext(
+        "s1", str(tmp_path), (), RecordingEmitter(), ScriptedApprover.of(), {"mode": "ask"}
+    )
+    with pytest.raises(RuntimeFailure, match="closed its connection"):
+        await AcpRuntimeFactory("lingers", settings).open(context)
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):  # gone, and reaped: not even a zombie
+        os.kill(pid, 0)

@@ -247,7 +247,8 @@ class ChildConnection:
         terminals: AcpTerminals,
         message_bytes: int,
     ) -> ChildConnection:
-        """Start the child and initialize it; `message_bytes` bounds each message."""
+        """Start the child and initialize it; `message_bytes` bounds each message. A
+        start that fails leaves no child behind: it is stopped and reaped."""
         try:
             proc = await asyncio.create_subprocess_exec(
                 command, *args, env=dict(env), cwd=cwd, limit=READ_CHUNK,
@@ -267,18 +268,25 @@ class ChildConnection:
         reader = BoundedReader(proc.stdout, message_bytes, too_long)
         conn = connect_to_agent(served, proc.stdin, reader)  # type: ignore[arg-type]
         child = cls(proc, conn, served, broken)
+        try:
+            await child._initialize()
+        except BaseException:  # a child that shut its output may live on: stop, reap it
+            await child.close()
+            raise
+        return child
+
+    async def _initialize(self) -> None:
         caps = ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
         )
-        init = await child._watch(
-            conn.initialize(
+        init = await self._watch(
+            self._conn.initialize(
                 protocol_version=PROTOCOL_VERSION,
                 client_capabilities=caps,
                 client_info=Implementation(name="loopd", title="loopd", version=__version__),
             )
         )
-        child.load_session = bool(init.agent_capabilities and init.agent_capabilities.load_session)
-        return child
+        self.load_session = bool(init.agent_capabilities and init.agent_capabilities.load_session)
 
     @property
     def alive(self) -> bool:
