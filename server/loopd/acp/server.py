@@ -29,6 +29,7 @@ from loopd.acp.transport import BoundedNdjson
 from loopd.sessions.starting import Starting
 from loopd.streams.read_ahead import take_read_ahead
 from loopd.streams.stdio import hung_up, open_stdin, open_stdout, protect_stdout
+from loopd.tasks import first_to_end
 
 log = logging.getLogger(__name__)
 
@@ -104,13 +105,7 @@ async def _answer_what_arrived(
     manager = agent.started
     if agent.link is not None and manager is not None:
         await manager.cancel_turns(agent.link)  # a running prompt answers `cancelled`
-    settled = asyncio.ensure_future(requests.settled())
-    gone = asyncio.ensure_future(hung_up(writer))
-    try:
-        await asyncio.wait((settled, gone), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        settled.cancel()
-        gone.cancel()
+    await first_to_end(requests.settled(), hung_up(writer))
 
 
 async def serve_stdio(manager: Starting, out: IO[bytes] | None = None) -> None:

@@ -41,6 +41,7 @@ from loopd.protocol.errors import ConfigError, LoopdError
 from loopd.sessions.manager import SessionBusy, SessionManager, SessionNotFound, SessionView
 from loopd.sessions.queue import NotRunning
 from loopd.sessions.starting import StartFailed, Starting, started, wait_started
+from loopd.tasks import first_to_end
 
 SESSION_REQUESTS = (
     "new",
@@ -202,14 +203,7 @@ class LoopdServer(LanguageServer):
         await asyncio.sleep(0)  # the requests dispatched last start (`rpc` counts them)
         self.link.input_ended()
         await self.turns.close()
-        waits = {asyncio.ensure_future(self._answered())}
-        if gone is not None:
-            waits.add(asyncio.ensure_future(gone()))
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiting in waits:
-                waiting.cancel()
+        await first_to_end(self._answered(), *(() if gone is None else (gone(),)))
 
     async def _answered(self) -> None:
         while self.answering:

@@ -27,6 +27,7 @@ from loopd.mcp.config import McpServerConfig
 from loopd.mcp.rpc import McpClosed, McpError, RpcPeer
 from loopd.protocol.jsonvalues import loads_bounded
 from loopd.sandbox.base import sanitized_env
+from loopd.tasks import first_to_end
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class StdioTransport:
             _kill_group(self.proc)
         except ConnectionError as err:
             log.warning("mcp %s: stdout failed: %s", self.peer.name, err)
-        await _first(self._ended(), self.clock.sleep(self.grace))
+        await first_to_end(self._ended(), self.clock.sleep(self.grace))
         self.peer.close(self.exit_reason())
 
     async def _ended(self) -> None:
@@ -146,7 +147,7 @@ class StdioTransport:
         if self.proc.stdin is not None and not self.proc.stdin.is_closing():
             self.proc.stdin.close()
         if self.proc.returncode is None:
-            await _first(self.proc.wait(), self.clock.sleep(self.grace))
+            await first_to_end(self.proc.wait(), self.clock.sleep(self.grace))
         _kill_group(self.proc)
         await self.proc.wait()
         for pump in self._pumps:
@@ -159,13 +160,3 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
     """The server and whatever it spawned (it runs in a group of its own)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-
-
-async def _first(*work: Any) -> None:
-    tasks = [asyncio.ensure_future(w) for w in work]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)

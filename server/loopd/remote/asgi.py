@@ -40,6 +40,7 @@ from loopd.remote.routing import (
 )
 from loopd.remote.streams import Gone, sse
 from loopd.remote.upstream import Speaks, Unreachable
+from loopd.tasks import first_to_end
 
 log = logging.getLogger(__name__)
 
@@ -271,19 +272,12 @@ async def _stream_out(events: Any, send: Send) -> None:
 
 async def _until_gone(receive: Receive, work: Awaitable[None]) -> None:
     """Run `work` until it ends or the client disconnects."""
-    task = asyncio.ensure_future(work)
 
     async def disconnected() -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
 
-    watch = asyncio.ensure_future(disconnected())
-    try:
-        await asyncio.wait((task, watch), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for pending in (task, watch):
-            pending.cancel()
-        await asyncio.gather(task, watch, return_exceptions=True)
+    await first_to_end(work, disconnected())
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

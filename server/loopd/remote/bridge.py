@@ -41,10 +41,10 @@ from loopd.remote.link import (
     goodbye,
     http_client,
     pause,
-    relay_until_lost,
     say,
 )
 from loopd.streams.lines import LineReader, Overlong
+from loopd.tasks import first_to_end
 
 MAX_LINE = 50 * 1024 * 1024
 _ATTACH = frozenset({"session/load", "session/resume"})
@@ -82,7 +82,9 @@ class Bridge:
         async with http_client(self.server) as self._http:
             self._poster = Poster(self._http, self.server.url)
             try:
-                await relay_until_lost(self._relay(LineReader(stdin.reader, MAX_LINE)), self.lost)
+                await first_to_end(
+                    self._relay(LineReader(stdin.reader, MAX_LINE)), self.lost.wait()
+                )
             finally:
                 if self.recovering is not None:
                     self.recovering.cancel()

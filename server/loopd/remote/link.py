@@ -22,7 +22,7 @@ import os
 import ssl
 import stat
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -187,20 +187,6 @@ async def events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[int | None, s
         elif line.startswith("id:"):
             value = line[3:].strip()
             number = int(value) if value.isdigit() else None
-
-
-async def relay_until_lost(relay: Coroutine[Any, Any, None], lost: asyncio.Event) -> None:
-    """Run `relay` (what the editor writes, posted) until the editor's input ends or the
-    server loses the connection (`lost` is set), whichever comes first; the other is
-    then cancelled, and both are waited for before the bridge says goodbye."""
-    relaying = asyncio.create_task(relay)
-    losing = asyncio.create_task(lost.wait())
-    try:
-        await asyncio.wait((relaying, losing), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (relaying, losing):
-            task.cancel()
-        await asyncio.gather(relaying, losing, return_exceptions=True)
 
 
 async def goodbye(http: httpx.AsyncClient, url: str, connection: str | None) -> None:

@@ -39,11 +39,11 @@ from loopd.remote.link import (
     follow,
     goodbye,
     http_client,
-    relay_until_lost,
     say,
 )
 from loopd.streams.frames import MARKER, MAX_HEADER_LINE, BadFrame, FrameReader, frame
 from loopd.streams.lines import LineReader
+from loopd.tasks import first_to_end
 
 ENDPOINT = "/lsp"
 INTERNAL_ERROR = -32603
@@ -77,7 +77,7 @@ class LspBridge:
         async with http_client(self.server) as self._http:
             self._poster = Poster(self._http, self.server.url)
             try:
-                await relay_until_lost(self._relay(FrameReader(lines)), self.lost)
+                await first_to_end(self._relay(FrameReader(lines)), self.lost.wait())
             finally:
                 if self.stream is not None:
                     self.stream.cancel()
