@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import json
 import logging
-import os
 import signal
 from collections.abc import Mapping
 from typing import Any
 
 from loopd.engine.ports import Clock
 from loopd.executables import find_program, program_env
+from loopd.groups import signal_group, stop_group
 from loopd.mcp.config import McpServerConfig
 from loopd.mcp.rpc import McpClosed, McpError, RpcPeer
 from loopd.protocol.jsonvalues import loads_bounded
@@ -113,7 +112,7 @@ class StdioTransport:
         except ValueError:  # a line over the limit: the stream cannot be read on
             self.broken = f"the server sent a message of more than {LINE_LIMIT:,} bytes"
             log.warning("mcp %s: %s; stopped", self.peer.name, self.broken)
-            _kill_group(self.proc)
+            signal_group(self.proc.pid, signal.SIGKILL)  # the server and what it spawned
         except ConnectionError as err:
             log.warning("mcp %s: stdout failed: %s", self.peer.name, err)
         await first_to_end(self._ended(), self.clock.sleep(self.grace))
@@ -143,20 +142,10 @@ class StdioTransport:
         return f"the server exited with code {code}{said}"
 
     async def aclose(self) -> None:
-        """Close stdin, give the server a moment to exit, then kill its group."""
-        if self.proc.stdin is not None and not self.proc.stdin.is_closing():
-            self.proc.stdin.close()
-        if self.proc.returncode is None:
-            await first_to_end(self.proc.wait(), self.clock.sleep(self.grace))
-        _kill_group(self.proc)
-        await self.proc.wait()
+        """Close stdin, give the server a moment to exit, then stop its group (the
+        order MCP's stdio transport asks for: EOF, SIGTERM, SIGKILL)."""
+        await stop_group(self.proc, self.grace, self.clock.sleep)
         for pump in self._pumps:
             pump.cancel()
         await asyncio.gather(*self._pumps, return_exceptions=True)
         self.peer.close("the session closed")
-
-
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    """The server and whatever it spawned (it runs in a group of its own)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)

@@ -1,4 +1,4 @@
-"""Spawning and killing commands as whole process groups.
+"""Spawning and killing commands as whole process groups (signals through `loopd.groups`).
 
 Every command starts in its own session, so it leads a process group that holds
 everything it forks. Killing is always done to the group, never to the pid: a shell
@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from loopd.engine.ports import Clock
+from loopd.groups import signal_group
 from loopd.sandbox.base import PreparedCommand
 
 log = logging.getLogger(__name__)
@@ -165,12 +166,6 @@ async def spawn(prepared: PreparedCommand, stdout: int) -> Spawned:
     return child
 
 
-def kill_group(pgid: int, sig: signal.Signals) -> None:
-    """Signal a whole process group; a group that is already gone is not an error."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
 async def first_of(work: Awaitable[object], clock: Clock, seconds: float) -> bool:
     """Await `work` for at most `seconds` of `clock` time. True if it finished first.
     The loser is cancelled, and so is everything if the caller is."""
@@ -200,13 +195,13 @@ async def stop(child: Spawned, clock: Clock, grace: float) -> None:
     children = _children(child.pid)
     try:
         if child.returncode is None:
-            kill_group(child.pid, signal.SIGTERM)
+            signal_group(child.pid, signal.SIGTERM)
             await first_of(child.wait(), clock, grace)
     finally:
-        kill_group(child.pid, signal.SIGKILL)
+        signal_group(child.pid, signal.SIGKILL)
         for pid, started in children:
             if _started(pid) == started:  # still that process, not a reused pid
-                kill_group(pid, signal.SIGKILL)
+                signal_group(pid, signal.SIGKILL)
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
     await child.wait()
@@ -261,7 +256,7 @@ async def run_captured(
         finished = await first_of(child.wait(), clock, time_limit)
         if not finished:
             await stop(child, clock, grace)
-        kill_group(child.pid, signal.SIGKILL)
+        signal_group(child.pid, signal.SIGKILL)
         await pump
     except BaseException:
         pump.cancel()

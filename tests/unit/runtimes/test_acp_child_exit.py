@@ -15,6 +15,8 @@ from loopd.runtimes.acp.agent import AcpRuntimeFactory, AcpSettings
 from loopd.runtimes.base import RuntimeContext
 from loopd.testing.fakes import RecordingEmitter, ScriptedApprover
 from tests.unit.runtimes.acp_scripted import probe
+from tests.unit.test_groups import HELPER
+from tests.unit.tools.tooltest import dies
 
 
 @pytest.mark.parametrize(
@@ -68,3 +70,27 @@ async def test_an_agent_that_closes_its_output_and_lingers_is_stopped_and_reaped
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):  # gone, and reaped: not even a zombie
         os.kill(pid, 0)
+
+
+async def test_what_a_failed_agent_started_in_its_group_ends_with_it(tmp_path: Path) -> None:
+    """A child that starts a helper (one that ignores SIGTERM) and then fails its
+    start: the helper does not outlive it (stopping the child's pid alone left it)."""
+    pid_file = tmp_path / "pid"
+    program = (
+        "import os, subprocess, sys, time; "
+        f"kid = subprocess.Popen([sys.executable, '-c', {HELPER!r}], stdout=subprocess.DEVNULL); "
+        f"open({str(pid_file)!r}, 'w').write(str(kid.pid)); os.close(1); time.sleep(60)"
+    )
+    settings = AcpSettings(
+        sys.executable,
+        ("-c", program),
+        base_env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)},
+        rules=RuleSet(),
+        probe=probe,
+    )
+    context = RuntimeContext(
+        "s1", str(tmp_path), (), RecordingEmitter(), ScriptedApprover.of(), {"mode": "ask"}
+    )
+    with pytest.raises(RuntimeFailure, match="closed its connection"):
+        await AcpRuntimeFactory("leaves-a-helper", settings).open(context)
+    assert await dies(int(pid_file.read_text()))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from acp.schema import (
 )
 
 from loopd import __version__
+from loopd.groups import signal_group, stop_group
 from loopd.mcp.config import McpServerConfig
 from loopd.protocol.approvals import ApprovalDecision
 from loopd.protocol.errors import RuntimeFailure
@@ -341,13 +341,7 @@ class ChildConnection:
     async def close(self) -> None:
         with contextlib.suppress(Exception):
             await self._conn.close()
-        if self._proc.returncode is None:
-            self._proc.terminate()
-            try:
-                await asyncio.wait_for(self._proc.wait(), CLOSE_GRACE)
-            except TimeoutError:
-                self._proc.kill()
-                await self._proc.wait()
+        await stop_group(self._proc, CLOSE_GRACE)
 
     async def _watch(self, request: Awaitable[Any]) -> Any:
         """`request`'s answer, or `RuntimeFailure` if the child dies first."""
@@ -381,8 +375,7 @@ def _closed(answer: asyncio.Future[Any]) -> bool:
 
 
 def _kill(proc: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # its own group (start_new_session)
+    signal_group(proc.pid, signal.SIGKILL)  # its own group (start_new_session)
 
 
 def _dump(options: Any) -> list[dict[str, Any]]:

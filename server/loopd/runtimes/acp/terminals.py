@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from loopd.engine.ports import Clock
+from loopd.groups import signal_group
 from loopd.policy.paths import PathPolicy
 from loopd.protocol.events import (
     SessionEvent,
@@ -54,7 +55,7 @@ from loopd.protocol.events import (
 from loopd.sandbox.base import SAFE_ENV_KEYS, CommandSandbox, CommandSpec
 from loopd.tools.env import ToolLimits
 from loopd.tools.output import HeadTail, LiveView
-from loopd.tools.processes import Spawned, first_of, kill_group, spawn, stop
+from loopd.tools.processes import Spawned, first_of, spawn, stop
 
 log = logging.getLogger(__name__)
 
@@ -358,7 +359,7 @@ class AcpTerminals:
         pump = asyncio.ensure_future(t.child.pump(on_output))
         try:
             await t.child.wait()
-            kill_group(t.child.pid, signal.SIGKILL)
+            signal_group(t.child.pid, signal.SIGKILL)
             await first_of(pump, self._clock, self._limits.kill_grace)
         finally:
             pump.cancel()

@@ -14,11 +14,11 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from loopd.groups import stop_group
 from loopd.protocol.errors import RuntimeFailure
 from loopd.protocol.jsonvalues import loads_bounded
 
@@ -119,16 +119,7 @@ class JsonlProcess:
 
     async def close(self, grace: float = 3.0) -> None:
         """Close stdin so the CLI can finish cleanly, then escalate; bounded by ~3x grace."""
-        proc = self._proc
-        if proc.stdin is not None and not proc.stdin.is_closing():
-            proc.stdin.close()
-        for step in (None, _terminate, _kill):
-            if proc.returncode is not None:
-                break
-            if step is not None:
-                step(proc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), grace)
+        await stop_group(self._proc, grace)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stderr_task, grace)
         self._stderr_task.cancel()
@@ -141,21 +132,6 @@ class JsonlProcess:
             if text:
                 self._stderr.append(text)
                 log.debug("%s stderr: %s", self._name, text)
-
-
-def _terminate(proc: asyncio.subprocess.Process) -> None:
-    _signal_group(proc, 15)
-
-
-def _kill(proc: asyncio.subprocess.Process) -> None:
-    _signal_group(proc, 9)
-
-
-def _signal_group(proc: asyncio.subprocess.Process, signum: int) -> None:
-    """Signal the child's whole process group: the npm launcher and the CLI's own
-    children (tool processes) must not outlive the session."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signum)
 
 
 async def wait_while_active(
