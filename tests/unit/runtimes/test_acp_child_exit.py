@@ -31,19 +31,7 @@ from tests.unit.tools.tooltest import dies
 async def test_an_agent_that_ends_before_it_answers_fails_the_start_clearly(
     tmp_path: Path, program: str, said: str
 ) -> None:
-    settings = AcpSettings(
-        sys.executable,
-        ("-c", program),
-        base_env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)},
-        rules=RuleSet(),
-        probe=probe,
-    )
-    context = RuntimeContext(
-        "s1", str(tmp_path), (), RecordingEmitter(), ScriptedApprover.of(), {"mode": "ask"}
-    )
-    with pytest.raises(RuntimeFailure) as failed:
-        await AcpRuntimeFactory("dies", settings).open(context)
-    assert str(failed.value) == said
+    assert await failed_start(tmp_path, program) == said
 
 
 async def test_an_agent_that_closes_its_output_and_lingers_is_stopped_and_reaped(
@@ -55,18 +43,7 @@ async def test_an_agent_that_closes_its_output_and_lingers_is_stopped_and_reaped
     pid_file = tmp_path / "pid"
     program = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
     program += "os.close(1); time.sleep(60)"
-    settings = AcpSettings(
-        sys.executable,
-        ("-c", program),
-        base_env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)},
-        rules=RuleSet(),
-        probe=probe,
-    )
-    context = RuntimeContext(
-        "s1", str(tmp_path), (), RecordingEmitter(), ScriptedApprover.of(), {"mode": "ask"}
-    )
-    with pytest.raises(RuntimeFailure, match="closed its connection"):
-        await AcpRuntimeFactory("lingers", settings).open(context)
+    assert await failed_start(tmp_path, program) == "the ACP agent closed its connection"
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):  # gone, and reaped: not even a zombie
         os.kill(pid, 0)
@@ -81,6 +58,12 @@ async def test_what_a_failed_agent_started_in_its_group_ends_with_it(tmp_path: P
         f"kid = subprocess.Popen([sys.executable, '-c', {HELPER!r}], stdout=subprocess.DEVNULL); "
         f"open({str(pid_file)!r}, 'w').write(str(kid.pid)); os.close(1); time.sleep(60)"
     )
+    assert await failed_start(tmp_path, program) == "the ACP agent closed its connection"
+    assert await dies(int(pid_file.read_text()))
+
+
+async def failed_start(tmp_path: Path, program: str) -> str:
+    """What opening an ACP runtime whose agent is `python -c program` failed with."""
     settings = AcpSettings(
         sys.executable,
         ("-c", program),
@@ -91,6 +74,6 @@ async def test_what_a_failed_agent_started_in_its_group_ends_with_it(tmp_path: P
     context = RuntimeContext(
         "s1", str(tmp_path), (), RecordingEmitter(), ScriptedApprover.of(), {"mode": "ask"}
     )
-    with pytest.raises(RuntimeFailure, match="closed its connection"):
-        await AcpRuntimeFactory("leaves-a-helper", settings).open(context)
-    assert await dies(int(pid_file.read_text()))
+    with pytest.raises(RuntimeFailure) as failed:
+        await AcpRuntimeFactory("agent", settings).open(context)
+    return str(failed.value)
