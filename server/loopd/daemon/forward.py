@@ -16,7 +16,6 @@ and ends the connection: cancels its turn, detaches its sessions.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import select
 import socket
@@ -33,7 +32,6 @@ from loopd.home import user_config_path
 from loopd.streams import read_ahead
 
 START_TIMEOUT = 20.0  # seconds for a new daemon to listen
-EXIT_TIMEOUT = 5.0  # seconds for an idle daemon, with no session left, to exit
 CONFIG_MAX_BYTES = 1 << 20  # as `loopd.config.trust.store.MAX_BYTES` (not imported on this path)
 _INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ")
 
@@ -121,12 +119,6 @@ def handover(
             send(sock, hello, fds=fds)
             sock.settimeout(None)  # it holds the editor's pipes now: never serve beside it
             reply, _ = receive(sock)  # (it closes them before any refusal, or by dying)
-        except (EOFError, ConnectionResetError):
-            sock.close()  # gone before it served them: it was exiting (idle) as we came
-            if attempt:
-                raise
-            _until_exited(place)
-            continue
         except BaseException:
             sock.close()
             raise
@@ -137,26 +129,6 @@ def handover(
             return None  # a busy daemon of another version keeps its editors
         stop(place)  # an idle one of another version makes way
     return None
-
-
-def _until_exited(place: Place) -> None:
-    """Wait (bounded) until a daemon that is exiting has let go of its lock: by then
-    its socket is gone too, and the next try starts a new daemon instead of reaching
-    the old one's listener again."""
-    fd = os.open(place.lock, os.O_RDWR | os.O_CREAT, 0o600)
-    deadline = time.monotonic() + EXIT_TIMEOUT
-    pause = 0.002
-    try:
-        while time.monotonic() < deadline:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                time.sleep(pause)  # the only wait: a daemon closing its sessions
-                pause = min(pause * 2, 0.05)
-                continue
-            return  # closing `fd` lets the next daemon take it
-    finally:
-        os.close(fd)
 
 
 def _wait(sock: socket.socket) -> int:

@@ -6,21 +6,16 @@ journaled event and the next editor starts a new one that loads the session;
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import os
 import re
 import shutil
 import signal
-import socket
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from loopd.daemon.frames import receive
-from loopd.daemon.place import place_of, short_path
 from loopd.testing.llm_script import Reply
 from tests.e2e.acp.conftest import ROOT, Home, RawAgent, prompt_params, raw_loopd, update_of
 from tests.e2e.daemon.conftest import loopd, shared, status
@@ -159,48 +154,3 @@ def _socket(home: Home) -> Path:
     from loopd.daemon.place import place_of
 
     return Path(place_of(shared(home)).endpoint)
-
-
-def exiting_daemon(env: dict[str, str], listening: threading.Event) -> None:
-    """A daemon that decided to exit (idle) as an editor came: its listener still
-    takes the connection, then it closes it unanswered, with the editor's
-    descriptors, and goes (socket, then lock), as `loopd.daemon.serve` does."""
-    place = place_of(env)
-    place.prepare()
-    lock = os.open(place.lock, os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)  # private from birth, as the daemon's
-    try:
-        listener.bind(short_path(place.endpoint))
-    finally:
-        os.umask(old)
-    listener.listen(8)
-    listening.set()
-    conn, _ = listener.accept()
-    _, fds = receive(conn)
-    for fd in fds:
-        os.close(fd)
-    conn.close()
-    os.unlink(place.endpoint)
-    listener.close()
-    os.close(lock)
-
-
-async def test_an_editor_that_arrives_as_the_daemon_exits_is_served_by_a_new_one(
-    daemon_home: Home,
-) -> None:
-    """Not served in its own process ("could not be reached"): the forwarder waits
-    for the old daemon to be gone, and starts the next one."""
-    home = daemon_home
-    listening = threading.Event()
-    old = threading.Thread(target=exiting_daemon, args=(shared(home), listening))
-    old.start()
-    assert await asyncio.to_thread(listening.wait, 10)
-    try:
-        async with raw_loopd(home, shared(home)) as editor:
-            assert await agent_version(editor) == "0.1.0"
-            now = await status(home)
-            assert now["running"] and now["connections"] == 1, now  # a daemon serves it
-    finally:
-        await asyncio.to_thread(old.join, 10)
