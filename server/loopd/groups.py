@@ -35,13 +35,17 @@ async def stop_group(
     proc: asyncio.subprocess.Process,
     grace: float,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    *,
+    eof_first: bool = True,
 ) -> None:
     """End `proc` and its group (see the module's doc), then reap it; bounded by about
-    three times `grace`, counted on `sleep`'s clock."""
+    three times `grace`, counted on `sleep`'s clock. Without `eof_first` the group
+    gets SIGTERM at once: a child whose protocol already said goodbye (a closed ACP
+    connection) is not waited for twice."""
     try:
         if proc.stdin is not None and not proc.stdin.is_closing():
             proc.stdin.close()
-        for sig in (None, signal.SIGTERM):
+        for sig in (None, signal.SIGTERM) if eof_first else (signal.SIGTERM,):
             if proc.returncode is not None:
                 break
             if sig is not None:

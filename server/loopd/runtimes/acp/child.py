@@ -341,7 +341,7 @@ class ChildConnection:
     async def close(self) -> None:
         with contextlib.suppress(Exception):
             await self._conn.close()
-        await stop_group(self._proc, CLOSE_GRACE)
+        await stop_group(self._proc, CLOSE_GRACE, eof_first=False)
 
     async def _watch(self, request: Awaitable[Any]) -> Any:
         """`request`'s answer, or `RuntimeFailure` if the child dies first."""
