@@ -43,13 +43,31 @@ def exit_code(outcome: Outcome) -> int:
 def run_headless(main: Coroutine[Any, Any, Outcome]) -> Outcome:
     """`asyncio.run` without its last step, which joins every worker thread: one
     stuck in a call no signal interrupts would keep the process alive after the turn
-    ended. `exit_now` then ends the process without waiting for such a thread."""
+    ended. `exit_now` then ends the process without waiting for such a thread.
+
+    As `asyncio.run` does, what is still running is cancelled and awaited before the
+    async generators are closed; and closing them may start tasks of its own (a
+    generator collected meanwhile is closed by a task), which are awaited too, so
+    none is destroyed pending ("Task was destroyed but it is pending!")."""
     loop = asyncio.new_event_loop()
     try:
         return loop.run_until_complete(main)
     finally:
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
+        try:
+            _finish_tasks(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            _finish_tasks(loop)
+        finally:
+            loop.close()
+
+
+def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    tasks = asyncio.all_tasks(loop)
+    if not tasks:
+        return  # (a gather of nothing would belong to no loop of ours)
+    for task in tasks:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
 
 
 def exit_now(code: int) -> NoReturn:
